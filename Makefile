@@ -1,0 +1,86 @@
+# mq: a message queue made of small Unix tools.  See README.md.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+
+PKGS = libbsd-overlay jansson libxxhash
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS := $(shell pkg-config --libs $(PKGS))
+
+CFLAGS ?= -O2 -g
+# Warnings stay on whatever CFLAGS the user sets.
+override CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
+	-Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers \
+	-fPIC $(CFLAGS)
+override CPPFLAGS := -Ilib $(PKG_CFLAGS) $(CPPFLAGS)
+LDLIBS += $(PKG_LIBS) -lm
+
+TOOLS = mq-pub mq-sub mq-ack mq-topic
+LIB_SRC = $(wildcard lib/*.c)
+LIB_OBJ = $(LIB_SRC:.c=.o)
+TOOL_OBJ = src/tool.o
+UNIT_SRC = $(wildcard test/unit/*.c)
+UNIT_BIN = $(UNIT_SRC:.c=)
+MAN1 = $(TOOLS:%=man/%.1)
+SOVERSION = 0
+
+all: $(TOOLS:%=bin/%) lib/libmq.a lib/libmq.so.$(SOVERSION)
+
+lib/libmq.a: $(LIB_OBJ)
+	$(AR) rcs $@ $(LIB_OBJ)
+
+lib/libmq.so.$(SOVERSION): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libmq.so.$(SOVERSION) $(LDFLAGS) -o $@ \
+		$(LIB_OBJ) $(LDLIBS)
+
+$(LIB_OBJ) $(TOOL_OBJ) $(TOOLS:%=src/%.o): lib/mq.h lib/internal.h src/tool.h
+
+bin/%: src/%.o $(TOOL_OBJ) lib/libmq.a
+	@mkdir -p bin
+	$(CC) $(LDFLAGS) -o $@ $< $(TOOL_OBJ) lib/libmq.a $(LDLIBS)
+
+test/unit/%: test/unit/%.c lib/libmq.a lib/internal.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< lib/libmq.a $(LDLIBS)
+
+# The just-built tools come first on PATH; stdin is closed so that no test
+# can wait on a terminal.
+check: all $(UNIT_BIN)
+	@PATH="$(CURDIR)/bin:$$PATH" test/run $(UNIT_BIN) < /dev/null
+
+# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer,
+# built in a separate tree so the normal build is untouched.
+check-sanitize:
+	rm -rf build/san && mkdir -p build/san
+	cp -r Makefile lib src test completions man build/san/
+	$(MAKE) -C build/san check \
+		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+		LDFLAGS="-fsanitize=address,undefined"
+
+bench: all
+	bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	install -m 755 $(TOOLS:%=bin/%) $(DESTDIR)$(BINDIR)
+	install -m 644 lib/libmq.a $(DESTDIR)$(LIBDIR)
+	install -m 755 lib/libmq.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)
+	ln -sf libmq.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libmq.so
+	install -m 644 lib/mq.h $(DESTDIR)$(INCLUDEDIR)
+	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1
+	install -m 644 man/mq-spool.5 $(DESTDIR)$(MANDIR)/man5
+	install -m 644 man/mq.7 $(DESTDIR)$(MANDIR)/man7
+	install -m 644 completions/mq.bash $(DESTDIR)$(BASHCOMPDIR)/mq
+	for t in $(TOOLS); do ln -sf mq $(DESTDIR)$(BASHCOMPDIR)/$$t; done
+	install -m 644 completions/_mq $(DESTDIR)$(ZSHCOMPDIR)/_mq
+
+clean:
+	rm -f lib/*.o src/*.o lib/libmq.a lib/libmq.so.* $(UNIT_BIN)
+	rm -rf bin/mq-* build
+
+.PHONY: all check check-sanitize bench install clean

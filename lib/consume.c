@@ -1,0 +1,546 @@
+/*
+ * consume.c: claiming messages for a group, and waiting for them.
+ *
+ * A consumer lists each partition's new/ once, sorts the names (they
+ * start with the sequence number), and claims from that list in order
+ * without listing again until it is used up: the cost per message does not
+ * grow with the backlog.  It skips names whose sequence number is not yet
+ * below the head's committed (a publish in progress).  Claiming is
+ * rename(new/NAME, cur/KEY,a<n+1>,l<deadline>,r<token>:2,): one contender
+ * wins, the others get ENOENT and move on.
+ *
+ * When nothing is pending it returns expired leases of its group to new/
+ * (any consumer does this for all; there is no daemon), then sleeps in
+ * inotify on new/ (a message arrives), head (a commit) and cur/ (a claim
+ * whose lease it must watch), no longer than the earliest lease deadline
+ * it knows.  Where inotify cannot see other hosts (NFS and the like) or
+ * when asked, it polls instead.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct part {
+	int newfd, curfd, hfd;
+	int wd_new, wd_cur, wd_head;
+	struct mq_names cand;           /* sorted names of new/ at last scan */
+	size_t pos;
+	uint64_t committed;
+	bool scan_new, scan_cur;
+};
+
+struct mq_sub {
+	mq_spool *sp;
+	struct mq_topic t;
+	char *group;
+	double lease, poll;
+	int ifd;
+	struct part *ps;
+	unsigned rr;
+	double earliest;                /* earliest lease deadline seen in cur/ */
+	double last_expire;             /* when cur/ was last looked at */
+};
+
+struct msg_priv {
+	unsigned k;
+	char cur[MQ_KEY_LEN + 64];
+	char buf[];
+};
+
+void
+mq_sub_opts_default(struct mq_sub_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->create = 1;
+	mq_group_conf_default(&o->group);
+}
+
+/* Filesystems on which inotify does not see what other hosts do. */
+static bool
+network_fs(int fd)
+{
+	static const unsigned long magic[] = {
+		0x6969,         /* NFS */
+		0x517b,         /* SMB */
+		0xff534d42,     /* CIFS */
+		0xfe534d42,     /* SMB2 */
+		0x65735546,     /* FUSE */
+		0x01021997,     /* 9P */
+		0x00c36400,     /* Ceph */
+		0x5346414f,     /* AFS */
+		0x6b414653,     /* kAFS */
+		0x01161970,     /* GFS2 */
+		0x7461636f,     /* OCFS2 */
+		0x47504653,     /* GPFS */
+		0x0bd00bd0,     /* Lustre */
+	};
+	struct statfs st;
+	if (fstatfs(fd, &st) < 0)
+		return false;
+	for (size_t i = 0; i < sizeof magic / sizeof *magic; i++)
+		if ((unsigned long)st.f_type == magic[i])
+			return true;
+	return false;
+}
+
+static int
+watch(int ifd, int fd, uint32_t mask)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	int wd = inotify_add_watch(ifd, path, mask);
+	if (wd < 0)
+		return mq_err_sys("inotify");
+	return wd;
+}
+
+static int
+open_part(mq_sub *s, unsigned k)
+{
+	struct part *p = &s->ps[k];
+	char path[MQ_NAME_MAX + 16];
+	p->newfd = p->curfd = p->hfd = -1;
+	p->scan_new = p->scan_cur = true;
+	if (mq_path(path, sizeof path, "g/%s/new", s->group) < 0 ||
+	    (p->newfd = mq_dir_open(s->t.pfd[k], path)) < 0 ||
+	    mq_path(path, sizeof path, "g/%s/cur", s->group) < 0 ||
+	    (p->curfd = mq_dir_open(s->t.pfd[k], path)) < 0 ||
+	    (p->hfd = mq_head_open(s->t.pfd[k], 0)) < 0)
+		return -1;
+	if (s->ifd >= 0 &&
+	    ((p->wd_new = watch(s->ifd, p->newfd, IN_MOVED_TO | IN_CREATE |
+	    IN_ONLYDIR)) < 0 ||
+	    (p->wd_cur = watch(s->ifd, p->curfd, IN_MOVED_TO | IN_CREATE |
+	    IN_ONLYDIR)) < 0 ||
+	    (p->wd_head = watch(s->ifd, p->hfd, IN_MODIFY)) < 0))
+		return -1;
+	return mq_partition_repair_try(&s->t, k);
+}
+
+static int
+group_settings(mq_sub *s, const struct mq_sub_opts *o)
+{
+	int exists = 0;
+	char path[MQ_NAME_MAX + 16];
+	if (mq_path(path, sizeof path, "groups/%s.conf", s->group) < 0)
+		return -1;
+	exists = faccessat(s->t.fd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!exists) {
+		if (!o->create)
+			return mq_err(EX_NOINPUT, "no group '%s' on topic '%s'",
+			    s->group, s->t.name);
+		if (mq_group_subscribe(s->sp, s->t.name, s->group, &o->group) < 0)
+			return -1;
+	}
+	struct mq_conf kv;
+	if (mq_group_conf_read(&s->t, s->group, &kv) < 0)
+		return -1;
+	const char *state = mq_conf_get(&kv, "state");
+	int rc = mq_conf_get_double(&kv, "lease", MQ_LEASE_DEFAULT, &s->lease,
+	    path);
+	mq_conf_free(&kv);
+	if (rc == 0 && state && !strcmp(state, "backfill"))
+		rc = mq_group_backfill(&s->t, s->group);
+	if (o->lease > 0)
+		s->lease = o->lease;
+	return rc;
+}
+
+mq_sub *
+mq_sub_open(mq_spool *sp, const char *topic, const char *group,
+    const struct mq_sub_opts *o)
+{
+	struct mq_sub_opts dflt;
+	if (!o) {
+		mq_sub_opts_default(&dflt);
+		o = &dflt;
+	}
+	if (mq_name_check("topic", topic) < 0 ||
+	    mq_name_check("group", group) < 0)
+		return NULL;
+	mq_sub *s = calloc(1, sizeof *s);
+	if (!s) {
+		mq_err_sys("malloc");
+		return NULL;
+	}
+	s->ifd = -1;
+	s->sp = sp;
+	s->earliest = INFINITY;
+	if (mq_topic_open(sp, topic, o->create, &s->t) < 0) {
+		free(s);
+		return NULL;
+	}
+	unsigned np = s->t.conf.partitions;
+	if (!(s->group = strdup(group)) ||
+	    !(s->ps = calloc(np, sizeof *s->ps))) {
+		mq_err_sys("malloc");
+		goto fail;
+	}
+	for (unsigned k = 0; k < np; k++)
+		s->ps[k].newfd = s->ps[k].curfd = s->ps[k].hfd = -1;
+	if (group_settings(s, o) < 0)
+		goto fail;
+	s->poll = o->poll;
+	if (s->poll <= 0 && network_fs(s->t.fd))
+		s->poll = 1.0;
+	if (s->poll <= 0 &&
+	    (s->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
+		mq_err_sys("inotify");
+		goto fail;
+	}
+	for (unsigned k = 0; k < np; k++)
+		if (open_part(s, k) < 0)
+			goto fail;
+	return s;
+fail:
+	mq_sub_close(s);
+	return NULL;
+}
+
+void
+mq_sub_close(mq_sub *s)
+{
+	if (!s)
+		return;
+	if (s->ps) {
+		for (unsigned k = 0; k < s->t.conf.partitions; k++) {
+			struct part *p = &s->ps[k];
+			if (p->newfd >= 0)
+				close(p->newfd);
+			if (p->curfd >= 0)
+				close(p->curfd);
+			if (p->hfd >= 0)
+				close(p->hfd);
+			mq_names_free(&p->cand);
+		}
+		free(s->ps);
+	}
+	if (s->ifd >= 0)
+		close(s->ifd);
+	free(s->group);
+	mq_topic_close(&s->t);
+	free(s);
+}
+
+int
+mq_sub_polling(const mq_sub *s)
+{
+	return s->ifd < 0;
+}
+
+/* Reads the claimed message cur/NAME into a new mq_msg. */
+int
+mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
+    struct mq_msg **out)
+{
+	int fd = openat(curfd, curname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return mq_err_sys("read message");
+	struct stat st;
+	size_t limit = t->conf.max_message_size + MQ_HEADER_BLOCK_MAX;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size > limit) {
+		close(fd);
+		return mq_err(EX_DATAERR, "not a message file, or too large");
+	}
+	size_t size = (size_t)st.st_size;
+	struct mq_msg *m = calloc(1, sizeof *m);
+	struct msg_priv *pv = malloc(sizeof *pv + size + 1);
+	if (!m || !pv) {
+		free(m);
+		free(pv);
+		close(fd);
+		return mq_err_sys("malloc");
+	}
+	m->priv = pv;
+	size_t len = 0;
+	while (len < size) {
+		ssize_t r = read(fd, pv->buf + len, size - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	pv->buf[len] = 0;
+	if (mq_msg_parse(pv->buf, len, m) < 0) {
+		mq_msg_free(m);
+		return -1;
+	}
+	*out = m;
+	return 0;
+}
+
+/* Returns every claim in cur/ whose lease has passed to new/, keeping its
+ * attempt count; *earliest gets the earliest deadline still to come. */
+int
+mq_claim_expire(int curfd, int newfd, double now, double *earliest)
+{
+	struct mq_names l = { 0 };
+	if (mq_names_read(curfd, NULL, &l) < 0)
+		return -1;
+	uint64_t now_ms = (uint64_t)(now * 1000);
+	int returned = 0;
+	*earliest = INFINITY;
+	for (size_t i = 0; i < l.n; i++) {
+		struct mq_entry e;
+		char name[MQ_KEY_LEN + 32];
+		if (mq_entry_parse(l.v[i], &e) < 0 || !e.claimed)
+			continue;
+		if (e.deadline_ms > now_ms) {
+			if ((double)e.deadline_ms / 1000 < *earliest)
+				*earliest = (double)e.deadline_ms / 1000;
+			continue;
+		}
+		if (mq_entry_new_name(&e, name, sizeof name) == 0 &&
+		    renameat(curfd, l.v[i], newfd, name) == 0)
+			returned++;
+	}
+	mq_names_free(&l);
+	return returned;
+}
+
+static int
+scan_new(mq_sub *s, struct part *p)
+{
+	struct mq_head h;
+	if (mq_head_read(p->hfd, &h) < 0)
+		return -1;
+	p->committed = h.committed;
+	mq_names_free(&p->cand);
+	p->pos = 0;
+	p->scan_new = false;
+	(void)s;
+	return mq_names_read(p->newfd, NULL, &p->cand);
+}
+
+static int
+try_claim(mq_sub *s, unsigned k, struct mq_msg **out)
+{
+	struct part *p = &s->ps[k];
+	while (p->pos < p->cand.n) {
+		const char *name = p->cand.v[p->pos];
+		struct mq_entry e;
+		uint64_t seq;
+		if (mq_entry_parse(name, &e) < 0 || e.claimed ||
+		    mq_seq_of(name, &seq) < 0) {
+			p->pos++;
+			continue;
+		}
+		/* Not committed yet: neither is anything after it. */
+		if (seq >= p->committed) {
+			p->pos = p->cand.n;
+			break;
+		}
+		p->pos++;
+		double now = mq_now();
+		char cur[MQ_KEY_LEN + 64];
+		e.attempts++;
+		e.deadline_ms = (uint64_t)((now + s->lease) * 1000);
+		mq_hex_random(e.token, 8);
+		e.claimed = 1;
+		if (mq_entry_cur_name(&e, cur, sizeof cur) < 0)
+			return -1;
+		if (renameat(p->newfd, name, p->curfd, cur) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return mq_err_sys("claim");
+		}
+		struct mq_msg *m;
+		if (mq_claim_read(&s->t, p->curfd, cur, &m) < 0) {
+			/* Never deliver what cannot be proven whole. */
+			if (mq_dlq_put(&s->t, k, s->group, p->curfd, cur, &e,
+			    "unreadable", mq_errmsg()) < 0)
+				return -1;
+			continue;
+		}
+		struct msg_priv *pv = m->priv;
+		pv->k = k;
+		snprintf(pv->cur, sizeof pv->cur, "%s", cur);
+		m->attempts = e.attempts;
+		m->lease_deadline = (double)e.deadline_ms / 1000;
+		cur[strlen(cur) - 3] = 0;       /* drop ":2," */
+		if (mq_receipt_make(s->t.name, s->group, k, cur, &m->receipt) < 0) {
+			mq_msg_free(m);
+			return -1;
+		}
+		*out = m;
+		return 1;
+	}
+	return 0;
+}
+
+/* Reads pending inotify events and marks what they touched. */
+static void
+drain_events(mq_sub *s)
+{
+	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	unsigned np = s->t.conf.partitions;
+	for (;;) {
+		ssize_t r = read(s->ifd, buf, sizeof buf);
+		if (r <= 0)
+			return;
+		for (char *q = buf; q < buf + r;) {
+			struct inotify_event *ev = (struct inotify_event *)q;
+			for (unsigned k = 0; k < np; k++) {
+				struct part *p = &s->ps[k];
+				if (ev->mask & IN_Q_OVERFLOW)
+					p->scan_new = p->scan_cur = true;
+				else if (ev->wd == p->wd_new || ev->wd == p->wd_head)
+					p->scan_new = true;
+				else if (ev->wd == p->wd_cur)
+					p->scan_cur = true;
+			}
+			q += sizeof *ev + ev->len;
+		}
+	}
+}
+
+static int
+expire_leases(mq_sub *s)
+{
+	double now = mq_now();
+	/* A busy consumer still looks at cur/ once a second, so a crashed
+	 * peer's claims come back even while messages keep flowing. */
+	bool due = now >= s->earliest || now - s->last_expire >= 1.0;
+	s->last_expire = now;
+	s->earliest = INFINITY;
+	for (unsigned k = 0; k < s->t.conf.partitions; k++) {
+		struct part *p = &s->ps[k];
+		if (!p->scan_cur && !due)
+			continue;
+		double e;
+		int n = mq_claim_expire(p->curfd, p->newfd, now, &e);
+		if (n < 0)
+			return -1;
+		if (n > 0)
+			p->scan_new = true;
+		p->scan_cur = false;
+		if (e < s->earliest)
+			s->earliest = e;
+	}
+	return 0;
+}
+
+/* Sleeps until something may have changed or until `until`; returns 1
+ * when a signal interrupted the sleep. */
+static int
+wait_for_change(mq_sub *s, double until)
+{
+	double now = mq_now();
+	double wake = fmin(until, s->earliest);
+	if (s->ifd < 0) {
+		double step = fmin(s->poll, wake - now);
+		if (step > 0) {
+			struct timespec ts = { (time_t)step,
+			    (long)((step - floor(step)) * 1e9) };
+			if (nanosleep(&ts, NULL) < 0 && errno == EINTR)
+				return 1;
+		}
+		for (unsigned k = 0; k < s->t.conf.partitions; k++)
+			s->ps[k].scan_new = s->ps[k].scan_cur = true;
+		return 0;
+	}
+	int ms = -1;
+	if (isfinite(wake))
+		ms = wake <= now ? 0 : (int)fmin(ceil((wake - now) * 1000), 3.6e6);
+	struct pollfd pfd = { .fd = s->ifd, .events = POLLIN };
+	if (poll(&pfd, 1, ms) < 0)
+		return errno == EINTR ? 1 : mq_err_sys("poll");
+	drain_events(s);
+	return 0;
+}
+
+int
+mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
+{
+	unsigned np = s->t.conf.partitions;
+	double until = timeout < 0 ? INFINITY : mq_now() + timeout;
+	for (;;) {
+		double now = mq_now();
+		if ((now >= s->earliest || now - s->last_expire >= 1.0) &&
+		    expire_leases(s) < 0)
+			return -1;
+		for (unsigned i = 0; i < np; i++) {
+			unsigned k = (s->rr + i) % np;
+			struct part *p = &s->ps[k];
+			if (p->pos >= p->cand.n && p->scan_new &&
+			    scan_new(s, p) < 0)
+				return -1;
+			int rc = try_claim(s, k, out);
+			if (rc != 0) {
+				s->rr = (k + 1) % np;
+				return rc;
+			}
+		}
+		/* Nothing claimable: look at what changed, then sleep. */
+		if (s->ifd >= 0)
+			drain_events(s);
+		if (expire_leases(s) < 0)
+			return -1;
+		bool again = false;
+		for (unsigned k = 0; k < np; k++)
+			again |= s->ps[k].scan_new;
+		if (again)
+			continue;
+		if (mq_now() >= until)
+			return 0;
+		/* A signal ends the wait as a timeout would: the caller
+		 * decides whether to stop. */
+		int w = wait_for_change(s, until);
+		if (w != 0)
+			return w < 0 ? -1 : 0;
+	}
+}
+
+static struct msg_priv *
+priv_of(const struct mq_msg *m)
+{
+	return m->priv;
+}
+
+int
+mq_sub_ack(mq_sub *s, const struct mq_msg *m)
+{
+	struct msg_priv *pv = priv_of(m);
+	if (unlinkat(s->ps[pv->k].curfd, pv->cur, 0) < 0) {
+		if (errno == ENOENT)
+			return mq_err(EX_NOINPUT, "message %s is no longer "
+			    "claimed (its lease expired)", m->id);
+		return mq_err_sys("ack");
+	}
+	return 0;
+}
+
+int
+mq_sub_nack(mq_sub *s, const struct mq_msg *m)
+{
+	struct msg_priv *pv = priv_of(m);
+	struct mq_entry e;
+	char name[MQ_KEY_LEN + 32];
+	struct part *p = &s->ps[pv->k];
+	if (mq_entry_parse(pv->cur, &e) < 0 ||
+	    mq_entry_new_name(&e, name, sizeof name) < 0)
+		return mq_err(EX_SOFTWARE, "bad claim name");
+	if (renameat(p->curfd, pv->cur, p->newfd, name) < 0) {
+		if (errno == ENOENT)
+			return mq_err(EX_NOINPUT, "message %s is no longer "
+			    "claimed (its lease expired)", m->id);
+		return mq_err_sys("nack");
+	}
+	p->scan_new = true;
+	return 0;
+}

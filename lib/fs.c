@@ -1,0 +1,323 @@
+/*
+ * fs.c: file operations relative to directory descriptors.
+ *
+ * Every file is opened with openat and O_NOFOLLOW, so a symlink planted in
+ * the spool is refused rather than followed.  Whole files are written to a
+ * dot-prefixed temporary name in the target directory, synced if asked,
+ * then linked (create-only) or renamed (replace) into place: readers see
+ * the old file or the new one, never part of one.  Dot names are skipped by
+ * every listing, so a temporary left by a crash is never mistaken for data.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int
+mq_path(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= len)
+		return mq_err(EX_SOFTWARE, "path too long");
+	return 0;
+}
+
+int
+mq_dir_open(int dirfd, const char *path)
+{
+	int fd = openat(dirfd, path,
+	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return mq_err_sys("%s", path);
+	return fd;
+}
+
+/* A partition directory may be a symlink to another filesystem: that is
+ * how a topic spreads over disks (mq-spool(5)). */
+int
+mq_dir_open_partition(int dirfd, const char *path)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return mq_err_sys("%s", path);
+	return fd;
+}
+
+int
+mq_mkdir(int dirfd, const char *path)
+{
+	if (mkdirat(dirfd, path, 0777) < 0 && errno != EEXIST)
+		return mq_err_sys("mkdir %s", path);
+	return 0;
+}
+
+int
+mq_mkdirs(int dirfd, const char *path)
+{
+	char buf[4096];
+	if (mq_path(buf, sizeof buf, "%s", path) < 0)
+		return -1;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mq_mkdir(dirfd, buf) < 0)
+			return -1;
+		*p = '/';
+	}
+	return mq_mkdir(dirfd, buf);
+}
+
+int
+mq_fsync_fd(int fd)
+{
+	if (fsync(fd) < 0 && errno != EINVAL && errno != EROFS)
+		return mq_err_sys("fsync");
+	return 0;
+}
+
+int
+mq_rmtree(int parent, const char *name)
+{
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno == ENOTDIR || errno == ELOOP) {
+			if (unlinkat(parent, name, 0) < 0 && errno != ENOENT)
+				return mq_err_sys("unlink %s", name);
+			return 0;
+		}
+		return mq_err_sys("%s", name);
+	}
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return mq_err_sys("%s", name);
+	}
+	int rc = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) {
+			if (mq_rmtree(dirfd(d), de->d_name) < 0)
+				rc = -1;
+		} else if (unlinkat(dirfd(d), de->d_name, 0) < 0 &&
+		    errno != ENOENT) {
+			rc = mq_err_sys("unlink %s", de->d_name);
+		}
+	}
+	closedir(d);
+	if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return mq_err_sys("rmdir %s", name);
+	return rc;
+}
+
+int
+mq_read_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return mq_err_sys("%s", path);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return mq_err_sys("%s", path);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return mq_err(EX_DATAERR, "%s: not a regular file", path);
+	}
+	if ((uint64_t)st.st_size > max) {
+		close(fd);
+		return mq_err(EX_DATAERR, "%s: file too large (%lld bytes)",
+		    path, (long long)st.st_size);
+	}
+	size_t cap = (size_t)st.st_size + 1, len = 0;
+	char *buf = malloc(cap);
+	if (!buf) {
+		close(fd);
+		return mq_err_sys("malloc");
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			close(fd);
+			return mq_err_sys("read %s", path);
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+		if (len == cap - 1)
+			break;
+	}
+	close(fd);
+	buf[len] = 0;
+	*bufp = buf;
+	*lenp = len;
+	return 0;
+}
+
+/* Writes a whole file under a temporary dot name beside path, then puts it
+ * in place: with link when replace is 0 (returns 1, writing nothing, if
+ * path already exists), with rename when replace is 1. */
+int
+mq_write_file(int dirfd, const char *path, const void *data, size_t len,
+    int sync, int replace)
+{
+	char tmp[4096], rnd[17];
+	const char *slash = strrchr(path, '/');
+	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+	mq_hex_random(rnd, 16);
+	if (mq_path(tmp, sizeof tmp, "%.*s.tmp.%s", (int)dirlen, path, rnd) < 0)
+		return -1;
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0666);
+	if (fd < 0)
+		return mq_err_sys("create %s", path);
+	const char *p = data;
+	size_t left = len;
+	while (left) {
+		ssize_t w = write(fd, p, left);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			goto fail;
+		}
+		p += w;
+		left -= (size_t)w;
+	}
+	if (sync && fsync(fd) < 0)
+		goto fail;
+	if (close(fd) < 0) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	int rc = 0;
+	if (replace) {
+		if (renameat(dirfd, tmp, dirfd, path) < 0)
+			goto fail;
+	} else {
+		if (linkat(dirfd, tmp, dirfd, path, 0) < 0) {
+			if (errno != EEXIST)
+				goto fail;
+			rc = 1;
+		}
+		unlinkat(dirfd, tmp, 0);
+	}
+	return rc;
+fail:
+	mq_err_sys("write %s", path);
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	unlinkat(dirfd, tmp, 0);
+	errno = e;
+	return -1;
+}
+
+int
+mq_names_push(struct mq_names *l, const char *name, size_t len)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		char **v = reallocarray(l->v, cap, sizeof *v);
+		if (!v)
+			return mq_err_sys("malloc");
+		l->v = v;
+		l->cap = cap;
+	}
+	char *s = strndup(name, len);
+	if (!s)
+		return mq_err_sys("malloc");
+	l->v[l->n++] = s;
+	return 0;
+}
+
+static int
+cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void
+mq_names_sort(struct mq_names *l)
+{
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof *l->v, cmp_names);
+}
+
+void
+mq_names_free(struct mq_names *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = l->cap = 0;
+}
+
+/* Reads with a private descriptor so that the caller's stays usable. */
+static DIR *
+open_listing(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	DIR *d = fdopendir(fd);
+	if (!d)
+		close(fd);
+	return d;
+}
+
+int
+mq_names_read(int dirfd, bool (*keep)(const char *), struct mq_names *l)
+{
+	DIR *d = open_listing(dirfd);
+	if (!d)
+		return mq_err_sys("opendir");
+	struct dirent *de;
+	errno = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || (keep && !keep(de->d_name)))
+			continue;
+		if (mq_names_push(l, de->d_name, strlen(de->d_name)) < 0) {
+			closedir(d);
+			return -1;
+		}
+	}
+	closedir(d);
+	mq_names_sort(l);
+	return 0;
+}
+
+uint64_t
+mq_dir_count(int dirfd, bool (*keep)(const char *))
+{
+	DIR *d = open_listing(dirfd);
+	if (!d)
+		return 0;
+	uint64_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && (!keep || keep(de->d_name)))
+			n++;
+	closedir(d);
+	return n;
+}

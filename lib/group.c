@@ -1,0 +1,304 @@
+/*
+ * group.c: subscriptions.
+ *
+ * A group exists when topics/<t>/groups/<g>.conf exists.  Subscribing
+ * holds every partition's publish lock while it creates the group's
+ * maildirs, records each partition's committed sequence as the group's
+ * start, and links the conf into place (the commit point): a publisher
+ * either finished before (its messages are older than start and never
+ * reach the group) or starts after and sees the group.  Unsubscribing
+ * unlinks the conf under the same locks (the commit point), then removes
+ * the group's directories.
+ *
+ * --from-start backfills, after the commit, the log entries older than
+ * start.  The conf says state=backfill until that is done; consumers finish
+ * an interrupted backfill before they claim anything, so no message of the
+ * group was consumed while a backfill links messages (links are
+ * idempotent: EEXIST means already there).  The backfiller holds an OFD
+ * lock on the conf it read and re-reads the state by path once it has the
+ * lock, so two backfills never overlap.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+void
+mq_group_conf_default(struct mq_group_conf *c)
+{
+	c->from_start = 0;
+	c->lease = MQ_LEASE_DEFAULT;
+}
+
+static int
+conf_path(const char *group, char *buf, size_t len)
+{
+	return mq_path(buf, len, "groups/%s.conf", group);
+}
+
+int
+mq_group_conf_read(const struct mq_topic *t, const char *group,
+    struct mq_conf *kv)
+{
+	char p[MQ_NAME_MAX + 16];
+	if (conf_path(group, p, sizeof p) < 0)
+		return -1;
+	if (mq_conf_read(t->fd, p, kv) < 0) {
+		if (mq_errcode() == EX_NOINPUT)
+			return mq_err(EX_NOINPUT, "no group '%s' on topic '%s'",
+			    group, t->name);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+render_conf(const struct mq_topic *t, const struct mq_group_conf *c,
+    const uint64_t *start, const char *state, double created, char **out)
+{
+	size_t cap = 256 + (size_t)t->conf.partitions * 40, o = 0;
+	char *buf = malloc(cap);
+	if (!buf)
+		return mq_err_sys("malloc");
+	o += (size_t)snprintf(buf + o, cap - o, "created=%.3f\nfrom-start=%d\n"
+	    "lease=%g\nstate=%s\n", created, c->from_start ? 1 : 0, c->lease,
+	    state);
+	for (unsigned k = 0; k < t->conf.partitions; k++)
+		o += (size_t)snprintf(buf + o, cap - o, "start.p%u=%" PRIu64 "\n",
+		    k, start[k]);
+	*out = buf;
+	return 0;
+}
+
+static int
+make_dirs(const struct mq_topic *t, unsigned k, const char *group)
+{
+	static const char *const sub[] = { "tmp", "new", "cur" };
+	char p[MQ_NAME_MAX + 16];
+	if (mq_path(p, sizeof p, "g/%s", group) < 0 ||
+	    mq_rmtree(t->pfd[k], p) < 0 || mq_mkdir(t->pfd[k], p) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof sub / sizeof *sub; i++)
+		if (mq_path(p, sizeof p, "g/%s/%s", group, sub[i]) < 0 ||
+		    mq_mkdir(t->pfd[k], p) < 0)
+			return -1;
+	int gfd = mq_dir_open(t->pfd[k], "g");
+	if (gfd < 0)
+		return -1;
+	int rc = mq_fsync_fd(gfd);
+	close(gfd);
+	return rc;
+}
+
+static int
+subscribe_locked(const struct mq_topic *t, const char *group,
+    const struct mq_group_conf *c, int *hfds)
+{
+	char p[MQ_NAME_MAX + 16];
+	if (conf_path(group, p, sizeof p) < 0)
+		return -1;
+	if (faccessat(t->fd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	unsigned np = t->conf.partitions;
+	uint64_t *start = calloc(np, sizeof *start);
+	if (!start)
+		return mq_err_sys("malloc");
+	int rc = 0;
+	for (unsigned k = 0; rc == 0 && k < np; k++) {
+		struct mq_head h;
+		rc = mq_head_read(hfds[k], &h);
+		start[k] = h.committed;
+		if (rc == 0)
+			rc = make_dirs(t, k, group);
+	}
+	char *text = NULL;
+	if (rc == 0)
+		rc = render_conf(t, c, start, c->from_start ? "backfill" : "ready",
+		    mq_now(), &text);
+	if (rc == 0) {
+		rc = mq_write_file(t->fd, p, text, strlen(text), 1, 0);
+		rc = rc < 0 ? -1 : rc == 1 ? 0 : 1;
+	}
+	if (rc == 1) {
+		int gfd = mq_dir_open(t->fd, "groups");
+		if (gfd < 0 || mq_fsync_fd(gfd) < 0)
+			rc = -1;
+		if (gfd >= 0)
+			close(gfd);
+	}
+	free(text);
+	free(start);
+	return rc;
+}
+
+int
+mq_group_subscribe(mq_spool *sp, const char *topic, const char *group,
+    const struct mq_group_conf *c)
+{
+	struct mq_group_conf dflt;
+	if (!c) {
+		mq_group_conf_default(&dflt);
+		c = &dflt;
+	}
+	if (mq_name_check("topic", topic) < 0 ||
+	    mq_name_check("group", group) < 0)
+		return -1;
+	struct mq_topic t;
+	if (mq_topic_open(sp, topic, 1, &t) < 0)
+		return -1;
+	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
+	int rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
+	if (rc == 0) {
+		rc = subscribe_locked(&t, group, c, hfds);
+		mq_unlock_all(&t, hfds);
+	}
+	if (rc == 1 && c->from_start && mq_group_backfill(&t, group) < 0)
+		rc = -1;
+	free(hfds);
+	mq_topic_close(&t);
+	return rc;
+}
+
+/* Links every committed log entry older than the group's start into its
+ * new/.  See the comment at the top for why this cannot re-deliver. */
+static int
+backfill_partition(const struct mq_topic *t, unsigned k, const char *group,
+    uint64_t start)
+{
+	char p[MQ_NAME_MAX + 16];
+	if (mq_path(p, sizeof p, "g/%s/new", group) < 0)
+		return -1;
+	int nfd = mq_dir_open(t->pfd[k], p);
+	int lfd = nfd < 0 ? -1 : mq_dir_open(t->pfd[k], "log");
+	struct mq_names l = { 0 };
+	int rc = lfd < 0 ? -1 : mq_names_read(lfd, mq_is_key, &l);
+	uint64_t seq;
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		if (mq_seq_of(l.v[i], &seq) < 0 || seq >= start)
+			continue;
+		if (linkat(lfd, l.v[i], nfd, l.v[i], 0) < 0 && errno != EEXIST &&
+		    errno != ENOENT)
+			rc = mq_err_sys("backfill %s", l.v[i]);
+	}
+	if (rc == 0 && syncfs(nfd) < 0)
+		rc = mq_err_sys("sync");
+	mq_names_free(&l);
+	if (lfd >= 0)
+		close(lfd);
+	if (nfd >= 0)
+		close(nfd);
+	return rc;
+}
+
+int
+mq_group_backfill(const struct mq_topic *t, const char *group)
+{
+	char p[MQ_NAME_MAX + 16];
+	if (conf_path(group, p, sizeof p) < 0)
+		return -1;
+	int fd = openat(t->fd, p, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return mq_err_sys("group %s", group);
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int rc = 0;
+	while (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
+		if (errno != EINTR) {
+			rc = mq_err_sys("lock group %s", group);
+			break;
+		}
+	struct mq_conf kv = { 0 };
+	if (rc == 0)
+		rc = mq_group_conf_read(t, group, &kv);
+	const char *state = rc == 0 ? mq_conf_get(&kv, "state") : NULL;
+	if (rc == 0 && state && !strcmp(state, "backfill")) {
+		unsigned np = t->conf.partitions;
+		uint64_t *start = calloc(np, sizeof *start);
+		struct mq_group_conf c;
+		mq_group_conf_default(&c);
+		c.from_start = 1;
+		double created = 0;
+		rc = start ? mq_conf_get_double(&kv, "lease", c.lease, &c.lease,
+		    p) : mq_err_sys("malloc");
+		if (rc == 0)
+			rc = mq_conf_get_double(&kv, "created", 0, &created, p);
+		for (unsigned k = 0; rc == 0 && k < np; k++) {
+			char key[32];
+			snprintf(key, sizeof key, "start.p%u", k);
+			rc = mq_conf_get_u64(&kv, key, 0, &start[k], p);
+			if (rc == 0)
+				rc = backfill_partition(t, k, group, start[k]);
+		}
+		char *text = NULL;
+		if (rc == 0)
+			rc = render_conf(t, &c, start, "ready", created, &text);
+		if (rc == 0)
+			rc = mq_write_file(t->fd, p, text, strlen(text), 1, 1);
+		free(text);
+		free(start);
+	}
+	mq_conf_free(&kv);
+	close(fd);
+	return rc;
+}
+
+int
+mq_group_unsubscribe(mq_spool *sp, const char *topic, const char *group)
+{
+	if (mq_name_check("topic", topic) < 0 ||
+	    mq_name_check("group", group) < 0)
+		return -1;
+	struct mq_topic t;
+	if (mq_topic_open(sp, topic, 0, &t) < 0)
+		return -1;
+	char p[MQ_NAME_MAX + 16];
+	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
+	int rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
+	if (rc == 0) {
+		rc = conf_path(group, p, sizeof p);
+		if (rc == 0 && unlinkat(t.fd, p, 0) < 0)
+			rc = errno == ENOENT ? mq_err(EX_NOINPUT,
+			    "no group '%s' on topic '%s'", group, topic) :
+			    mq_err_sys("unsubscribe %s", group);
+		if (rc == 0) {
+			int gfd = mq_dir_open(t.fd, "groups");
+			if (gfd >= 0) {
+				mq_fsync_fd(gfd);
+				close(gfd);
+			}
+		}
+		mq_unlock_all(&t, hfds);
+	}
+	for (unsigned k = 0; rc == 0 && k < t.conf.partitions; k++) {
+		if (mq_path(p, sizeof p, "g/%s", group) < 0 ||
+		    mq_rmtree(t.pfd[k], p) < 0 ||
+		    mq_path(p, sizeof p, "dlq/%s", group) < 0 ||
+		    mq_rmtree(t.pfd[k], p) < 0)
+			rc = -1;
+	}
+	free(hfds);
+	mq_topic_close(&t);
+	return rc;
+}
+
+int
+mq_group_exists(mq_spool *sp, const char *topic, const char *group)
+{
+	if (mq_name_check("topic", topic) < 0 ||
+	    mq_name_check("group", group) < 0)
+		return -1;
+	struct mq_topic t;
+	if (mq_topic_open(sp, topic, 0, &t) < 0)
+		return mq_errcode() == EX_NOINPUT ? 0 : -1;
+	char p[MQ_NAME_MAX + 16];
+	int rc = conf_path(group, p, sizeof p);
+	if (rc == 0)
+		rc = faccessat(t.fd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	mq_topic_close(&t);
+	return rc;
+}

@@ -1,0 +1,47 @@
+/*
+ * id.c: message ids and random tokens.
+ *
+ * An id is 32 hex digits: 13 of microseconds since the epoch, 11 drawn at
+ * random once per process, 8 of a per-process counter.  Two processes
+ * collide only if they start the same microsecond with the same 44 random
+ * bits, so ids stay unique across hosts sharing a spool without trusting
+ * hostnames or pids.  Ids sort roughly by time; order comes from sequence
+ * numbers, never from ids.
+ */
+#include <stdlib.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static uint64_t id_random;
+static uint32_t id_counter;
+static pid_t id_pid;
+
+void
+mq_id_new(char out[MQ_ID_LEN + 1])
+{
+	/* A forked child must not reuse its parent's sequence of ids. */
+	if (id_pid != getpid()) {
+		id_pid = getpid();
+		arc4random_buf(&id_random, sizeof id_random);
+		id_random &= (UINT64_C(1) << 44) - 1;
+		id_counter = 0;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t us = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	snprintf(out, MQ_ID_LEN + 1, "%013" PRIx64 "%011" PRIx64 "%08" PRIx32,
+	    us & ((UINT64_C(1) << 52) - 1), id_random, id_counter++);
+}
+
+void
+mq_hex_random(char *out, size_t nhex)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (size_t i = 0; i < nhex; i++)
+		out[i] = hex[arc4random_uniform(16)];
+	out[nhex] = 0;
+}

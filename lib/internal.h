@@ -1,0 +1,148 @@
+/*
+ * internal.h: private to lib/.  Tools include only mq.h.
+ */
+#ifndef MQ_INTERNAL_H
+#define MQ_INTERNAL_H
+
+#include <sys/types.h>
+#include <stdarg.h>
+#include <stdbool.h>
+
+#include "mq.h"
+
+#define MQ_SEQ_DIGITS 20
+#define MQ_KEY_LEN (MQ_SEQ_DIGITS + 1 + MQ_ID_LEN)      /* "<seq>.<id>" */
+#define MQ_CHUNK_MAX 4096
+#define MQ_STALE_TMP 3600.0
+
+/* error.c */
+int mq_err(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int mq_err_sys(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int mq_errno_code(int e);
+
+/* fs.c: files relative to directory descriptors, never following links. */
+int mq_path(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int mq_dir_open(int dirfd, const char *path);
+int mq_dir_open_partition(int dirfd, const char *path);
+int mq_mkdir(int dirfd, const char *path);
+int mq_mkdirs(int dirfd, const char *path);
+int mq_fsync_fd(int fd);
+int mq_rmtree(int dirfd, const char *name);
+int mq_read_at(int dirfd, const char *path, size_t max, char **buf,
+    size_t *len);
+int mq_write_file(int dirfd, const char *path, const void *data, size_t len,
+    int sync, int replace);
+
+struct mq_names {
+	char **v;
+	size_t n, cap;
+};
+/* Lists the entries of a directory (no dot files), optionally filtered,
+ * sorted by strcmp.  The names are owned by the list. */
+int mq_names_read(int dirfd, bool (*keep)(const char *), struct mq_names *);
+int mq_names_push(struct mq_names *, const char *name, size_t len);
+void mq_names_sort(struct mq_names *);
+void mq_names_free(struct mq_names *);
+uint64_t mq_dir_count(int dirfd, bool (*keep)(const char *));
+
+/* conf.c: key=value text files. */
+struct mq_conf {
+	char **keys, **vals;
+	size_t n;
+};
+int mq_conf_parse(const char *text, size_t len, const char *what,
+    struct mq_conf *);
+int mq_conf_read(int dirfd, const char *path, struct mq_conf *);
+const char *mq_conf_get(const struct mq_conf *, const char *key);
+int mq_conf_get_u64(const struct mq_conf *, const char *key, uint64_t dflt,
+    uint64_t *out, const char *what);
+int mq_conf_get_double(const struct mq_conf *, const char *key, double dflt,
+    double *out, const char *what);
+void mq_conf_free(struct mq_conf *);
+
+/* id.c */
+void mq_id_new(char out[MQ_ID_LEN + 1]);
+void mq_hex_random(char *out, size_t nhex);
+
+/* names.c: entry names inside a partition. */
+bool mq_is_key(const char *name);
+bool mq_is_entry(const char *name);   /* new/ or cur/ name */
+int mq_seq_of(const char *name, uint64_t *seq);
+struct mq_entry {
+	char key[MQ_KEY_LEN + 1];
+	unsigned attempts;
+	int claimed;                        /* has a lease */
+	uint64_t deadline_ms;
+	char token[9];
+};
+int mq_entry_parse(const char *name, struct mq_entry *);
+int mq_entry_new_name(const struct mq_entry *, char *buf, size_t len);
+int mq_entry_cur_name(const struct mq_entry *, char *buf, size_t len);
+
+/* head.c: the partition's commit record and publish lock. */
+struct mq_head {
+	uint64_t next, committed;
+};
+#define MQ_HEAD_SIZE 80
+int mq_head_read(int fd, struct mq_head *);
+int mq_head_write(int fd, const struct mq_head *, int sync);
+int mq_head_lock(int fd, int wait);
+void mq_head_unlock(int fd);
+int mq_head_open(int pfd, int create);
+int mq_head_format(const struct mq_head *, char buf[MQ_HEAD_SIZE + 1]);
+
+/* spool.c */
+struct mq_spool {
+	char *path;
+	int fd;
+	int topics;
+};
+
+/* topic.c: an open topic. */
+struct mq_topic {
+	mq_spool *sp;
+	char *name;
+	int fd;
+	struct mq_topic_conf conf;
+	int *pfd;                            /* partition directories */
+};
+int mq_topic_open(mq_spool *, const char *name, int create, struct mq_topic *);
+void mq_topic_close(struct mq_topic *);
+int mq_topic_conf_parse(const struct mq_conf *, struct mq_topic_conf *);
+int mq_groups_read(const struct mq_topic *, struct mq_names *);
+int mq_lock_all(const struct mq_topic *, int *fds);
+void mq_unlock_all(const struct mq_topic *, int *fds);
+
+/* repair.c */
+int mq_partition_repair_locked(const struct mq_topic *, unsigned k, int hfd,
+    struct mq_head *);
+int mq_partition_repair_try(const struct mq_topic *, unsigned k);
+
+/* message.c */
+int mq_msg_render(const struct mq_topic *, unsigned k, uint64_t seq,
+    const char *id, const struct mq_pub_msg *, double now, char **out,
+    size_t *len);
+int mq_msg_parse(char *buf, size_t len, struct mq_msg *);
+
+/* group.c */
+int mq_group_conf_read(const struct mq_topic *, const char *group,
+    struct mq_conf *);
+int mq_group_backfill(const struct mq_topic *, const char *group);
+
+/* dlq.c */
+int mq_dlq_put(const struct mq_topic *, unsigned k, const char *group,
+    int curfd, const char *curname, const struct mq_entry *,
+    const char *reason, const char *detail);
+
+/* consume.c */
+int mq_claim_read(const struct mq_topic *, int curfd, const char *curname,
+    struct mq_msg **out);
+int mq_claim_expire(int curfd, int newfd, double now, double *earliest);
+
+/* receipt.c */
+int mq_receipt_make(const char *topic, const char *group, unsigned k,
+    const char *curname, char **out);
+
+#endif

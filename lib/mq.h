@@ -1,0 +1,192 @@
+/*
+ * mq.h: libmq, the library behind the mq tools.
+ *
+ * The spool directory is the broker; mq-spool(5) describes its format and
+ * protocol.  Every operation of every tool is a function here, so other
+ * programs can link libmq and do what the tools do.
+ *
+ * Conventions:
+ *  - Functions that can fail return -1 (or NULL) and record an error for the
+ *    calling thread: mq_errmsg() is a one-line message, mq_errcode() the
+ *    sysexits.h code a tool should exit with.
+ *  - Opaque handles (mq_spool, mq_pub, mq_sub) are freed by their _close.
+ *  - Strings and arrays returned through pointers belong to the caller unless
+ *    the comment says otherwise; free them with the matching _free.
+ */
+#ifndef MQ_H
+#define MQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#define MQ_SPOOL_VERSION 1
+#define MQ_NAME_MAX 200                 /* topic and group names */
+#define MQ_PARTITIONS_MAX 1024
+#define MQ_ID_LEN 32                    /* hex characters of a message id */
+#define MQ_MESSAGE_MAX_DEFAULT (1024 * 1024)
+#define MQ_MESSAGE_MAX_LIMIT (256 * 1024 * 1024)
+#define MQ_HEADER_BLOCK_MAX (64 * 1024)
+#define MQ_LEASE_DEFAULT 30.0
+
+/* Exit code for "nothing arrived before the timeout" (mq-sub). */
+#define MQ_EX_EMPTY 1
+
+/* Errors */
+const char *mq_errmsg(void);
+int mq_errcode(void);
+
+/* Names: topics and groups are [A-Za-z0-9_.-]{1,200}, not starting with '.'.
+ * Returns 0 when valid, else -1 with an error naming what is wrong. */
+int mq_name_check(const char *kind, const char *name);
+
+/* Time, in seconds since the epoch; MQ_NOW (seconds, fractional) in the
+ * environment overrides the clock for tests. */
+double mq_now(void);
+/* Parse "1.5", "30s", "5m", "2h", "1d" into seconds; -1 on error. */
+int mq_duration_parse(const char *s, double *out);
+
+/* Spool */
+typedef struct mq_spool mq_spool;
+#define MQ_CREATE 1
+/* The spool location: dir if not NULL, else $MQ_SPOOL, else
+ * $XDG_STATE_HOME/mq, else ~/.local/state/mq.  Caller frees. */
+char *mq_spool_locate(const char *dir);
+mq_spool *mq_spool_open(const char *dir, int flags);
+void mq_spool_close(mq_spool *);
+const char *mq_spool_path(const mq_spool *);
+
+/* Topics */
+struct mq_topic_conf {
+	unsigned partitions;             /* 1..MQ_PARTITIONS_MAX */
+	size_t max_message_size;         /* bytes of body */
+	double retention;                /* seconds the log keeps a message; 0 = forever */
+};
+void mq_topic_conf_default(struct mq_topic_conf *);
+/* Returns 1 if created, 0 if it already existed (conf then untouched). */
+int mq_topic_create(mq_spool *, const char *topic, const struct mq_topic_conf *);
+int mq_topic_conf_read(mq_spool *, const char *topic, struct mq_topic_conf *);
+int mq_topic_delete(mq_spool *, const char *topic);
+/* Sorted names of all topics, in *names (free with mq_strv_free). */
+int mq_topic_list(mq_spool *, char ***names, size_t *n);
+void mq_strv_free(char **v, size_t n);
+
+struct mq_group_stat {
+	char *name;
+	uint64_t pending;                /* committed messages in new/ */
+	uint64_t inflight;               /* claimed, in cur/ */
+};
+struct mq_partition_stat {
+	uint64_t committed;              /* next sequence number to commit */
+	uint64_t log_messages;           /* committed messages retained in log/ */
+};
+struct mq_topic_info {
+	char *name;
+	struct mq_topic_conf conf;
+	struct mq_partition_stat *partitions;   /* conf.partitions entries */
+	struct mq_group_stat *groups;
+	size_t ngroups;
+};
+int mq_topic_info(mq_spool *, const char *topic, struct mq_topic_info *out);
+void mq_topic_info_free(struct mq_topic_info *);
+
+/* Groups (subscriptions) */
+struct mq_group_conf {
+	int from_start;                  /* backfill what the log still holds */
+	double lease;                    /* default lease, seconds */
+};
+void mq_group_conf_default(struct mq_group_conf *);
+/* Creates the topic if needed.  Returns 1 if created, 0 if it existed. */
+int mq_group_subscribe(mq_spool *, const char *topic, const char *group,
+    const struct mq_group_conf *);
+int mq_group_unsubscribe(mq_spool *, const char *topic, const char *group);
+/* Returns 1 if the group exists, 0 if not, -1 on error. */
+int mq_group_exists(mq_spool *, const char *topic, const char *group);
+
+/* Messages */
+struct mq_header {
+	char *name;
+	char *value;
+};
+/* Checks a user header "Name: value" and splits it; reserved names
+ * (Message-Id, Topic, Partition, Seq, Key, Published, Content-Length,
+ * Content-Hash and anything starting with "Mq-") are refused. */
+int mq_header_parse(const char *line, struct mq_header *out);
+int mq_key_check(const char *key);
+
+struct mq_msg {
+	char id[MQ_ID_LEN + 1];
+	char *topic;
+	unsigned partition;
+	uint64_t seq;
+	char *key;                       /* NULL when the message has none */
+	struct timespec published;
+	unsigned attempts;               /* deliveries so far, this one included */
+	struct mq_header *headers;       /* user headers, in file order */
+	size_t nheaders;
+	const unsigned char *body;       /* points into the message's buffer */
+	size_t len;
+	char *receipt;                   /* names this claim; see mq-ack(1) */
+	double lease_deadline;
+	void *priv;
+};
+void mq_msg_free(struct mq_msg *);
+
+/* Publishing */
+enum mq_sync { MQ_SYNC_BATCH, MQ_SYNC_EACH, MQ_SYNC_NONE };
+int mq_sync_parse(const char *s, enum mq_sync *out);
+
+struct mq_pub_msg {
+	const char *key;                 /* NULL: spread over partitions */
+	int partition;                   /* -1: from the key, or spread */
+	const void *body;
+	size_t len;
+	const struct mq_header *headers;
+	size_t nheaders;
+};
+typedef struct mq_pub mq_pub;
+/* With MQ_CREATE the topic is created with default settings if missing. */
+mq_pub *mq_pub_open(mq_spool *, const char *topic, int flags);
+/* Publishes msgs[0..n) with the given durability; ids[i] receives the id
+ * of each message stored and is empty for one that was not.  Returns how
+ * many are stored (durably, as the sync mode asks): n on success, fewer
+ * with an error set.  Messages are published per partition, in chunks; a
+ * chunk is stored whole or not at all. */
+size_t mq_pub_send(mq_pub *, const struct mq_pub_msg *msgs, size_t n,
+    enum mq_sync, char (*ids)[MQ_ID_LEN + 1]);
+void mq_pub_close(mq_pub *);
+
+/* Consuming */
+typedef struct mq_sub mq_sub;
+struct mq_sub_opts {
+	double lease;                    /* seconds; <= 0: the group's default */
+	double poll;                     /* > 0: poll at this interval, no inotify */
+	int create;                      /* subscribe if the group is missing */
+	struct mq_group_conf group;      /* used when creating */
+};
+void mq_sub_opts_default(struct mq_sub_opts *);
+mq_sub *mq_sub_open(mq_spool *, const char *topic, const char *group,
+    const struct mq_sub_opts *);
+/* Claims the next message, waiting up to timeout seconds (< 0: forever).
+ * Returns 1 with *out set, 0 on timeout, -1 on error. */
+int mq_sub_receive(mq_sub *, double timeout, struct mq_msg **out);
+int mq_sub_ack(mq_sub *, const struct mq_msg *);
+int mq_sub_nack(mq_sub *, const struct mq_msg *);
+/* True when the topic's filesystem is polled rather than watched. */
+int mq_sub_polling(const mq_sub *);
+void mq_sub_close(mq_sub *);
+
+/* Receipts, for acking from another process. */
+int mq_receipt_ack(mq_spool *, const char *topic, const char *group,
+    const char *receipt);
+int mq_receipt_nack(mq_spool *, const char *topic, const char *group,
+    const char *receipt);
+
+/* Output of a message: JSON object on one line, or a kcat-style format
+ * (see mq-sub(1)).  mq_format_check validates a format string. */
+int mq_msg_write_json(const struct mq_msg *, FILE *);
+int mq_format_check(const char *fmt);
+int mq_msg_write_format(const struct mq_msg *, const char *fmt, FILE *);
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * names.c: the names the protocol relies on.
+ *
+ * Topic and group names become directory and file names, so they are
+ * restricted to [A-Za-z0-9_.-], 1 to 200 characters, not starting or ending
+ * with '.', with no empty level ("a..b"): no '/', no "..", no control
+ * characters can reach a path.
+ *
+ * Entry names inside a partition (mq-spool(5)):
+ *   KEY            <seq: 20 digits>.<id: 32 hex>
+ *   new/ entry     KEY or KEY,a<attempts>
+ *   cur/ entry     KEY,a<attempts>,l<deadline ms>,r<8 hex>:2,
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "internal.h"
+
+/* Quotes a name for an error message, escaping anything unprintable. */
+static const char *
+shown(const char *s, char *buf, size_t len)
+{
+	size_t o = 0;
+	for (; *s && o + 5 < len; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c >= 0x20 && c < 0x7f)
+			buf[o++] = (char)c;
+		else
+			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
+	}
+	if (*s && o + 4 < len)
+		o += (size_t)snprintf(buf + o, len - o, "...");
+	buf[o] = 0;
+	return buf;
+}
+
+int
+mq_name_check(const char *kind, const char *name)
+{
+	char b[64];
+	if (!name || !*name)
+		return mq_err(EX_USAGE, "invalid %s name: empty", kind);
+	size_t len = strlen(name);
+	if (len > MQ_NAME_MAX)
+		return mq_err(EX_USAGE, "invalid %s name '%s': longer than %d "
+		    "characters", kind, shown(name, b, sizeof b), MQ_NAME_MAX);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if (!isalnum(c) && c != '_' && c != '.' && c != '-')
+			return mq_err(EX_USAGE, "invalid %s name '%s': only "
+			    "A-Z a-z 0-9 _ . - are allowed", kind,
+			    shown(name, b, sizeof b));
+	}
+	if (name[0] == '.' || name[len - 1] == '.' || strstr(name, ".."))
+		return mq_err(EX_USAGE, "invalid %s name '%s': empty level "
+		    "(leading, trailing or double '.')", kind,
+		    shown(name, b, sizeof b));
+	return 0;
+}
+
+static bool
+digits(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+static bool
+lowhex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+static bool
+key_prefix(const char *s)
+{
+	return strlen(s) >= MQ_KEY_LEN && digits(s, MQ_SEQ_DIGITS) &&
+	    s[MQ_SEQ_DIGITS] == '.' && lowhex(s + MQ_SEQ_DIGITS + 1, MQ_ID_LEN);
+}
+
+bool
+mq_is_key(const char *name)
+{
+	return key_prefix(name) && name[MQ_KEY_LEN] == 0;
+}
+
+int
+mq_seq_of(const char *name, uint64_t *seq)
+{
+	if (!key_prefix(name))
+		return -1;
+	*seq = strtoull(name, NULL, 10);
+	return 0;
+}
+
+/* Reads digits into *out; returns the position after them or NULL. */
+static const char *
+number(const char *s, uint64_t *out)
+{
+	if (*s < '0' || *s > '9')
+		return NULL;
+	uint64_t x = 0;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (x > (UINT64_MAX - 9) / 10)
+			return NULL;
+		x = x * 10 + (uint64_t)(*s - '0');
+	}
+	*out = x;
+	return s;
+}
+
+int
+mq_entry_parse(const char *name, struct mq_entry *e)
+{
+	memset(e, 0, sizeof *e);
+	if (!key_prefix(name))
+		return -1;
+	memcpy(e->key, name, MQ_KEY_LEN);
+	e->key[MQ_KEY_LEN] = 0;
+	const char *p = name + MQ_KEY_LEN;
+	if (!*p)
+		return 0;
+	uint64_t a;
+	if (strncmp(p, ",a", 2) || !(p = number(p + 2, &a)) || a > 1000000000)
+		return -1;
+	e->attempts = (unsigned)a;
+	if (!*p)
+		return 0;
+	if (strncmp(p, ",l", 2) || !(p = number(p + 2, &e->deadline_ms)))
+		return -1;
+	if (strncmp(p, ",r", 2) || !lowhex(p + 2, 8))
+		return -1;
+	memcpy(e->token, p + 2, 8);
+	e->token[8] = 0;
+	p += 10;
+	if (*p && strcmp(p, ":2,"))
+		return -1;
+	e->claimed = 1;
+	return 0;
+}
+
+bool
+mq_is_entry(const char *name)
+{
+	struct mq_entry e;
+	return mq_entry_parse(name, &e) == 0;
+}
+
+int
+mq_entry_new_name(const struct mq_entry *e, char *buf, size_t len)
+{
+	if (e->attempts == 0)
+		return mq_path(buf, len, "%s", e->key);
+	return mq_path(buf, len, "%s,a%u", e->key, e->attempts);
+}
+
+int
+mq_entry_cur_name(const struct mq_entry *e, char *buf, size_t len)
+{
+	return mq_path(buf, len, "%s,a%u,l%" PRIu64 ",r%s:2,", e->key,
+	    e->attempts, e->deadline_ms, e->token);
+}

@@ -1,0 +1,322 @@
+/*
+ * publish.c: publishing, with the head as the commit point.
+ *
+ * For each chunk of messages bound for one partition (mq-spool(5),
+ * PUBLISH): take the partition lock; repair what a dead publisher left;
+ * read the group list (this snapshot decides who receives the chunk);
+ * record next = committed + n; write each message straight to log/KEY and
+ * link it into each group's new/ (invisible: its seq is not yet below
+ * committed); make all of it durable as the sync mode asks; then write
+ * committed = next (the commit point) and make that durable; unlock.
+ * Holding the lock from allocation to commit means commits happen in
+ * sequence order, and a chunk is all-or-nothing for every group.
+ * A failure before the commit point undoes the chunk at once, under the
+ * same lock, exactly as the repair of a dead publisher would.
+ */
+#include <stdlib.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/uio.h>
+#include <sysexits.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "internal.h"
+
+struct mq_pub {
+	mq_spool *sp;
+	struct mq_topic t;
+	unsigned rr;                    /* next partition for keyless messages */
+	int *hfd, *logfd;               /* per partition, opened on first use */
+};
+
+int
+mq_sync_parse(const char *s, enum mq_sync *out)
+{
+	if (!strcmp(s, "batch"))
+		*out = MQ_SYNC_BATCH;
+	else if (!strcmp(s, "each"))
+		*out = MQ_SYNC_EACH;
+	else if (!strcmp(s, "none"))
+		*out = MQ_SYNC_NONE;
+	else
+		return mq_err(EX_USAGE, "bad sync mode '%s' (each, batch or none)",
+		    s);
+	return 0;
+}
+
+mq_pub *
+mq_pub_open(mq_spool *sp, const char *topic, int flags)
+{
+	mq_pub *p = calloc(1, sizeof *p);
+	if (!p) {
+		mq_err_sys("malloc");
+		return NULL;
+	}
+	if (mq_topic_open(sp, topic, flags & MQ_CREATE, &p->t) < 0) {
+		free(p);
+		return NULL;
+	}
+	unsigned np = p->t.conf.partitions;
+	p->sp = sp;
+	p->rr = arc4random_uniform(np);
+	p->hfd = malloc(np * sizeof *p->hfd);
+	p->logfd = malloc(np * sizeof *p->logfd);
+	if (!p->hfd || !p->logfd) {
+		mq_err_sys("malloc");
+		free(p->hfd);
+		free(p->logfd);
+		mq_topic_close(&p->t);
+		free(p);
+		return NULL;
+	}
+	for (unsigned k = 0; k < np; k++)
+		p->hfd[k] = p->logfd[k] = -1;
+	return p;
+}
+
+void
+mq_pub_close(mq_pub *p)
+{
+	if (!p)
+		return;
+	for (unsigned k = 0; k < p->t.conf.partitions; k++) {
+		if (p->hfd[k] >= 0)
+			close(p->hfd[k]);
+		if (p->logfd[k] >= 0)
+			close(p->logfd[k]);
+	}
+	free(p->hfd);
+	free(p->logfd);
+	mq_topic_close(&p->t);
+	free(p);
+}
+
+static int
+partition_fds(mq_pub *p, unsigned k)
+{
+	if (p->hfd[k] < 0 && (p->hfd[k] = mq_head_open(p->t.pfd[k], 0)) < 0)
+		return -1;
+	if (p->logfd[k] < 0 &&
+	    (p->logfd[k] = mq_dir_open(p->t.pfd[k], "log")) < 0)
+		return -1;
+	return 0;
+}
+
+static int
+write_all(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		ssize_t w = writev(fd, iov, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/* Writes one message at log/KEY and links it into each group. */
+static int
+stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
+    const int *gfd, size_t ng, enum mq_sync sync, char id[MQ_ID_LEN + 1])
+{
+	char key[MQ_KEY_LEN + 1], *hdr;
+	size_t hlen;
+	mq_id_new(id);
+	snprintf(key, sizeof key, "%020" PRIu64 ".%s", seq, id);
+	if (mq_msg_render(&p->t, k, seq, id, m, mq_now(), &hdr, &hlen) < 0)
+		return -1;
+	int fd = openat(p->logfd[k], key, O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		free(hdr);
+		return mq_err_sys("create message");
+	}
+	struct iovec iov[2] = {
+		{ hdr, hlen }, { (void *)m->body, m->len },
+	};
+	int rc = write_all(fd, iov, m->len ? 2 : 1);
+	if (rc == 0 && sync == MQ_SYNC_EACH)
+		rc = fsync(fd);
+	if (close(fd) < 0)
+		rc = -1;
+	free(hdr);
+	if (rc < 0)
+		return mq_err_sys("write message");
+	for (size_t g = 0; g < ng; g++)
+		if (linkat(p->logfd[k], key, gfd[g], key, 0) < 0)
+			return mq_err_sys("link message into group");
+	return 0;
+}
+
+static int
+make_durable(mq_pub *p, unsigned k, const int *gfd, size_t ng,
+    enum mq_sync sync)
+{
+	if (sync == MQ_SYNC_NONE)
+		return 0;
+	if (sync == MQ_SYNC_BATCH)
+		return syncfs(p->logfd[k]) < 0 ? mq_err_sys("sync") : 0;
+	if (mq_fsync_fd(p->logfd[k]) < 0)
+		return -1;
+	for (size_t g = 0; g < ng; g++)
+		if (mq_fsync_fd(gfd[g]) < 0)
+			return -1;
+	return 0;
+}
+
+static int
+open_groups(mq_pub *p, unsigned k, int **gfdp, size_t *ngp)
+{
+	struct mq_names groups = { 0 };
+	if (mq_groups_read(&p->t, &groups) < 0)
+		return -1;
+	int *gfd = calloc(groups.n ? groups.n : 1, sizeof *gfd);
+	int rc = gfd ? 0 : mq_err_sys("malloc");
+	size_t ng = 0;
+	for (size_t i = 0; rc == 0 && i < groups.n; i++) {
+		char path[MQ_NAME_MAX + 16];
+		rc = mq_path(path, sizeof path, "g/%s/new", groups.v[i]);
+		if (rc == 0 && (gfd[ng] = mq_dir_open(p->t.pfd[k], path)) < 0)
+			rc = -1;
+		if (rc == 0)
+			ng++;
+	}
+	mq_names_free(&groups);
+	if (rc < 0) {
+		for (size_t g = 0; g < ng; g++)
+			close(gfd[g]);
+		free(gfd);
+		return -1;
+	}
+	*gfdp = gfd;
+	*ngp = ng;
+	return 0;
+}
+
+static int
+publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
+    const size_t *idx, size_t n, enum mq_sync sync,
+    char (*ids)[MQ_ID_LEN + 1])
+{
+	if (partition_fds(p, k) < 0)
+		return -1;
+	int hfd = p->hfd[k];
+	if (mq_head_lock(hfd, 1) < 0)
+		return -1;
+	struct mq_head h;
+	int *gfd = NULL;
+	size_t ng = 0;
+	int rc = mq_head_read(hfd, &h);
+	if (rc == 0)
+		rc = mq_partition_repair_locked(&p->t, k, hfd, &h);
+	if (rc == 0)
+		rc = open_groups(p, k, &gfd, &ng);
+	if (rc < 0) {
+		mq_head_unlock(hfd);
+		return -1;
+	}
+	h.next = h.committed + n;
+	rc = mq_head_write(hfd, &h, 0);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = stage_one(p, k, h.committed + i, &msgs[idx[i]], gfd, ng,
+		    sync, ids[idx[i]]);
+	if (rc == 0)
+		rc = make_durable(p, k, gfd, ng, sync);
+	if (rc == 0) {
+		struct mq_head done = { h.next, h.next };
+		rc = mq_head_write(hfd, &done, sync != MQ_SYNC_NONE);
+	}
+	if (rc < 0) {
+		/* Keep the first error; the undo is best effort, and a later
+		 * lock holder finishes it if it fails too. */
+		char msg[1024];
+		int code = mq_errcode();
+		snprintf(msg, sizeof msg, "%s", mq_errmsg());
+		mq_partition_repair_locked(&p->t, k, hfd, &h);
+		mq_err(code, "%s", msg);
+		for (size_t i = 0; i < n; i++)
+			ids[idx[i]][0] = 0;
+	}
+	mq_head_unlock(hfd);
+	for (size_t g = 0; g < ng; g++)
+		close(gfd[g]);
+	free(gfd);
+	return rc;
+}
+
+static int
+choose_partition(mq_pub *p, const struct mq_pub_msg *m, unsigned *k)
+{
+	unsigned np = p->t.conf.partitions;
+	if (m->partition >= 0) {
+		if ((unsigned)m->partition >= np)
+			return mq_err(EX_USAGE, "topic '%s' has no partition %d "
+			    "(it has %u)", p->t.name, m->partition, np);
+		*k = (unsigned)m->partition;
+	} else if (m->key) {
+		*k = (unsigned)(XXH3_64bits(m->key, strlen(m->key)) % np);
+	} else {
+		*k = p->rr;
+		p->rr = (p->rr + 1) % np;
+	}
+	return 0;
+}
+
+size_t
+mq_pub_send(mq_pub *p, const struct mq_pub_msg *msgs, size_t n,
+    enum mq_sync sync, char (*ids)[MQ_ID_LEN + 1])
+{
+	unsigned np = p->t.conf.partitions;
+	unsigned *part = malloc((n ? n : 1) * sizeof *part);
+	size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+	size_t stored = 0;
+	int rc = part && idx ? 0 : mq_err_sys("malloc");
+	for (size_t i = 0; i < n; i++)
+		ids[i][0] = 0;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (msgs[i].len > p->t.conf.max_message_size)
+			rc = mq_err(EX_DATAERR, "message of %zu bytes is larger "
+			    "than the topic's limit of %zu", msgs[i].len,
+			    p->t.conf.max_message_size);
+		else if (msgs[i].key && mq_key_check(msgs[i].key) < 0)
+			rc = -1;
+		else
+			rc = choose_partition(p, &msgs[i], &part[i]);
+	}
+	/* One pass per partition, in order: a chunk holds that partition's
+	 * messages in their original order. */
+	size_t limit = sync == MQ_SYNC_EACH ? 1 : MQ_CHUNK_MAX;
+	for (unsigned k = 0; rc == 0 && k < np; k++) {
+		size_t m = 0;
+		for (size_t i = 0; rc == 0 && i <= n; i++) {
+			if (i < n && part[i] == k)
+				idx[m++] = i;
+			if (m && (m == limit || i == n)) {
+				rc = publish_chunk(p, k, msgs, idx, m, sync, ids);
+				if (rc == 0)
+					stored += m;
+				m = 0;
+			}
+		}
+	}
+	free(part);
+	free(idx);
+	return stored;
+}

@@ -1,0 +1,144 @@
+/*
+ * receipt.c: receipts name one claim.
+ *
+ * A receipt is <topic>/<group>/<partition>/<claim>, where <claim> is the
+ * cur/ name without its ":2," suffix: KEY,a<attempts>,l<deadline ms>,
+ * r<token>.  Every claim of a message has its own attempts, deadline and
+ * token, so a receipt from an expired lease can never name a later claim:
+ * acking with it finds nothing and changes nothing.  A receipt whose
+ * deadline has passed is refused even if the claim is still there, since
+ * another consumer may return it to the queue at any moment.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int
+mq_receipt_make(const char *topic, const char *group, unsigned k,
+    const char *claim, char **out)
+{
+	if (asprintf(out, "%s/%s/%u/%s", topic, group, k, claim) < 0)
+		return mq_err_sys("malloc");
+	return 0;
+}
+
+struct receipt {
+	char topic[MQ_NAME_MAX + 1], group[MQ_NAME_MAX + 1];
+	unsigned k;
+	char cur[MQ_KEY_LEN + 64];
+	struct mq_entry e;
+};
+
+static int
+field(const char **p, char *out, size_t len)
+{
+	const char *slash = strchr(*p, '/');
+	if (!slash || (size_t)(slash - *p) >= len || slash == *p)
+		return -1;
+	memcpy(out, *p, (size_t)(slash - *p));
+	out[slash - *p] = 0;
+	*p = slash + 1;
+	return 0;
+}
+
+static int
+receipt_parse(const char *s, const char *topic, const char *group,
+    struct receipt *r)
+{
+	char part[16], *end;
+	const char *p = s;
+	if (strlen(s) > 2 * MQ_NAME_MAX + MQ_KEY_LEN + 64 ||
+	    field(&p, r->topic, sizeof r->topic) < 0 ||
+	    field(&p, r->group, sizeof r->group) < 0 ||
+	    field(&p, part, sizeof part) < 0 ||
+	    mq_name_check("topic", r->topic) < 0 ||
+	    mq_name_check("group", r->group) < 0)
+		return mq_err(EX_DATAERR, "malformed receipt '%.80s'", s);
+	errno = 0;
+	unsigned long k = strtoul(part, &end, 10);
+	if (*end || errno || k >= MQ_PARTITIONS_MAX || part[0] < '0' ||
+	    part[0] > '9' || mq_entry_parse(p, &r->e) < 0 || !r->e.claimed ||
+	    strchr(p, ':'))
+		return mq_err(EX_DATAERR, "malformed receipt '%.80s'", s);
+	if (strcmp(r->topic, topic))
+		return mq_err(EX_DATAERR, "receipt is for topic '%s', not '%s'",
+		    r->topic, topic);
+	if (strcmp(r->group, group))
+		return mq_err(EX_DATAERR, "receipt is for group '%s', not '%s'",
+		    r->group, group);
+	r->k = (unsigned)k;
+	return mq_path(r->cur, sizeof r->cur, "%s:2,", p);
+}
+
+/* Opens the claim's group directories; nack needs new/ as well. */
+static int
+receipt_settle(mq_spool *sp, const char *topic, const char *group,
+    const char *receipt, int nack)
+{
+	struct receipt r;
+	if (mq_name_check("topic", topic) < 0 ||
+	    mq_name_check("group", group) < 0 ||
+	    receipt_parse(receipt, topic, group, &r) < 0)
+		return -1;
+	struct mq_topic t;
+	if (mq_topic_open(sp, topic, 0, &t) < 0)
+		return -1;
+	int rc = 0, curfd = -1, newfd = -1;
+	char path[MQ_NAME_MAX + 16];
+	if (r.k >= t.conf.partitions)
+		rc = mq_err(EX_DATAERR, "receipt names partition %u; topic '%s' "
+		    "has %u", r.k, topic, t.conf.partitions);
+	else if (mq_group_exists(sp, topic, group) != 1)
+		rc = mq_err(EX_NOINPUT, "no group '%s' on topic '%s'", group,
+		    topic);
+	else if ((double)r.e.deadline_ms / 1000 < mq_now())
+		rc = mq_err(EX_NOINPUT, "lease of message %s has expired",
+		    r.e.key + MQ_SEQ_DIGITS + 1);
+	if (rc == 0 && (mq_path(path, sizeof path, "g/%s/cur", group) < 0 ||
+	    (curfd = mq_dir_open(t.pfd[r.k], path)) < 0 ||
+	    mq_path(path, sizeof path, "g/%s/new", group) < 0 ||
+	    (newfd = mq_dir_open(t.pfd[r.k], path)) < 0))
+		rc = -1;
+	if (rc == 0) {
+		char name[MQ_KEY_LEN + 32];
+		if (nack) {
+			rc = mq_entry_new_name(&r.e, name, sizeof name);
+			if (rc == 0 && renameat(curfd, r.cur, newfd, name) < 0)
+				rc = -1;
+		} else if (unlinkat(curfd, r.cur, 0) < 0) {
+			rc = -1;
+		}
+		if (rc < 0 && errno == ENOENT)
+			mq_err(EX_NOINPUT, "message %s is gone (acked, or its "
+			    "lease expired and it was claimed again)",
+			    r.e.key + MQ_SEQ_DIGITS + 1);
+		else if (rc < 0)
+			mq_err_sys(nack ? "nack" : "ack");
+	}
+	if (curfd >= 0)
+		close(curfd);
+	if (newfd >= 0)
+		close(newfd);
+	mq_topic_close(&t);
+	return rc;
+}
+
+int
+mq_receipt_ack(mq_spool *sp, const char *topic, const char *group,
+    const char *receipt)
+{
+	return receipt_settle(sp, topic, group, receipt, 0);
+}
+
+int
+mq_receipt_nack(mq_spool *sp, const char *topic, const char *group,
+    const char *receipt)
+{
+	return receipt_settle(sp, topic, group, receipt, 1);
+}

@@ -1,0 +1,205 @@
+/*
+ * spool.c: finding, creating and opening a spool.
+ *
+ * A spool is recognised by SPOOL/VERSION ("mq-spool 1").  Creating one
+ * writes ID and VERSION through temporary files, VERSION last and by link:
+ * it is the commit point, so a spool whose creation was interrupted is an
+ * empty-looking directory that the next tool finishes, and two tools
+ * creating it at once agree on one VERSION.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static const char version_line[] = "mq-spool 1\n";
+
+char *
+mq_spool_locate(const char *dir)
+{
+	char *p = NULL;
+	const char *e;
+	if (dir && *dir)
+		p = strdup(dir);
+	else if ((e = getenv("MQ_SPOOL")) && *e)
+		p = strdup(e);
+	else if ((e = getenv("XDG_STATE_HOME")) && *e)
+		asprintf(&p, "%s/mq", e) < 0 ? (void)(p = NULL) : (void)0;
+	else if ((e = getenv("HOME")) && *e)
+		asprintf(&p, "%s/.local/state/mq", e) < 0 ? (void)(p = NULL) :
+		    (void)0;
+	else {
+		mq_err(EX_USAGE, "no spool: set MQ_SPOOL or HOME, or use -s");
+		return NULL;
+	}
+	if (!p)
+		mq_err_sys("malloc");
+	return p;
+}
+
+static bool
+not_dot(const char *name)
+{
+	return name[0] != '.';
+}
+
+static int
+spool_init(int fd)
+{
+	if (mq_dir_count(fd, not_dot) != 0)
+		return mq_err(EX_CONFIG, "not an mq spool (no VERSION file, "
+		    "and the directory is not empty)");
+	char id[33];
+	mq_hex_random(id, 32);
+	id[32] = '\n';
+	if (mq_mkdir(fd, "tmp") < 0 || mq_mkdir(fd, "topics") < 0 ||
+	    mq_write_file(fd, "ID", id, 33, 1, 0) < 0 ||
+	    mq_write_file(fd, "VERSION", version_line, sizeof version_line - 1,
+	    1, 0) < 0)
+		return -1;
+	return mq_fsync_fd(fd);
+}
+
+static int
+spool_check(int fd)
+{
+	char *buf;
+	size_t len;
+	if (mq_read_at(fd, "VERSION", 4096, &buf, &len) < 0)
+		return -1;
+	int ok = len == sizeof version_line - 1 && !memcmp(buf, version_line, len);
+	if (!ok) {
+		buf[strcspn(buf, "\n")] = 0;
+		mq_err(EX_CONFIG, "unknown spool version '%.40s' (this mq "
+		    "knows '%.*s')", buf, (int)sizeof version_line - 2,
+		    version_line);
+	}
+	free(buf);
+	return ok ? 0 : -1;
+}
+
+mq_spool *
+mq_spool_open(const char *dir, int flags)
+{
+	char *path = mq_spool_locate(dir);
+	if (!path)
+		return NULL;
+	mq_spool *sp = calloc(1, sizeof *sp);
+	if (!sp) {
+		mq_err_sys("malloc");
+		free(path);
+		return NULL;
+	}
+	sp->path = path;
+	sp->fd = sp->topics = -1;
+	if ((flags & MQ_CREATE) && mq_mkdirs(AT_FDCWD, path) < 0)
+		goto fail;
+	sp->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sp->fd < 0) {
+		mq_err_sys("spool %s", path);
+		goto fail;
+	}
+	if (faccessat(sp->fd, "VERSION", F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT) {
+			mq_err_sys("spool %s", path);
+			goto fail;
+		}
+		if (!(flags & MQ_CREATE)) {
+			mq_err(EX_NOINPUT, "no spool at %s", path);
+			goto fail;
+		}
+		if (spool_init(sp->fd) < 0)
+			goto fail;
+	}
+	if (spool_check(sp->fd) < 0)
+		goto fail;
+	sp->topics = mq_dir_open(sp->fd, "topics");
+	if (sp->topics < 0)
+		goto fail;
+	return sp;
+fail:;
+	/* Keep the error of the step that failed, and say which spool. */
+	char msg[1024];
+	snprintf(msg, sizeof msg, "%s", mq_errmsg());
+	int code = mq_errcode();
+	mq_spool_close(sp);
+	mq_err(code, "%s", msg);
+	return NULL;
+}
+
+void
+mq_spool_close(mq_spool *sp)
+{
+	if (!sp)
+		return;
+	if (sp->topics >= 0)
+		close(sp->topics);
+	if (sp->fd >= 0)
+		close(sp->fd);
+	free(sp->path);
+	free(sp);
+}
+
+const char *
+mq_spool_path(const mq_spool *sp)
+{
+	return sp->path;
+}
+
+double
+mq_now(void)
+{
+	static int checked;
+	static double fixed = -1;
+	if (!checked) {
+		const char *e = getenv("MQ_NOW");
+		char *end;
+		if (e && *e) {
+			double x = strtod(e, &end);
+			if (!*end && isfinite(x) && x >= 0)
+				fixed = x;
+		}
+		checked = 1;
+	}
+	if (fixed >= 0)
+		return fixed;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int
+mq_duration_parse(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(s, &end);
+	if (end == s || errno || !isfinite(x) || x < 0 || *s == '-' ||
+	    *s == '+' || *s == ' ')
+		return mq_err(EX_USAGE, "bad duration '%s'", s);
+	double unit = 1;
+	if (!strcmp(end, "") || !strcmp(end, "s"))
+		unit = 1;
+	else if (!strcmp(end, "ms"))
+		unit = 0.001;
+	else if (!strcmp(end, "m"))
+		unit = 60;
+	else if (!strcmp(end, "h"))
+		unit = 3600;
+	else if (!strcmp(end, "d"))
+		unit = 86400;
+	else
+		return mq_err(EX_USAGE, "bad duration '%s' (use a number of "
+		    "seconds, or a suffix ms, s, m, h, d)", s);
+	if (x * unit > 1e9)
+		return mq_err(EX_USAGE, "duration '%s' is too long", s);
+	*out = x * unit;
+	return 0;
+}

@@ -1,0 +1,233 @@
+/*
+ * mq-pub: publish messages to a topic.
+ * Each MESSAGE argument is one message; without any, standard input is
+ * one message, or one per line (-l), or one per NUL-terminated record (-0).
+ */
+#include <err.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "tool.h"
+
+enum { OPT_SYNC = 256, OPT_HELP };
+
+static struct {
+	int split;                      /* 0: whole stdin is one message */
+	char sep;                       /* else records end with this */
+	int quiet;
+	enum mq_sync sync;
+	const char *key;
+	int partition;
+	struct mq_header *headers;
+	size_t nheaders;
+} opt = { .partition = -1 };
+
+static void
+usage(int code)
+{
+	fprintf(code ? stderr : stdout,
+	    "usage: %s [-0lq] [-H 'Name: value']... [-k KEY] [-p PARTITION] "
+	    "[-s SPOOL]\n              [--sync=each|batch|none] TOPIC "
+	    "[MESSAGE...]\n", getprogname());
+	exit(code);
+}
+
+/* Publishes n messages and prints the ids of those stored; on failure
+ * prints the error and exits, after the ids of what did get stored. */
+static void
+send(mq_pub *pub, struct mq_pub_msg *msgs, size_t n)
+{
+	if (n == 0)
+		return;
+	char (*ids)[MQ_ID_LEN + 1] = reallocarray(NULL, n, sizeof *ids);
+	if (!ids)
+		err(EX_OSERR, "malloc");
+	size_t stored = mq_pub_send(pub, msgs, n, opt.sync, ids);
+	for (size_t i = 0; !opt.quiet && i < n; i++)
+		if (ids[i][0])
+			printf("%s\n", ids[i]);
+	if (fflush(stdout) == EOF)
+		err(EX_IOERR, "stdout");
+	free(ids);
+	if (stored < n)
+		tool_fail();
+}
+
+static void
+msg_init(struct mq_pub_msg *m, const void *body, size_t len)
+{
+	m->key = opt.key;
+	m->partition = opt.partition;
+	m->body = body;
+	m->len = len;
+	m->headers = opt.headers;
+	m->nheaders = opt.nheaders;
+}
+
+static int
+input_waiting(void)
+{
+	struct pollfd p = { .fd = 0, .events = POLLIN };
+	return poll(&p, 1, 0) > 0;
+}
+
+/* Reads standard input as records ended by opt.sep (or as one record
+ * without -l or -0) and publishes them in batches: a batch ends when it is
+ * full or when no more input is waiting, so a slow writer's lines are
+ * published as they come. */
+static void
+publish_stdin(mq_pub *pub, size_t max)
+{
+	size_t cap = 1 << 20, len = 0, start = 0;
+	char *buf = malloc(cap);
+	struct mq_pub_msg *msgs = reallocarray(NULL, 4096, sizeof *msgs);
+	size_t *offs = reallocarray(NULL, 4096, sizeof *offs);
+	size_t n = 0;
+	if (!buf || !msgs || !offs)
+		err(EX_OSERR, "malloc");
+	for (int eof = 0; !eof;) {
+		if (len == cap) {
+			if (start > 0 && n == 0) {
+				memmove(buf, buf + start, len - start);
+				len -= start;
+				start = 0;
+			} else {
+				cap *= 2;
+				if (!(buf = realloc(buf, cap)))
+					err(EX_OSERR, "malloc");
+			}
+		}
+		ssize_t r = read(0, buf + len, cap - len);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err(EX_IOERR, "stdin");
+		}
+		eof = r == 0;
+		len += (size_t)r;
+		if (!opt.split) {
+			if (len - start > max)
+				errx(EX_DATAERR, "message is larger than the "
+				    "topic's limit of %zu bytes", max);
+			continue;
+		}
+		char *p;
+		while ((p = memchr(buf + start, opt.sep, len - start)) ||
+		    (eof && start < len)) {
+			size_t end = p ? (size_t)(p - buf) : len;
+			if (end - start > max)
+				errx(EX_DATAERR, "message is larger than the "
+				    "topic's limit of %zu bytes", max);
+			if (end > start) {
+				offs[n] = start;
+				msg_init(&msgs[n++], NULL, end - start);
+			}
+			start = p ? end + 1 : len;
+			if (n == 4096) {
+				for (size_t i = 0; i < n; i++)
+					msgs[i].body = buf + offs[i];
+				send(pub, msgs, n);
+				n = 0;
+			}
+		}
+		if (n && (eof || !input_waiting())) {
+			for (size_t i = 0; i < n; i++)
+				msgs[i].body = buf + offs[i];
+			send(pub, msgs, n);
+			n = 0;
+		}
+		if (start == len && n == 0)
+			start = len = 0;
+		else if (len - start > max)
+			errx(EX_DATAERR, "message is larger than the topic's "
+			    "limit of %zu bytes", max);
+	}
+	if (!opt.split) {
+		msg_init(&msgs[0], buf, len);
+		send(pub, msgs, 1);
+	}
+	free(buf);
+	free(msgs);
+	free(offs);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "sync", required_argument, NULL, OPT_SYNC },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *spool = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "0H:k:lp:qs:", longopts, NULL)) != -1) {
+		switch (c) {
+		case '0': opt.split = 1; opt.sep = '\0'; break;
+		case 'H': {
+			struct mq_header *h = reallocarray(opt.headers,
+			    opt.nheaders + 1, sizeof *h);
+			if (!h)
+				err(EX_OSERR, "malloc");
+			opt.headers = h;
+			if (mq_header_parse(optarg, &h[opt.nheaders]) < 0)
+				errx(EX_USAGE, "-H: %s", mq_errmsg());
+			opt.nheaders++;
+			break;
+		}
+		case 'k':
+			if (mq_key_check(optarg) < 0)
+				errx(EX_USAGE, "-k: %s", mq_errmsg());
+			opt.key = optarg;
+			break;
+		case 'l': opt.split = 1; opt.sep = '\n'; break;
+		case 'p':
+			opt.partition = (int)tool_number("-p", optarg, 0,
+			    MQ_PARTITIONS_MAX - 1);
+			break;
+		case 'q': opt.quiet = 1; break;
+		case 's': spool = optarg; break;
+		case OPT_SYNC:
+			if (mq_sync_parse(optarg, &opt.sync) < 0)
+				errx(EX_USAGE, "--sync: %s", mq_errmsg());
+			break;
+		case OPT_HELP: usage(0); break;
+		default: usage(EX_USAGE);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1)
+		usage(EX_USAGE);
+	tool_name("topic", argv[0]);
+
+	mq_spool *sp = tool_spool(spool, MQ_CREATE);
+	mq_pub *pub = mq_pub_open(sp, argv[0], MQ_CREATE);
+	if (!pub)
+		tool_fail();
+	if (argc > 1) {
+		struct mq_pub_msg *msgs = reallocarray(NULL, (size_t)argc - 1,
+		    sizeof *msgs);
+		if (!msgs)
+			err(EX_OSERR, "malloc");
+		for (int i = 1; i < argc; i++)
+			msg_init(&msgs[i - 1], argv[i], strlen(argv[i]));
+		send(pub, msgs, (size_t)argc - 1);
+		free(msgs);
+	} else {
+		struct mq_topic_conf conf;
+		if (mq_topic_conf_read(sp, argv[0], &conf) < 0)
+			tool_fail();
+		publish_stdin(pub, conf.max_message_size);
+	}
+	mq_pub_close(pub);
+	mq_spool_close(sp);
+	return 0;
+}

@@ -1,0 +1,189 @@
+/*
+ * mq-topic: create, list, describe and delete topics.
+ */
+#include <err.h>
+#include <stdlib.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "tool.h"
+
+enum { OPT_JSON = 256, OPT_PARTITIONS, OPT_MAX_SIZE, OPT_RETENTION, OPT_HELP };
+
+static void
+usage(int code)
+{
+	fprintf(code ? stderr : stdout,
+	    "usage: %s [-s SPOOL] create [--partitions N] [--max-message-size "
+	    "BYTES]\n                [--retention SECONDS] TOPIC\n"
+	    "       %s [-s SPOOL] list [--json]\n"
+	    "       %s [-s SPOOL] info [--json] TOPIC\n"
+	    "       %s [-s SPOOL] delete TOPIC\n",
+	    getprogname(), getprogname(), getprogname(), getprogname());
+	exit(code);
+}
+
+static void
+print_json(json_t *j)
+{
+	if (!j || json_dumpf(j, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
+		errx(EX_SOFTWARE, "cannot write JSON");
+	putchar('\n');
+	json_decref(j);
+}
+
+static int
+cmd_create(mq_spool *sp, const char *topic, const struct mq_topic_conf *c)
+{
+	int rc = mq_topic_create(sp, topic, c);
+	if (rc < 0)
+		tool_fail();
+	if (rc == 0)
+		errx(EX_CANTCREAT, "topic '%s' already exists", topic);
+	return 0;
+}
+
+static int
+cmd_list(mq_spool *sp, int json)
+{
+	size_t n;
+	char **names;
+	if (mq_topic_list(sp, &names, &n) < 0)
+		tool_fail();
+	json_t *arr = json ? json_array() : NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct mq_topic_conf c;
+		if (mq_topic_conf_read(sp, names[i], &c) < 0) {
+			warnx("%s", mq_errmsg());
+			continue;
+		}
+		if (json)
+			json_array_append_new(arr, json_pack("{s:s, s:i}", "name",
+			    names[i], "partitions", (int)c.partitions));
+		else
+			printf("%s\n", names[i]);
+	}
+	if (json)
+		print_json(arr);
+	mq_strv_free(names, n);
+	return 0;
+}
+
+static int
+cmd_info(mq_spool *sp, const char *topic, int json)
+{
+	struct mq_topic_info in;
+	if (mq_topic_info(sp, topic, &in) < 0)
+		tool_fail();
+	if (json) {
+		json_t *heads = json_array(), *groups = json_array();
+		for (unsigned k = 0; k < in.conf.partitions; k++)
+			json_array_append_new(heads, json_pack("{s:i, s:I, s:I}",
+			    "partition", (int)k,
+			    "committed", (json_int_t)in.partitions[k].committed,
+			    "messages", (json_int_t)in.partitions[k].log_messages));
+		for (size_t i = 0; i < in.ngroups; i++)
+			json_array_append_new(groups, json_pack("{s:s, s:I, s:I}",
+			    "name", in.groups[i].name,
+			    "pending", (json_int_t)in.groups[i].pending,
+			    "inflight", (json_int_t)in.groups[i].inflight));
+		print_json(json_pack("{s:s, s:i, s:I, s:f, s:o, s:o}",
+		    "name", in.name, "partitions", (int)in.conf.partitions,
+		    "max_message_size", (json_int_t)in.conf.max_message_size,
+		    "retention", in.conf.retention, "heads", heads,
+		    "groups", groups));
+	} else {
+		printf("topic: %s\npartitions: %u\nmax-message-size: %zu\n"
+		    "retention: %.0f\n", in.name, in.conf.partitions,
+		    in.conf.max_message_size, in.conf.retention);
+		printf("%-10s %12s %12s\n", "PARTITION", "COMMITTED", "MESSAGES");
+		for (unsigned k = 0; k < in.conf.partitions; k++)
+			printf("%-10u %12" PRIu64 " %12" PRIu64 "\n", k,
+			    in.partitions[k].committed,
+			    in.partitions[k].log_messages);
+		printf("%-24s %12s %12s\n", "GROUP", "PENDING", "IN-FLIGHT");
+		for (size_t i = 0; i < in.ngroups; i++)
+			printf("%-24s %12" PRIu64 " %12" PRIu64 "\n",
+			    in.groups[i].name, in.groups[i].pending,
+			    in.groups[i].inflight);
+	}
+	mq_topic_info_free(&in);
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "partitions", required_argument, NULL, OPT_PARTITIONS },
+		{ "max-message-size", required_argument, NULL, OPT_MAX_SIZE },
+		{ "retention", required_argument, NULL, OPT_RETENTION },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mq_topic_conf conf;
+	mq_topic_conf_default(&conf);
+	const char *spool = NULL;
+	int c, json = 0, confopts = 0;
+	/* Options may come before or after the subcommand. */
+	while ((c = getopt_long(argc, argv, "s:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': spool = optarg; break;
+		case OPT_JSON: json = 1; break;
+		case OPT_PARTITIONS:
+			conf.partitions = (unsigned)tool_number("--partitions",
+			    optarg, 1, MQ_PARTITIONS_MAX);
+			confopts = 1;
+			break;
+		case OPT_MAX_SIZE:
+			conf.max_message_size = tool_number("--max-message-size",
+			    optarg, 1, MQ_MESSAGE_MAX_LIMIT);
+			confopts = 1;
+			break;
+		case OPT_RETENTION:
+			conf.retention = tool_duration("--retention", optarg);
+			confopts = 1;
+			break;
+		case OPT_HELP: usage(0); break;
+		default: usage(EX_USAGE);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1)
+		usage(EX_USAGE);
+	const char *cmd = argv[0];
+	int want = !strcmp(cmd, "list") ? 1 : 2;
+	if (strcmp(cmd, "create") && strcmp(cmd, "list") && strcmp(cmd, "info") &&
+	    strcmp(cmd, "delete"))
+		errx(EX_USAGE, "unknown command '%s' (create, list, info or "
+		    "delete)", cmd);
+	if (argc != want)
+		usage(EX_USAGE);
+	if (confopts && strcmp(cmd, "create"))
+		errx(EX_USAGE, "--partitions, --max-message-size and --retention "
+		    "go with create");
+	if (json && strcmp(cmd, "list") && strcmp(cmd, "info"))
+		errx(EX_USAGE, "--json goes with list and info");
+	if (want == 2)
+		tool_name("topic", argv[1]);
+
+	mq_spool *sp = tool_spool(spool, MQ_CREATE);
+	int rc = 0;
+	if (!strcmp(cmd, "create"))
+		rc = cmd_create(sp, argv[1], &conf);
+	else if (!strcmp(cmd, "list"))
+		rc = cmd_list(sp, json);
+	else if (!strcmp(cmd, "info"))
+		rc = cmd_info(sp, argv[1], json);
+	else if (mq_topic_delete(sp, argv[1]) < 0)
+		tool_fail();
+	mq_spool_close(sp);
+	return rc;
+}

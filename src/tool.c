@@ -1,0 +1,51 @@
+/* tool.c: helpers shared by the tools' main()s. */
+#include <err.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <sysexits.h>
+
+#include "tool.h"
+
+void
+tool_fail(void)
+{
+	errx(mq_errcode(), "%s", mq_errmsg());
+}
+
+void
+tool_name(const char *kind, const char *name)
+{
+	if (mq_name_check(kind, name) < 0)
+		tool_fail();
+}
+
+mq_spool *
+tool_spool(const char *dir, int flags)
+{
+	mq_spool *sp = mq_spool_open(dir, flags);
+	if (!sp)
+		tool_fail();
+	return sp;
+}
+
+double
+tool_duration(const char *opt, const char *arg)
+{
+	double d;
+	if (mq_duration_parse(arg, &d) < 0)
+		errx(EX_USAGE, "%s: %s", opt, mq_errmsg());
+	return d;
+}
+
+unsigned long
+tool_number(const char *opt, const char *arg, unsigned long min,
+    unsigned long max)
+{
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(arg, &end, 10);
+	if (!*arg || *end || errno || *arg == '-' || n < min || n > max)
+		errx(EX_USAGE, "%s: expected a number from %lu to %lu, not '%s'",
+		    opt, min, max, arg);
+	return n;
+}
