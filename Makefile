@@ -60,6 +60,10 @@ check-sanitize:
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDFLAGS="-fsanitize=address,undefined"
 
+# What CI runs: check, then check-sanitize, with one summary line.
+check-all:
+	@test/all
+
 bench: all
 	bench/run.sh
 
@@ -83,4 +87,4 @@ clean:
 	rm -f lib/*.o src/*.o lib/libmq.a lib/libmq.so.* $(UNIT_BIN)
 	rm -rf bin/mq-* build
 
-.PHONY: all check check-sanitize bench install clean
+.PHONY: all check check-sanitize check-all bench install clean

@@ -148,10 +148,11 @@ group_settings(mq_sub *s, const struct mq_sub_opts *o)
 	if (mq_group_conf_read(&s->t, s->group, &kv) < 0)
 		return -1;
 	const char *state = mq_conf_get(&kv, "state");
+	bool backfill = state && !strcmp(state, "backfill");
 	int rc = mq_conf_get_double(&kv, "lease", MQ_LEASE_DEFAULT, &s->lease,
 	    path);
 	mq_conf_free(&kv);
-	if (rc == 0 && state && !strcmp(state, "backfill"))
+	if (rc == 0 && backfill)
 		rc = mq_group_backfill(&s->t, s->group);
 	if (o->lease > 0)
 		s->lease = o->lease;

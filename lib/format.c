@@ -87,13 +87,13 @@ mq_format_check(const char *fmt)
 	for (const char *p = fmt; *p; p++) {
 		if (*p == '%') {
 			if (!p[1] || !strchr(tokens, p[1]))
-				return mq_err(EX_USAGE, "bad format token '%%%.1s' "
+				return mq_err(EX_DATAERR, "bad format token '%%%.1s' "
 				    "(known: %%t %%p %%o %%k %%K %%s %%S %%i %%r "
 				    "%%a %%T %%h %%%%)", p + 1);
 			p++;
 		} else if (*p == '\\') {
 			if (!p[1] || !strchr("nt0\\", p[1]))
-				return mq_err(EX_USAGE, "bad format escape '\\%.1s' "
+				return mq_err(EX_DATAERR, "bad format escape '\\%.1s' "
 				    "(known: \\n \\t \\0 \\\\)", p + 1);
 			p++;
 		}

@@ -44,16 +44,18 @@ mq_spool_locate(const char *dir)
 	return p;
 }
 
+/* What an interrupted creation may have left before VERSION. */
 static bool
-not_dot(const char *name)
+not_ours(const char *name)
 {
-	return name[0] != '.';
+	return strcmp(name, "tmp") && strcmp(name, "topics") &&
+	    strcmp(name, "ID");
 }
 
 static int
 spool_init(int fd)
 {
-	if (mq_dir_count(fd, not_dot) != 0)
+	if (mq_dir_count(fd, not_ours) != 0)
 		return mq_err(EX_CONFIG, "not an mq spool (no VERSION file, "
 		    "and the directory is not empty)");
 	char id[33];

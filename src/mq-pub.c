@@ -178,13 +178,13 @@ main(int argc, char *argv[])
 				err(EX_OSERR, "malloc");
 			opt.headers = h;
 			if (mq_header_parse(optarg, &h[opt.nheaders]) < 0)
-				errx(EX_USAGE, "-H: %s", mq_errmsg());
+				errx(mq_errcode(), "-H: %s", mq_errmsg());
 			opt.nheaders++;
 			break;
 		}
 		case 'k':
 			if (mq_key_check(optarg) < 0)
-				errx(EX_USAGE, "-k: %s", mq_errmsg());
+				errx(mq_errcode(), "-k: %s", mq_errmsg());
 			opt.key = optarg;
 			break;
 		case 'l': opt.split = 1; opt.sep = '\n'; break;

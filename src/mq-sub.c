@@ -27,7 +27,7 @@ enum {
 
 static struct {
 	const char *group, *format, *exec;
-	int follow, json, manual, nul;
+	int follow, json, manual, nul, quiet;
 	unsigned long count;
 	double timeout;
 } opt;
@@ -45,7 +45,7 @@ static void
 usage(int code)
 {
 	fprintf(code ? stderr : stdout,
-	    "usage: %s [-0f] [-F FORMAT] -g GROUP [-n COUNT] [-s SPOOL] "
+	    "usage: %s [-0fq] [-F FORMAT] -g GROUP [-n COUNT] [-s SPOOL] "
 	    "[-t SECONDS]\n              [--exec CMD] [--from-start] [--json] "
 	    "[--lease SECONDS] [--manual]\n              [--unsubscribe] TOPIC\n",
 	    getprogname());
@@ -55,6 +55,8 @@ usage(int code)
 static int
 print(const struct mq_msg *m)
 {
+	if (opt.quiet)
+		return 0;
 	if (opt.json)
 		return mq_msg_write_json(m, stdout);
 	if (opt.format)
@@ -204,17 +206,18 @@ main(int argc, char *argv[])
 	mq_sub_opts_default(&so);
 	const char *spool = NULL, *e;
 	int c, unsubscribe = 0;
-	while ((c = getopt_long(argc, argv, "0F:fg:n:s:t:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "0F:fg:n:qs:t:", longopts, NULL)) != -1) {
 		switch (c) {
 		case '0': opt.nul = 1; break;
 		case 'F':
 			if (mq_format_check(optarg) < 0)
-				errx(EX_USAGE, "-F: %s", mq_errmsg());
+				errx(mq_errcode(), "-F: %s", mq_errmsg());
 			opt.format = optarg;
 			break;
 		case 'f': opt.follow = 1; break;
 		case 'g': opt.group = optarg; break;
 		case 'n': opt.count = tool_number("-n", optarg, 1, ~0UL); break;
+		case 'q': opt.quiet = 1; break;
 		case 's': spool = optarg; break;
 		case 't': opt.timeout = tool_duration("-t", optarg); break;
 		case OPT_EXEC: opt.exec = optarg; break;
@@ -236,9 +239,10 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (argc != 1 || !opt.group)
 		usage(EX_USAGE);
-	if (opt.exec && (opt.manual || opt.json || opt.format || opt.nul))
+	if (opt.exec && (opt.manual || opt.json || opt.format || opt.nul ||
+	    opt.quiet))
 		errx(EX_USAGE, "--exec cannot be combined with --manual, --json, "
-		    "-F or -0");
+		    "-F, -0 or -q");
 	if ((opt.json != 0) + (opt.format != NULL) + opt.nul > 1)
 		errx(EX_USAGE, "choose one of --json, -F and -0");
 	tool_name("topic", argv[0]);

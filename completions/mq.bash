@@ -1,0 +1,262 @@
+# bash completion for mq-pub, mq-sub, mq-ack and mq-topic.
+#
+# Topics and groups are read from the spool: the value of -s on the command
+# line, else $MQ_SPOOL, else ${XDG_STATE_HOME:-$HOME/.local/state}/mq.  See
+# mq-spool(5).
+
+# _mq_parse ARGOPTS: walk the words of the command line except the one being
+# completed.  ARGOPTS lists the options that take an argument, space
+# separated ("-s -g --lease").  Sets _mq_spool to the spool, _mq_group to the
+# value of -g, and _mq_args to the operands, in order.  A "--opt" "=" "value"
+# split made by COMP_WORDBREAKS is read as one word.
+_mq_parse()
+{
+	local argopts=" $1 " i=1 w c rest
+	local n=${#COMP_WORDS[@]}
+	_mq_spool= _mq_group= _mq_args=()
+	local optend=
+	while ((i < n)); do
+		if ((i == COMP_CWORD)); then
+			((i++))
+			continue
+		fi
+		w=${COMP_WORDS[i]}
+		if [[ -n $optend || $w != -?* ]]; then
+			_mq_args+=("$w")
+		elif [[ $w == -- ]]; then
+			optend=1
+		elif [[ $w == --* ]]; then
+			local val= has=
+			if [[ $w == *=* ]]; then
+				val=${w#*=} w=${w%%=*} has=1
+			elif [[ ${COMP_WORDS[i+1]} == = ]]; then
+				((i++))
+				if ((i != COMP_CWORD && i + 1 < n && i + 1 != COMP_CWORD)); then
+					((i++))
+					val=${COMP_WORDS[i]}
+				fi
+				has=1
+			fi
+			if [[ -z $has && $argopts == *" $w "* ]]; then
+				((i++))
+				val=${COMP_WORDS[i]}
+			fi
+		else
+			# A cluster of short options such as -0lk KEY or -sDIR.
+			rest=${w#-}
+			while [[ -n $rest ]]; do
+				c=-${rest:0:1}
+				rest=${rest:1}
+				[[ $argopts == *" $c "* ]] || continue
+				if [[ -z $rest ]]; then
+					((i++))
+					((i == COMP_CWORD)) && break
+					rest=${COMP_WORDS[i]}
+				fi
+				case $c in
+				-s) _mq_spool=$rest ;;
+				-g) _mq_group=$rest ;;
+				esac
+				break
+			done
+		fi
+		((i++))
+	done
+	if [[ -n $_mq_spool ]]; then
+		[[ $_mq_spool == '~'* ]] && _mq_spool=$HOME${_mq_spool#'~'}
+	elif [[ -n $MQ_SPOOL ]]; then
+		_mq_spool=$MQ_SPOOL
+	else
+		_mq_spool=${XDG_STATE_HOME:-$HOME/.local/state}/mq
+	fi
+}
+
+_mq_topics()
+{
+	local d
+	for d in "$_mq_spool"/topics/*; do
+		[[ -d $d ]] && printf '%s\n' "${d##*/}"
+	done
+}
+
+# _mq_groups [TOPIC]: the groups of TOPIC, or of every topic.
+_mq_groups()
+{
+	local f files
+	if [[ -n $1 ]]; then
+		files=("$_mq_spool/topics/$1/groups"/*.conf)
+	else
+		files=("$_mq_spool"/topics/*/groups/*.conf)
+	fi
+	for f in "${files[@]}"; do
+		[[ -f $f ]] || continue
+		f=${f##*/}
+		printf '%s\n' "${f%.conf}"
+	done | sort -u
+}
+
+# _mq_partitions TOPIC: the partition numbers of TOPIC.
+_mq_partitions()
+{
+	local d
+	for d in "$_mq_spool/topics/$1"/p*; do
+		[[ -d $d ]] && printf '%s\n' "${d##*/p}"
+	done
+}
+
+# _mq_receipts TOPIC GROUP: receipts of the messages now claimed by GROUP.
+_mq_receipts()
+{
+	local d f k
+	[[ -n $1 && -n $2 ]] || return
+	for d in "$_mq_spool/topics/$1"/p*; do
+		k=${d##*/p}
+		for f in "$d/g/$2/cur"/*; do
+			[[ -f $f ]] || continue
+			f=${f##*/}
+			printf '%s\n' "$1/$2/$k/${f%:2,}"
+		done
+	done
+}
+
+# _mq_reply WORDLIST CUR: complete CUR from the newline-separated WORDLIST.
+# Each match gets the prefix _mq_pre (see _mq_cur_prev).
+_mq_reply()
+{
+	local IFS=$'\n'
+	COMPREPLY=($(compgen -P "$_mq_pre" -W "$1" -- "$2"))
+}
+
+_mq_dirs()
+{
+	local IFS=$'\n'
+	compopt -o filenames 2>/dev/null
+	COMPREPLY=($(compgen -d -- "$1"))
+}
+
+# _mq_cur_prev: set cur to the text being completed and prev to the option
+# it belongs to, undoing the split of "--opt=value" at '=' that
+# COMP_WORDBREAKS makes.  Where '=' does not break words, the word being
+# replaced is the whole "--opt=value", so matches need _mq_pre.
+_mq_cur_prev()
+{
+	cur=${COMP_WORDS[COMP_CWORD]}
+	prev= _mq_pre=
+	((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD-1]}
+	if [[ $cur == = && $prev == --* ]]; then
+		cur=
+	elif [[ $prev == = ]] && ((COMP_CWORD > 1)); then
+		prev=${COMP_WORDS[COMP_CWORD-2]}
+	elif [[ $cur == --*=* ]]; then
+		prev=${cur%%=*}
+		_mq_pre=$prev=
+		cur=${cur#*=}
+	fi
+}
+
+_mq_pub()
+{
+	local cur prev
+	_mq_cur_prev
+	_mq_parse "-H -k -p -s --sync"
+	case $prev in
+	-s)
+		_mq_dirs "$cur"
+		return ;;
+	-p)
+		_mq_reply "$(_mq_partitions "${_mq_args[0]}")" "$cur"
+		return ;;
+	--sync)
+		_mq_reply $'each\nbatch\nnone' "$cur"
+		return ;;
+	-H|-k)
+		return ;;
+	esac
+	if [[ $cur == -* ]]; then
+		_mq_reply $'-0\n-H\n-k\n-l\n-p\n-q\n-s\n--sync=\n--help' "$cur"
+		[[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
+	elif ((${#_mq_args[@]} == 0)); then
+		_mq_reply "$(_mq_topics)" "$cur"
+	fi
+}
+
+_mq_sub()
+{
+	local cur prev
+	_mq_cur_prev
+	_mq_parse "-F -g -n -s -t --lease --exec"
+	case $prev in
+	-s)
+		_mq_dirs "$cur"
+		return ;;
+	-g)
+		_mq_reply "$(_mq_groups "${_mq_args[0]}")" "$cur"
+		return ;;
+	--exec)
+		local IFS=$'\n'
+		COMPREPLY=($(compgen -P "$_mq_pre" -c -- "$cur"))
+		return ;;
+	-F|-n|-t|--lease)
+		return ;;
+	esac
+	if [[ $cur == -* ]]; then
+		_mq_reply $'-0\n-F\n-f\n-g\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--unsubscribe\n--help' "$cur"
+	elif ((${#_mq_args[@]} == 0)); then
+		_mq_reply "$(_mq_topics)" "$cur"
+	fi
+}
+
+_mq_ack()
+{
+	local cur prev
+	_mq_cur_prev
+	_mq_parse "-g -s"
+	case $prev in
+	-s)
+		_mq_dirs "$cur"
+		return ;;
+	-g)
+		_mq_reply "$(_mq_groups "${_mq_args[0]}")" "$cur"
+		return ;;
+	esac
+	if [[ $cur == -* ]]; then
+		_mq_reply $'-g\n-s\n--nack\n--help' "$cur"
+	elif ((${#_mq_args[@]} == 0)); then
+		_mq_reply "$(_mq_topics)" "$cur"
+	else
+		_mq_reply "$(_mq_receipts "${_mq_args[0]}" "$_mq_group")" "$cur"
+	fi
+}
+
+_mq_topic()
+{
+	local cur prev
+	_mq_cur_prev
+	_mq_parse "-s --partitions --max-message-size --retention"
+	case $prev in
+	-s)
+		_mq_dirs "$cur"
+		return ;;
+	--partitions|--max-message-size|--retention)
+		return ;;
+	esac
+	local cmd=${_mq_args[0]}
+	if [[ $cur == -* ]]; then
+		case $cmd in
+		'')     _mq_reply $'-s\n--help' "$cur" ;;
+		create) _mq_reply $'--partitions\n--max-message-size\n--retention' "$cur" ;;
+		list|info) _mq_reply $'--json' "$cur" ;;
+		esac
+	elif [[ -z $cmd ]]; then
+		_mq_reply $'create\nlist\ninfo\ndelete' "$cur"
+	elif ((${#_mq_args[@]} == 1)); then
+		case $cmd in
+		info|delete) _mq_reply "$(_mq_topics)" "$cur" ;;
+		esac
+	fi
+}
+
+complete -F _mq_pub mq-pub
+complete -F _mq_sub mq-sub
+complete -F _mq_ack mq-ack
+complete -F _mq_topic mq-topic
