@@ -39,6 +39,7 @@ struct part {
 	size_t pos;
 	uint64_t committed;
 	bool scan_new, scan_cur;
+	bool await_commit;              /* saw an uncommitted name in new/ */
 };
 
 struct mq_sub {
@@ -341,9 +342,12 @@ try_claim(mq_sub *s, unsigned k, struct mq_msg **out)
 			p->pos++;
 			continue;
 		}
-		/* Not committed yet: neither is anything after it. */
+		/* Not committed yet: neither is anything after it.  Until
+		 * the head changes, more links from the same publish are no
+		 * reason to look again. */
 		if (seq >= p->committed) {
 			p->pos = p->cand.n;
+			p->await_commit = true;
 			break;
 		}
 		p->pos++;
@@ -398,12 +402,19 @@ drain_events(mq_sub *s)
 			struct inotify_event *ev = (struct inotify_event *)q;
 			for (unsigned k = 0; k < np; k++) {
 				struct part *p = &s->ps[k];
-				if (ev->mask & IN_Q_OVERFLOW)
+				if (ev->mask & IN_Q_OVERFLOW) {
 					p->scan_new = p->scan_cur = true;
-				else if (ev->wd == p->wd_new || ev->wd == p->wd_head)
+				} else if (ev->wd == p->wd_head) {
 					p->scan_new = true;
-				else if (ev->wd == p->wd_cur)
+					p->await_commit = false;
+				} else if (ev->wd == p->wd_new) {
+					/* Links of a publish (IN_CREATE) count once
+					 * it commits; returns (IN_MOVED_TO) now. */
+					if (!p->await_commit || (ev->mask & IN_MOVED_TO))
+						p->scan_new = true;
+				} else if (ev->wd == p->wd_cur) {
 					p->scan_cur = true;
+				}
 			}
 			q += sizeof *ev + ev->len;
 		}
@@ -470,6 +481,7 @@ mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 {
 	unsigned np = s->t.conf.partitions;
 	double until = timeout < 0 ? INFINITY : mq_now() + timeout;
+	bool late_pass = false;
 	for (;;) {
 		double now = mq_now();
 		if ((now >= s->earliest || now - s->last_expire >= 1.0) &&
@@ -495,10 +507,16 @@ mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 		bool again = false;
 		for (unsigned k = 0; k < np; k++)
 			again |= s->ps[k].scan_new;
+		/* Past the deadline, one more look at what changed, no more:
+		 * a busy publisher must not keep a timed call spinning. */
+		if (mq_now() >= until) {
+			if (!again || late_pass)
+				return 0;
+			late_pass = true;
+			continue;
+		}
 		if (again)
 			continue;
-		if (mq_now() >= until)
-			return 0;
 		/* A signal ends the wait as a timeout would: the caller
 		 * decides whether to stop. */
 		int w = wait_for_change(s, until);

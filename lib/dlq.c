@@ -1,12 +1,14 @@
 /*
  * dlq.c: dead letters.
  *
- * A dead letter of group G in partition k is p<k>/dlq/G/KEY (a link to
- * the message) beside KEY.why, a key=value record of why it is there.
- * The record is written first (through a temporary file), then the claim
- * is renamed from cur/ into dlq/G/KEY: that rename is the commit point.
- * A crash in between leaves a .why without its message, which readers
- * ignore and the next dead-lettering of the same KEY replaces.
+ * A dead letter of group G in partition k is p<k>/dlq/G/KEY,a<n> (the
+ * group's link to the message, n deliveries made) beside KEY,a<n>.why, a
+ * record of why: key=value lines, a blank line, then the tail of the last
+ * handler's standard error.  The record is written first (through a
+ * temporary dot file), then the claim is renamed from cur/ into dlq/G/:
+ * that rename is the commit point.  A crash in between leaves a .why
+ * without its message, which readers ignore and a later dead-lettering of
+ * the same claim replaces.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,20 +22,23 @@ mq_dlq_put(const struct mq_topic *t, unsigned k, const char *group,
     int curfd, const char *curname, const struct mq_entry *e,
     const char *reason, const char *detail)
 {
-	char dir[MQ_NAME_MAX + 16], why[MQ_KEY_LEN + 8], text[2048];
+	char dir[MQ_NAME_MAX + 16], name[MQ_KEY_LEN + 32], why[MQ_KEY_LEN + 40];
+	char when[64], text[2048];
 	if (mq_path(dir, sizeof dir, "dlq/%s", group) < 0 ||
+	    mq_entry_new_name(e, name, sizeof name) < 0 ||
+	    mq_path(why, sizeof why, "%s.why", name) < 0 ||
 	    mq_mkdirs(t->pfd[k], dir) < 0)
 		return -1;
 	int dfd = mq_dir_open(t->pfd[k], dir);
 	if (dfd < 0)
 		return -1;
-	snprintf(why, sizeof why, "%s.why", e->key);
-	snprintf(text, sizeof text, "reason=%s\nattempts=%u\ntime=%.3f\n"
-	    "topic=%s\ngroup=%s\npartition=%u\ndetail=%s\n", reason, e->attempts,
-	    mq_now(), t->name, group, k, detail ? detail : "");
+	mq_time_rfc3339(mq_now(), when, sizeof when);
+	snprintf(text, sizeof text, "reason=%s\nattempts=%u\ntime=%s\n"
+	    "group=%s\ntopic=%s\npartition=%u\ndetail=%s\n\n", reason,
+	    e->attempts, when, group, t->name, k, detail ? detail : "");
 	int rc = mq_write_file(dfd, why, text, strlen(text), 1, 1);
-	if (rc == 0 && renameat(curfd, curname, dfd, e->key) < 0)
-		rc = errno == ENOENT ? 0 : mq_err_sys("dead-letter %s", e->key);
+	if (rc == 0 && renameat(curfd, curname, dfd, name) < 0)
+		rc = errno == ENOENT ? 0 : mq_err_sys("dead-letter %s", name);
 	if (rc == 0)
 		rc = mq_fsync_fd(dfd);
 	close(dfd);

@@ -35,20 +35,12 @@ base64(const unsigned char *p, size_t len)
 	return out;
 }
 
-static void
-rfc3339(const struct timespec *ts, char *buf, size_t len)
-{
-	struct tm tm;
-	gmtime_r(&ts->tv_sec, &tm);
-	size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, len - n, ".%06ldZ", ts->tv_nsec / 1000);
-}
-
 int
 mq_msg_write_json(const struct mq_msg *m, FILE *fp)
 {
 	char when[64];
-	rfc3339(&m->published, when, sizeof when);
+	mq_time_rfc3339((double)m->published.tv_sec +
+	    (double)(m->published.tv_nsec / 1000) / 1e6 + 5e-7, when, sizeof when);
 	json_t *hdrs = json_object();
 	for (size_t i = 0; hdrs && i < m->nheaders; i++)
 		json_object_set_new(hdrs, m->headers[i].name,

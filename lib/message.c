@@ -91,6 +91,19 @@ mq_key_check(const char *key)
 	return value_check("key", key);
 }
 
+void
+mq_time_rfc3339(double t, char *buf, size_t len)
+{
+	time_t sec = (time_t)t;
+	long usec = (long)((t - (double)sec) * 1e6);
+	if (usec > 999999)
+		usec = 999999;
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%06ldZ", usec);
+}
+
 static void
 hash_hex(const void *body, size_t len, char out[33])
 {
@@ -108,14 +121,7 @@ mq_msg_render(const struct mq_topic *t, unsigned k, uint64_t seq,
 {
 	char hash[33], when[64];
 	hash_hex(m->body, m->len, hash);
-	time_t sec = (time_t)now;
-	long usec = (long)((now - (double)sec) * 1e6);
-	if (usec > 999999)
-		usec = 999999;
-	struct tm tm;
-	gmtime_r(&sec, &tm);
-	size_t wl = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(when + wl, sizeof when - wl, ".%06ldZ", usec);
+	mq_time_rfc3339(now, when, sizeof when);
 
 	size_t cap = 512 + strlen(t->name) + (m->key ? strlen(m->key) : 0);
 	for (size_t i = 0; i < m->nheaders; i++)

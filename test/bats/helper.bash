@@ -1,0 +1,267 @@
+# helper.bash: common setup for the mq bats tests.
+#
+# Every test gets its own spool under $BATS_TEST_TMPDIR (exported as
+# MQ_SPOOL) and its own HOME, so no tool can reach the user's spool even if
+# it ignored MQ_SPOOL.  The tools under test are the ones in ../../bin.
+# Nothing here sleeps to wait for something: wait_for polls a condition with
+# a bound.
+#
+# Note: bats' run (bats_version_lt) assigns a variable named i, which
+# clobbers a caller's local i: the tests use other names for loop counters.
+
+load /usr/lib/bats/bats-support/load
+load /usr/lib/bats/bats-assert/load
+
+bats_require_minimum_version 1.5.0
+
+MQ_BIN_DIR="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)/bin"
+PY=/usr/bin/python3
+
+setup() {
+	export PATH="$MQ_BIN_DIR:$PATH"
+	export MQ_SPOOL="$BATS_TEST_TMPDIR/spool"
+	export HOME="$BATS_TEST_TMPDIR/home"
+	unset XDG_STATE_HOME MQ_POLL MQ_NOW
+	mkdir -p "$MQ_SPOOL" "$HOME"
+	TD="$BATS_TEST_TMPDIR"
+}
+
+# Background processes started with spawn, and mounts made with mount_tmpfs,
+# are cleaned up here whatever the test did.
+teardown() {
+	local pid m
+	if [[ -f $TD/.pids ]]; then
+		while read -r pid; do
+			# Only a session spawn made and that still runs: never a
+			# process that merely reused the pid.
+			[[ $(proc_session "$pid") == "$pid" ]] || continue
+			kill -9 -- "-$pid" 2>/dev/null || true
+		done <"$TD/.pids"
+	fi
+	if [[ -f $TD/.mounts ]]; then
+		while read -r m; do
+			umount -l "$m" 2>/dev/null || true
+		done <"$TD/.mounts"
+	fi
+	return 0
+}
+
+# spawn OUT CMD...: run CMD in the background in its own session (so that
+# kill -- -PID reaches its children too), stdout to OUT, stderr to OUT.err.
+# Sets SPAWNED to its pid.  fd 3 is closed so bats does not wait for it.
+spawn() {
+	local out=$1
+	shift
+	setsid "$@" >"$out" 2>"$out.err" 3>&- </dev/null &
+	SPAWNED=$!
+	echo "$SPAWNED" >>"$TD/.pids"
+}
+
+# wait_for [-t SECONDS] CMD...: run CMD every 0.05 s until it succeeds;
+# fail (status 1, message on stderr) when SECONDS (default 10) have passed.
+wait_for() {
+	local timeout=10
+	if [[ $1 == -t ]]; then
+		timeout=$2
+		shift 2
+	fi
+	local now=${EPOCHREALTIME/./}
+	local deadline=$((now + timeout * 1000000))
+	while :; do
+		"$@" && return 0
+		now=${EPOCHREALTIME/./}
+		if ((now > deadline)); then
+			echo "wait_for: not true after ${timeout}s: $*" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+# proc_state PID: the state letter of PID (R, S, D, Z, ...), empty if gone.
+# (No failing command inside $(...): bats counts that as a test failure.)
+proc_state() {
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null || true)
+	s=${s##*) }
+	echo "${s%% *}"
+}
+
+# proc_session PID: the session id of PID, empty if gone.
+proc_session() {
+	local s
+	local -a a
+	s=$(cat "/proc/$1/stat" 2>/dev/null || true)
+	[[ -n $s ]] || return 0
+	read -ra a <<<"${s##*) }"
+	echo "${a[3]}"
+}
+
+# exited PID: true once PID is gone (or a zombie).
+exited() {
+	local st
+	st=$(proc_state "$1")
+	[[ -z $st || $st == Z ]]
+}
+
+# sleeping PID: true while PID is blocked (state S).
+sleeping() {
+	[[ $(proc_state "$1") == S ]]
+}
+
+# pgroup_gone PGID: no live process (zombies do not count) is in the group.
+pgroup_gone() {
+	local line
+	local -a a
+	while IFS= read -r line; do
+		read -ra a <<<"${line##*) }"
+		if [[ ${a[2]} == "$1" && ${a[0]} != Z ]]; then
+			return 1
+		fi
+	done < <(cat /proc/[0-9]*/stat 2>/dev/null || true)
+	return 0
+}
+
+# group_dir TOPIC GROUP [PARTITION]
+group_dir() {
+	echo "$MQ_SPOOL/topics/$1/p${3:-0}/g/$2"
+}
+
+# count_entries DIR: number of entries of DIR (0 if it does not exist).
+count_entries() {
+	[[ -d $1 ]] || {
+		echo 0
+		return
+	}
+	find "$1" -mindepth 1 -maxdepth 1 -printf x | wc -c
+}
+
+# count_new / count_cur TOPIC GROUP [PARTITION]
+count_new() {
+	count_entries "$(group_dir "$@")/new"
+}
+count_cur() {
+	count_entries "$(group_dir "$@")/cur"
+}
+count_log() {
+	count_entries "$MQ_SPOOL/topics/$1/p${2:-0}/log"
+}
+
+# group_empty TOPIC GROUP: nothing pending or in flight.
+group_empty() {
+	[[ $(count_new "$1" "$2") == 0 && $(count_cur "$1" "$2") == 0 ]]
+}
+
+# head_field TOPIC FIELD [PARTITION]: next or committed from p<k>/head, as a
+# plain decimal number.
+head_field() {
+	local line v
+	line=$(cat "$MQ_SPOOL/topics/$1/p${3:-0}/head")
+	[[ $line =~ $2=([0-9]{20}) ]] || return 1
+	v=${BASH_REMATCH[1]}
+	echo $((10#$v))
+}
+
+# now_ms: wall clock in milliseconds since the epoch.
+now_ms() {
+	local t=${EPOCHREALTIME/./}
+	echo $((t / 1000))
+}
+
+# now_us: wall clock in microseconds since the epoch.
+now_us() {
+	echo "${EPOCHREALTIME/./}"
+}
+
+# past_ms MS: true once the clock is past MS (ms since the epoch).
+past_ms() {
+	(($(now_ms) > $1))
+}
+
+# spool_snapshot [DIR]: every name with its type, size, mode and link
+# count, and a checksum of every regular file: equal snapshots mean nothing
+# on disk changed.
+spool_snapshot() {
+	local d=${1:-$MQ_SPOOL}
+	(
+		cd "$d" || exit 1
+		find . -printf '%p %y %s %m %n\n' | LC_ALL=C sort
+		find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+	)
+}
+
+# assert_one_line_error PROG: $stderr (from run --separate-stderr) is
+# exactly one line, and it starts with "PROG: ".
+assert_one_line_error() {
+	if [[ ${#stderr_lines[@]} -ne 1 ]]; then
+		fail "expected exactly one line on stderr, got ${#stderr_lines[@]}: $stderr"
+	fi
+	if [[ ${stderr_lines[0]} != "$1: "?* ]]; then
+		fail "expected stderr to start with '$1: ', got: $stderr"
+	fi
+}
+
+# assert_usage PROG: --help output ($output) is a usage message naming PROG.
+assert_usage_output() {
+	local lc=${output,,}
+	[[ $lc == *usage* ]] || fail "no 'usage' in --help output: $output"
+	[[ $output == *"$1"* ]] || fail "'$1' not named in --help output: $output"
+}
+
+# mkgroup TOPIC GROUP [OPTIONS...]: subscribe GROUP (mq-sub with nothing
+# pending exits 1).
+mkgroup() {
+	local t=$1 g=$2
+	shift 2
+	run mq-sub -g "$g" "$@" "$t"
+	assert_equal "$status" 1
+	assert_equal "$output" ""
+	[[ -f $MQ_SPOOL/topics/$t/groups/$g.conf ]] || fail "group $g not created"
+}
+
+# body_of FILE: the body of a message file (everything after the first
+# empty line).
+body_of() {
+	"$PY" - "$1" <<'EOF'
+import sys
+data = open(sys.argv[1], 'rb').read()
+sys.stdout.buffer.write(data.split(b'\n\n', 1)[1])
+EOF
+}
+
+# header_of FILE NAME: value of header NAME of a message file.
+header_of() {
+	"$PY" - "$1" "$2" <<'EOF'
+import sys
+data = open(sys.argv[1], 'rb').read()
+head = data.split(b'\n\n', 1)[0].decode()
+for line in head.split('\n'):
+    n, _, v = line.partition(': ')
+    if n == sys.argv[2]:
+        print(v)
+        sys.exit(0)
+sys.exit(1)
+EOF
+}
+
+# one_file DIR: the single entry of DIR (fails unless there is exactly one).
+one_file() {
+	local -a f
+	f=("$1"/*)
+	[[ ${#f[@]} -eq 1 && -e ${f[0]} ]] || {
+		echo "expected one entry in $1, found: ${f[*]}" >&2
+		return 1
+	}
+	echo "${f[0]}"
+}
+
+# mount_tmpfs DIR OPTIONS: mount a tmpfs (root only), unmounted at teardown.
+mount_tmpfs() {
+	mkdir -p "$1"
+	mount -t tmpfs -o "$2" tmpfs "$1" || return 1
+	echo "$1" >>"$TD/.mounts"
+}
+
+require_root() {
+	[[ $(id -u) == 0 ]] || skip "needs root (mount)"
+}

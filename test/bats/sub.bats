@@ -1,0 +1,407 @@
+#!/usr/bin/env bats
+# mq-sub: options, output formats, exit codes and what it leaves on disk.
+
+load helper
+
+KEY_RE='[0-9]{20}\.[0-9a-f]{32}'
+
+conf_value() { # FILE KEY
+	sed -n "s/^$2=//p" "$1"
+}
+
+@test "mq-sub --help prints usage and exits 0" {
+	run --separate-stderr mq-sub --help
+	assert_success
+	assert_usage_output mq-sub
+}
+
+@test "mq-sub without -g is a usage error (64)" {
+	mq-pub -q t hello
+	run --separate-stderr mq-sub t
+	assert_equal "$status" 64
+	assert_equal "$output" ""
+	[[ -n $stderr ]]
+}
+
+@test "mq-sub without a topic, or with an unknown option, is a usage error (64)" {
+	run --separate-stderr mq-sub -g g
+	assert_equal "$status" 64
+	[[ -n $stderr ]]
+	run --separate-stderr mq-sub -Z -g g t
+	assert_equal "$status" 64
+	assert_equal "$output" ""
+	[[ ! -e $MQ_SPOOL/topics/t ]]
+}
+
+@test "mq-sub with nothing pending exits 1 at once, after creating topic and group" {
+	run --separate-stderr mq-sub -g g t
+	assert_equal "$status" 1
+	assert_equal "$output" ""
+	local c=$MQ_SPOOL/topics/t/groups/g.conf
+	[[ -f $c ]]
+	[[ -f $MQ_SPOOL/topics/t/topic.conf ]]
+	[[ -d $(group_dir t g)/tmp && -d $(group_dir t g)/new && -d $(group_dir t g)/cur ]]
+	assert_equal "$(conf_value "$c" from-start)" 0
+	assert_equal "$(conf_value "$c" state)" ready
+	assert_equal "$(conf_value "$c" start.p0)" 0
+	[[ -n $(conf_value "$c" created) ]]
+	run "$PY" -c 'import sys; assert float(sys.argv[1]) == 30' "$(conf_value "$c" lease)"
+	assert_success
+	# Subscribing again changes nothing.
+	local snap
+	snap=$(spool_snapshot)
+	run mq-sub -g g t
+	assert_equal "$status" 1
+	assert_equal "$(spool_snapshot)" "$snap"
+}
+
+@test "mq-sub records start.p0 = committed at subscription time" {
+	mq-pub -q t a b c
+	mkgroup t g
+	assert_equal "$(conf_value "$MQ_SPOOL/topics/t/groups/g.conf" start.p0)" 3
+	assert_equal "$(count_new t g)" 0
+}
+
+@test "mq-sub prints each pending body and a newline, in order, and acks them" {
+	mkgroup t g
+	printf '%s\n' one two 'three four' | mq-pub -q -l t
+	run --separate-stderr mq-sub -g g t
+	assert_success
+	assert_equal "$stderr" ""
+	assert_output $'one\ntwo\nthree four'
+	assert_equal "$(count_new t g)" 0
+	assert_equal "$(count_cur t g)" 0
+	# The log keeps the messages; only the group's links are gone.
+	assert_equal "$(count_log t)" 3
+	local f
+	for f in "$MQ_SPOOL"/topics/t/p0/log/*; do
+		assert_equal "$(stat -c %h "$f")" 1
+	done
+	run mq-sub -g g t
+	assert_equal "$status" 1
+	assert_equal "$output" ""
+}
+
+@test "mq-sub -0 ends each body with NUL instead of newline" {
+	mkgroup t g
+	mq-pub -q t a $'b\nc'
+	mq-sub -0 -g g t >"$TD/out"
+	printf 'a\0b\nc\0' | cmp - "$TD/out"
+}
+
+@test "mq-sub --json prints one object per message with every field" {
+	mkgroup t g
+	local id1 id2
+	id1=$(mq-pub -k K1 -H 'X-A: 1' -H 'X-B: two words' t 'héllo')
+	id2=$(printf '\xff\xfe\x00' | mq-pub t)
+	run --separate-stderr mq-sub --json -g g t
+	assert_success
+	assert_equal "${#lines[@]}" 2
+	local f1 f2
+	f1=$MQ_SPOOL/topics/t/p0/log/00000000000000000000.$id1
+	f2=$MQ_SPOOL/topics/t/p0/log/00000000000000000001.$id2
+	"$PY" - "$output" "$id1" "$id2" "$(header_of "$f1" Published)" "$(header_of "$f2" Published)" <<'EOF'
+import base64, json, re, sys
+out, id1, id2, pub1, pub2 = sys.argv[1:]
+a, b = [json.loads(l) for l in out.split('\n')]
+for o in (a, b):
+    assert set(o) >= {'id', 'receipt', 'topic', 'partition', 'seq', 'key',
+                      'headers', 'published', 'attempts'}, o
+    assert o['topic'] == 't' and o['partition'] == 0 and o['attempts'] == 1, o
+    assert re.fullmatch(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z', o['published']), o
+    assert re.fullmatch(r't/g/0/%020d\.%s,a1,l\d+,r[0-9a-f]{8}' % (o['seq'], o['id']),
+                        o['receipt']), o
+assert a['id'] == id1 and a['seq'] == 0 and a['key'] == 'K1', a
+assert a['headers'] == {'X-A': '1', 'X-B': 'two words'}, a
+assert a['body'] == 'héllo' and 'body_base64' not in a, a
+assert a['published'] == pub1, (a, pub1)
+assert b['id'] == id2 and b['seq'] == 1 and b['key'] is None, b
+assert b['headers'] == {}, b
+assert 'body' not in b and base64.b64decode(b['body_base64']) == b'\xff\xfe\x00', b
+assert b['published'] == pub2, (b, pub2)
+EOF
+	assert_equal "$(count_new t g)" 0
+	assert_equal "$(count_cur t g)" 0
+}
+
+@test "mq-sub -F prints every format token" {
+	mkgroup t g
+	local id
+	id=$(mq-pub -k key-1 -H 'X-A: 1' -H 'X-B: 2' t hello)
+	mq-pub -q t second
+	local f=$MQ_SPOOL/topics/t/p0/log/00000000000000000000.$id
+	local pubms
+	pubms=$("$PY" -c '
+import datetime, sys
+t = datetime.datetime.strptime(sys.argv[1], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+d = t - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+print((d.days * 86400000000 + d.seconds * 1000000 + d.microseconds) // 1000)' "$(header_of "$f" Published)")
+	run --separate-stderr mq-sub -n 1 -F '%t|%p|%o|%k|%K|%s|%S|%i|%a|%T|%h|%%|%r' -g g t
+	assert_success
+	local want="t|0|0|key-1|5|hello|5|$id|1|$pubms|X-A=1,X-B=2|%|t/g/0/00000000000000000000.$id,a1,l"
+	[[ $output == "$want"* ]] || fail "got: $output, want prefix: $want"
+	[[ $output =~ ,a1,l[0-9]+,r[0-9a-f]{8}$ ]] || fail "bad receipt in: $output"
+	# No newline is added to a format.
+	run --separate-stderr bash -c 'mq-sub -F "%s" -g g t | od -An -c'
+	assert_success
+	assert_equal "$(echo $output)" "s e c o n d"
+}
+
+@test "mq-sub -F understands the escapes \\n \\t \\0 \\\\" {
+	mkgroup t g
+	mq-pub -q t a b
+	mq-sub -F '%s\t\\\0\n' -g g t >"$TD/out"
+	printf 'a\t\\\0\nb\t\\\0\n' | cmp - "$TD/out"
+}
+
+@test "mq-sub -F with a bad format is a data error (65), nothing consumed" {
+	mkgroup t g
+	mq-pub -q t hello
+	local snap
+	snap=$(spool_snapshot)
+	run --separate-stderr mq-sub -F '%s %z' -g g t
+	assert_equal "$status" 65
+	assert_equal "$output" ""
+	assert_one_line_error mq-sub
+	assert_equal "$(spool_snapshot)" "$snap"
+}
+
+@test "mq-sub -n COUNT stops after COUNT messages, leaving the rest pending" {
+	mkgroup t g
+	seq 1 5 | mq-pub -q -l t
+	run --separate-stderr mq-sub -n 2 -g g t
+	assert_success
+	assert_output $'1\n2'
+	assert_equal "$(count_new t g)" 3
+	assert_equal "$(count_cur t g)" 0
+	run mq-sub -n 10 -g g t
+	assert_success
+	assert_output $'3\n4\n5'
+}
+
+@test "mq-sub -n, -t and --lease with bad values are usage errors (64)" {
+	mkgroup t g
+	mq-pub -q t hello
+	local snap opt
+	snap=$(spool_snapshot)
+	for opt in '-n abc' '-n -1' '-t abc' '-t -1' '--lease abc' '--lease -2' '--lease 1x'; do
+		# shellcheck disable=SC2086
+		run --separate-stderr mq-sub $opt -g g t
+		assert_equal "$status" 64
+		assert_equal "$output" ""
+		[[ -n $stderr ]]
+		assert_equal "$(spool_snapshot)" "$snap"
+	done
+}
+
+@test "mq-sub -t SECONDS waits that long for a message, then exits 1" {
+	mkgroup t g
+	local t0 t1
+	t0=$(now_ms)
+	run --separate-stderr mq-sub -t 0.5 -g g t
+	t1=$(now_ms)
+	assert_equal "$status" 1
+	assert_equal "$output" ""
+	(((t1 - t0) >= 450)) || fail "returned after $((t1 - t0)) ms, before the timeout"
+	(((t1 - t0) < 5000)) || fail "returned after $((t1 - t0)) ms"
+}
+
+@test "mq-sub -t SECONDS returns a message published while it waits" {
+	mkgroup t g
+	local t0=$(now_ms)
+	spawn "$TD/out" mq-sub -t 30 -g g t
+	local pid=$SPAWNED
+	mq-pub -q t late
+	wait_for exited "$pid"
+	local rc=0
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 0
+	assert_equal "$(cat "$TD/out")" late
+	(($(now_ms) - t0 < 20000)) || fail "it waited for the whole timeout"
+	assert_equal "$(count_new t g)" 0
+}
+
+@test "mq-sub -f keeps following until killed" {
+	mkgroup t g
+	spawn "$TD/out" mq-sub -f -g g t
+	local pid=$SPAWNED
+	mq-pub -q t one
+	wait_for grep -qx one "$TD/out"
+	mq-pub -q t two
+	wait_for grep -qx two "$TD/out"
+	! exited "$pid" || fail "mq-sub -f exited"
+	assert_equal "$(cat "$TD/out")" $'one\ntwo'
+	kill "$pid"
+	wait_for exited "$pid"
+	assert_equal "$(count_new t g)" 0
+	assert_equal "$(count_cur t g)" 0
+}
+
+@test "mq-sub -f -n COUNT exits 0 after COUNT messages" {
+	mkgroup t g
+	spawn "$TD/out" mq-sub -f -n 2 -g g t
+	local pid=$SPAWNED
+	mq-pub -q t one
+	mq-pub -q t two
+	mq-pub -q t three
+	wait_for exited "$pid"
+	local rc=0
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 0
+	assert_equal "$(cat "$TD/out")" $'one\ntwo'
+	assert_equal "$(count_new t g)" 1
+}
+
+@test "mq-sub --manual leaves messages claimed in cur/ under the group's lease" {
+	mkgroup t g
+	local id
+	id=$(mq-pub t hello)
+	local t0=$(now_ms)
+	run --separate-stderr mq-sub --manual -F '%s %r\n' -g g t
+	local t1=$(now_ms)
+	assert_success
+	assert_equal "$(count_new t g)" 0
+	assert_equal "$(count_cur t g)" 1
+	local cur
+	cur=$(ls "$(group_dir t g)/cur")
+	[[ $cur =~ ^00000000000000000000\.$id,a1,l([0-9]+),r[0-9a-f]{8}:2,$ ]] || fail "bad cur/ name $cur"
+	local dl=${BASH_REMATCH[1]}
+	((dl >= t0 + 30000 && dl <= t1 + 30001)) || fail "deadline $dl not 30 s after [$t0, $t1]"
+	assert_output "hello t/g/0/${cur%:2,}"
+	# Still the same inode as the log entry.
+	[[ $(group_dir t g)/cur/$cur -ef $MQ_SPOOL/topics/t/p0/log/00000000000000000000.$id ]]
+	# Claimed messages are not delivered again while the lease runs.
+	run mq-sub -g g t
+	assert_equal "$status" 1
+	assert_equal "$output" ""
+}
+
+@test "mq-sub --lease sets the deadline of a claim (durations with units too)" {
+	mkgroup t g
+	mq-pub -q t a b
+	local t0=$(now_ms) t1 dl
+	run --separate-stderr mq-sub --manual --lease 5m -n 1 -F '%r' -g g t
+	t1=$(now_ms)
+	assert_success
+	[[ $output =~ ,l([0-9]+),r[0-9a-f]{8}$ ]]
+	dl=${BASH_REMATCH[1]}
+	((dl >= t0 + 300000 && dl <= t1 + 300001)) || fail "deadline $dl not 5 min after [$t0, $t1]"
+	t0=$(now_ms)
+	run --separate-stderr mq-sub --manual --lease 2.5 -n 1 -F '%r' -g g t
+	t1=$(now_ms)
+	assert_success
+	[[ $output =~ ,l([0-9]+),r[0-9a-f]{8}$ ]]
+	dl=${BASH_REMATCH[1]}
+	((dl >= t0 + 2500 && dl <= t1 + 2501)) || fail "deadline $dl not 2.5 s after [$t0, $t1]"
+}
+
+@test "mq-sub returns an expired claim to the queue with its attempts counted" {
+	mkgroup t g
+	mq-pub -q t hello
+	run --separate-stderr mq-sub --manual --lease 0.2 -F '%r' -g g t
+	assert_success
+	[[ $output =~ ,l([0-9]+),r ]]
+	wait_for past_ms "${BASH_REMATCH[1]}"
+	run --separate-stderr mq-sub -F '%a %s\n' -g g t
+	assert_success
+	assert_output '2 hello'
+	assert_equal "$(count_new t g)" 0
+	assert_equal "$(count_cur t g)" 0
+}
+
+@test "mq-sub exits 1 when everything is claimed by someone else" {
+	mkgroup t g
+	mq-pub -q t hello
+	run mq-sub --manual -g g t
+	assert_success
+	run --separate-stderr mq-sub -g g t
+	assert_equal "$status" 1
+	assert_equal "$output" ""
+	assert_equal "$(count_cur t g)" 1
+}
+
+@test "mq-sub --from-start backfills what the log holds" {
+	mq-pub -q t a b
+	run --separate-stderr mq-sub --from-start -g g t
+	assert_success
+	assert_output $'a\nb'
+	assert_equal "$(conf_value "$MQ_SPOOL/topics/t/groups/g.conf" from-start)" 1
+	assert_equal "$(conf_value "$MQ_SPOOL/topics/t/groups/g.conf" state)" ready
+}
+
+@test "mq-sub --unsubscribe removes the group and its queue; again is 66" {
+	mkgroup t g
+	mkgroup t other
+	mq-pub -q t a
+	run --separate-stderr mq-sub --unsubscribe -g g t
+	assert_success
+	assert_equal "$output" ""
+	[[ ! -e $MQ_SPOOL/topics/t/groups/g.conf ]]
+	[[ ! -e $(group_dir t g) ]]
+	[[ -f $MQ_SPOOL/topics/t/groups/other.conf ]]
+	# Later messages reach the remaining group only.
+	mq-pub -q t b
+	[[ ! -e $(group_dir t g) ]]
+	assert_equal "$(count_new t other)" 2
+	local snap
+	snap=$(spool_snapshot)
+	run --separate-stderr mq-sub --unsubscribe -g g t
+	assert_equal "$status" 66
+	assert_equal "$output" ""
+	assert_one_line_error mq-sub
+	assert_equal "$(spool_snapshot)" "$snap"
+}
+
+@test "mq-sub -q consumes without printing" {
+	mkgroup t g
+	mq-pub -q t a b
+	run --separate-stderr mq-sub -q -g g t
+	assert_success
+	assert_equal "$output" ""
+	assert_equal "$(count_new t g)" 0
+	assert_equal "$(count_cur t g)" 0
+}
+
+@test "mq-sub -s SPOOL wins over MQ_SPOOL" {
+	mq-pub -s "$TD/other" -q t before
+	run mq-sub -s "$TD/other" -g g t
+	assert_equal "$status" 1
+	mq-pub -s "$TD/other" -q t hello
+	run --separate-stderr mq-sub -s "$TD/other" -g g t
+	assert_success
+	assert_output hello
+	assert_equal "$(count_entries "$MQ_SPOOL")" 0
+}
+
+@test "mq-sub never delivers a message whose body fails the hash or length check" {
+	mkgroup t g
+	local a b c
+	a=$(mq-pub t hello)
+	b=$(mq-pub t 'good one')
+	c=$(mq-pub t 'cut short')
+	# Same length, other bytes: only Content-Hash can tell.
+	printf 'j' | dd of="$MQ_SPOOL/topics/t/p0/log/00000000000000000000.$a" bs=1 \
+	    seek=$(($(stat -c %s "$MQ_SPOOL/topics/t/p0/log/00000000000000000000.$a") - 5)) \
+	    conv=notrunc status=none
+	truncate -s -3 "$MQ_SPOOL/topics/t/p0/log/00000000000000000002.$c"
+	run --separate-stderr mq-sub -g g t
+	assert_success
+	assert_output 'good one'
+	assert_equal "$(count_new t g)" 0
+	assert_equal "$(count_cur t g)" 0
+	# They went to the group's dead letters.
+	[[ $(find "$MQ_SPOOL/topics/t/p0/dlq/g" -type f | wc -l) -ge 2 ]]
+	run mq-sub -g g t
+	assert_equal "$status" 1
+}
+
+@test "mq-sub --exec: body on stdin, only the command's output is printed" {
+	mkgroup t g
+	mq-pub -q -k k1 t one
+	mq-pub -q t two
+	run --separate-stderr mq-sub --exec 'printf "<%s|%s|%s|%s|%s>\n" "$(cat)" "$MQ_GROUP" "$MQ_PARTITION" "$MQ_SEQ" "$MQ_KEY"' -g g t
+	assert_success
+	assert_output $'<one|g|0|0|k1>\n<two|g|0|1|>'
+	assert_equal "$(count_new t g)" 0
+	assert_equal "$(count_cur t g)" 0
+}
