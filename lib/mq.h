@@ -68,6 +68,9 @@ void mq_topic_conf_default(struct mq_topic_conf *);
 int mq_topic_create(mq_spool *, const char *topic, const struct mq_topic_conf *);
 int mq_topic_conf_read(mq_spool *, const char *topic, struct mq_topic_conf *);
 int mq_topic_delete(mq_spool *, const char *topic);
+/* Unlinks log/ names older than the topic's retention (groups keep their
+ * links) and stale temporary files; *removed counts the log names. */
+int mq_topic_gc(mq_spool *, const char *topic, uint64_t *removed);
 /* Sorted names of all topics, in *names (free with mq_strv_free). */
 int mq_topic_list(mq_spool *, char ***names, size_t *n);
 void mq_strv_free(char **v, size_t n);

@@ -23,8 +23,10 @@ usage(int code)
 	    "BYTES]\n                [--retention SECONDS] TOPIC\n"
 	    "       %s [-s SPOOL] list [--json]\n"
 	    "       %s [-s SPOOL] info [--json] TOPIC\n"
-	    "       %s [-s SPOOL] delete TOPIC\n",
-	    getprogname(), getprogname(), getprogname(), getprogname());
+	    "       %s [-s SPOOL] delete TOPIC\n"
+	    "       %s [-s SPOOL] gc [TOPIC]\n",
+	    getprogname(), getprogname(), getprogname(), getprogname(),
+	    getprogname());
 	exit(code);
 }
 
@@ -72,6 +74,27 @@ cmd_list(mq_spool *sp, int json)
 		print_json(arr);
 	mq_strv_free(names, n);
 	return 0;
+}
+
+/* Applies retention to one topic, or to all when topic is NULL. */
+static int
+cmd_gc(mq_spool *sp, const char *topic)
+{
+	char **names = NULL;
+	size_t n = 1;
+	uint64_t removed;
+	if (!topic && mq_topic_list(sp, &names, &n) < 0)
+		tool_fail();
+	int worst = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (mq_topic_gc(sp, topic ? topic : names[i], &removed) < 0) {
+			warnx("%s", mq_errmsg());
+			if (mq_errcode() > worst)
+				worst = mq_errcode();
+		}
+	}
+	mq_strv_free(names, topic ? 0 : n);
+	return worst;
 }
 
 static int
@@ -161,9 +184,11 @@ main(int argc, char *argv[])
 	const char *cmd = argv[0];
 	int want = !strcmp(cmd, "list") ? 1 : 2;
 	if (strcmp(cmd, "create") && strcmp(cmd, "list") && strcmp(cmd, "info") &&
-	    strcmp(cmd, "delete"))
-		errx(EX_USAGE, "unknown command '%s' (create, list, info or "
-		    "delete)", cmd);
+	    strcmp(cmd, "delete") && strcmp(cmd, "gc"))
+		errx(EX_USAGE, "unknown command '%s' (create, list, info, delete "
+		    "or gc)", cmd);
+	if (!strcmp(cmd, "gc") && argc == 1)
+		want = 1;
 	if (argc != want)
 		usage(EX_USAGE);
 	if (confopts && strcmp(cmd, "create"))
@@ -182,6 +207,8 @@ main(int argc, char *argv[])
 		rc = cmd_list(sp, json);
 	else if (!strcmp(cmd, "info"))
 		rc = cmd_info(sp, argv[1], json);
+	else if (!strcmp(cmd, "gc"))
+		rc = cmd_gc(sp, argc > 1 ? argv[1] : NULL);
 	else if (mq_topic_delete(sp, argv[1]) < 0)
 		tool_fail();
 	mq_spool_close(sp);

@@ -234,3 +234,38 @@ assert groups == [{"name": "g1", "pending": 3, "inflight": 1},
 	assert_output t
 	assert_equal "$(count_entries "$MQ_SPOOL")" 0
 }
+
+@test "mq-topic gc unlinks log names past retention, groups keep their messages" {
+	mq-topic create --retention 60 old
+	mq-sub -g keep -t 0 old || true
+	mq-pub -q old one two
+	mq-topic create fresh
+	mq-pub -q fresh three
+	assert_equal "$(count_log old)" 2
+	# Before the retention has passed nothing goes.
+	run mq-topic gc old
+	assert_success
+	assert_output ""
+	assert_equal "$(count_log old)" 2
+	# 61 s later (injected clock) the log names go, for every topic with
+	# no topic named; the 7-day default of "fresh" keeps its message.
+	MQ_NOW=$(($(date +%s) + 61)) run mq-topic gc
+	assert_success
+	assert_equal "$(count_log old)" 0
+	assert_equal "$(count_log fresh)" 1
+	assert_equal "$(head_field old committed)" 2
+	run mq-sub -g keep old
+	assert_success
+	assert_output $'one\ntwo'
+}
+
+@test "mq-topic gc of a missing topic is 66; retention 0 keeps everything" {
+	run --separate-stderr mq-topic gc nosuch
+	assert_equal "$status" 66
+	assert_one_line_error mq-topic
+	mq-topic create --retention 0 forever
+	mq-pub -q forever x
+	MQ_NOW=$(($(date +%s) + 10 * 365 * 86400)) run mq-topic gc forever
+	assert_success
+	assert_equal "$(count_log forever)" 1
+}
