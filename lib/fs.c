@@ -87,6 +87,17 @@ mq_fsync_fd(int fd)
 }
 
 int
+mq_fsync_at(int dirfd, const char *path)
+{
+	int fd = mq_dir_open(dirfd, path);
+	if (fd < 0)
+		return -1;
+	int rc = mq_fsync_fd(fd);
+	close(fd);
+	return rc;
+}
+
+int
 mq_rmtree(int parent, const char *name)
 {
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |

@@ -42,6 +42,17 @@ conf_path(const char *group, char *buf, size_t len)
 	return mq_path(buf, len, "groups/%s.conf", group);
 }
 
+/* Checks both names, then opens the topic. */
+static int
+open_for_group(mq_spool *sp, const char *topic, const char *group,
+    int create, struct mq_topic *t)
+{
+	if (mq_name_check("topic", topic) < 0 ||
+	    mq_name_check("group", group) < 0)
+		return -1;
+	return mq_topic_open(sp, topic, create, t);
+}
+
 int
 mq_group_conf_read(const struct mq_topic *t, const char *group,
     struct mq_conf *kv)
@@ -88,12 +99,7 @@ make_dirs(const struct mq_topic *t, unsigned k, const char *group)
 		if (mq_path(p, sizeof p, "g/%s/%s", group, sub[i]) < 0 ||
 		    mq_mkdir(t->pfd[k], p) < 0)
 			return -1;
-	int gfd = mq_dir_open(t->pfd[k], "g");
-	if (gfd < 0)
-		return -1;
-	int rc = mq_fsync_fd(gfd);
-	close(gfd);
-	return rc;
+	return mq_fsync_at(t->pfd[k], "g");
 }
 
 static int
@@ -125,13 +131,8 @@ subscribe_locked(const struct mq_topic *t, const char *group,
 		rc = mq_write_file(t->fd, p, text, strlen(text), 1, 0);
 		rc = rc < 0 ? -1 : rc == 1 ? 0 : 1;
 	}
-	if (rc == 1) {
-		int gfd = mq_dir_open(t->fd, "groups");
-		if (gfd < 0 || mq_fsync_fd(gfd) < 0)
-			rc = -1;
-		if (gfd >= 0)
-			close(gfd);
-	}
+	if (rc == 1 && mq_fsync_at(t->fd, "groups") < 0)
+		rc = -1;
 	free(text);
 	free(start);
 	return rc;
@@ -146,11 +147,8 @@ mq_group_subscribe(mq_spool *sp, const char *topic, const char *group,
 		mq_group_conf_default(&dflt);
 		c = &dflt;
 	}
-	if (mq_name_check("topic", topic) < 0 ||
-	    mq_name_check("group", group) < 0)
-		return -1;
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, 1, &t) < 0)
+	if (open_for_group(sp, topic, group, 1, &t) < 0)
 		return -1;
 	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
 	int rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
@@ -250,11 +248,8 @@ mq_group_backfill(const struct mq_topic *t, const char *group)
 int
 mq_group_unsubscribe(mq_spool *sp, const char *topic, const char *group)
 {
-	if (mq_name_check("topic", topic) < 0 ||
-	    mq_name_check("group", group) < 0)
-		return -1;
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, 0, &t) < 0)
+	if (open_for_group(sp, topic, group, 0, &t) < 0)
 		return -1;
 	char p[MQ_NAME_MAX + 16];
 	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
@@ -265,13 +260,8 @@ mq_group_unsubscribe(mq_spool *sp, const char *topic, const char *group)
 			rc = errno == ENOENT ? mq_err(EX_NOINPUT,
 			    "no group '%s' on topic '%s'", group, topic) :
 			    mq_err_sys("unsubscribe %s", group);
-		if (rc == 0) {
-			int gfd = mq_dir_open(t.fd, "groups");
-			if (gfd >= 0) {
-				mq_fsync_fd(gfd);
-				close(gfd);
-			}
-		}
+		if (rc == 0)
+			rc = mq_fsync_at(t.fd, "groups");
 		mq_unlock_all(&t, hfds);
 	}
 	for (unsigned k = 0; rc == 0 && k < t.conf.partitions; k++) {
@@ -289,11 +279,8 @@ mq_group_unsubscribe(mq_spool *sp, const char *topic, const char *group)
 int
 mq_group_exists(mq_spool *sp, const char *topic, const char *group)
 {
-	if (mq_name_check("topic", topic) < 0 ||
-	    mq_name_check("group", group) < 0)
-		return -1;
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, 0, &t) < 0)
+	if (open_for_group(sp, topic, group, 0, &t) < 0)
 		return mq_errcode() == EX_NOINPUT ? 0 : -1;
 	char p[MQ_NAME_MAX + 16];
 	int rc = conf_path(group, p, sizeof p);

@@ -29,6 +29,7 @@ int mq_dir_open_partition(int dirfd, const char *path);
 int mq_mkdir(int dirfd, const char *path);
 int mq_mkdirs(int dirfd, const char *path);
 int mq_fsync_fd(int fd);
+int mq_fsync_at(int dirfd, const char *path);      /* a directory */
 int mq_rmtree(int dirfd, const char *name);
 int mq_read_at(int dirfd, const char *path, size_t max, char **buf,
     size_t *len);
