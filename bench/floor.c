@@ -1,0 +1,374 @@
+/*
+ * floor: the raw syscall floor that the mq benchmark compares against.
+ *
+ *   floor publish DIR N SIZE   for each of N messages: open(tmp/NAME,
+ *                              O_CREAT|O_EXCL|O_WRONLY), write SIZE bytes,
+ *                              close, rename(tmp/NAME, new/NAME); then one
+ *                              syncfs.  The maildir delivery, minimal.
+ *   floor drain DIR            readdir new/ once, sort, then per message
+ *                              rename(new/X, cur/X) and unlink(cur/X).
+ *   floor drainread DIR        as drain, and also open, read and close each
+ *                              message and write its bytes to stdout
+ *                              (context: what a consumer must do at least).
+ *   floor list DIR             readdir new/ once and sort the names, nothing
+ *                              else; prints readdir= and sort= seconds too.
+ *   floor keep DIR             hard-link every file of new/ into log/ (not
+ *                              timed; prepares a drain whose unlinks drop one
+ *                              of two links, as mq's acks do, instead of
+ *                              freeing the file).
+ *   floor lines N LEN          write N lines of LEN-1 characters plus a
+ *                              newline to stdout (input for mq-pub -l).
+ *
+ * publish and drain print one line to stdout, key=value:
+ *   count=N seconds=S rate=MSGS_PER_S user=S sys=S
+ * (drainread prints it to stderr, since its stdout carries the messages).
+ * Names are built like mq's: <seq, 20 digits>.<32 hex>, 53 characters.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static void
+die(const char *what, const char *arg)
+{
+	fprintf(stderr, "floor: %s%s%s: %s\n", what, arg ? " " : "",
+	    arg ? arg : "", strerror(errno));
+	exit(1);
+}
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double
+tv(struct timeval t)
+{
+	return (double)t.tv_sec + (double)t.tv_usec / 1e6;
+}
+
+static void
+report(FILE *f, unsigned long long count, double secs,
+    const struct rusage *r0)
+{
+	struct rusage r1;
+
+	getrusage(RUSAGE_SELF, &r1);
+	fprintf(f, "count=%llu seconds=%.6f rate=%.1f user=%.3f sys=%.3f\n",
+	    count, secs, secs > 0 ? (double)count / secs : 0.0,
+	    tv(r1.ru_utime) - tv(r0->ru_utime),
+	    tv(r1.ru_stime) - tv(r0->ru_stime));
+	fflush(f);
+}
+
+static unsigned long long
+number(const char *s, const char *what)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end) {
+		fprintf(stderr, "floor: bad %s: %s\n", what, s);
+		exit(64);
+	}
+	return v;
+}
+
+static int
+opendirat(int at, const char *name)
+{
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		die("open", name);
+	return fd;
+}
+
+static void
+mkdirs(const char *dir)
+{
+	static const char *sub[] = { "tmp", "new", "cur" };
+	char path[4096];
+	size_t i;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		die("mkdir", dir);
+	for (i = 0; i < sizeof sub / sizeof sub[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, sub[i]);
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			die("mkdir", path);
+	}
+}
+
+static int
+publish(const char *dir, unsigned long long n, size_t size)
+{
+	struct rusage r0;
+	char name[64], *buf;
+	unsigned long long i;
+	uint64_t tag;
+	double t0;
+	int dfd, tmp, new, fd;
+
+	mkdirs(dir);
+	dfd = opendirat(AT_FDCWD, dir);
+	tmp = opendirat(dfd, "tmp");
+	new = opendirat(dfd, "new");
+	if ((buf = malloc(size ? size : 1)) == NULL)
+		die("malloc", NULL);
+	memset(buf, 'x', size);
+	tag = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
+
+	getrusage(RUSAGE_SELF, &r0);
+	t0 = now();
+	for (i = 0; i < n; i++) {
+		size_t off = 0;
+
+		snprintf(name, sizeof name, "%020llu.%016llx%016llx", i,
+		    (unsigned long long)tag, i);
+		fd = openat(tmp, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC,
+		    0644);
+		if (fd < 0)
+			die("create tmp/", name);
+		while (off < size) {
+			ssize_t w = write(fd, buf + off, size - off);
+
+			if (w < 0) {
+				if (errno == EINTR)
+					continue;
+				die("write tmp/", name);
+			}
+			off += (size_t)w;
+		}
+		if (close(fd) < 0)
+			die("close tmp/", name);
+		if (renameat(tmp, name, new, name) < 0)
+			die("rename to new/", name);
+	}
+	if (syncfs(dfd) < 0)
+		die("syncfs", dir);
+	report(stdout, n, now() - t0, &r0);
+	free(buf);
+	return 0;
+}
+
+static int
+cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int
+drain(const char *dir, int readbody)
+{
+	struct rusage r0;
+	struct dirent *e;
+	char **names = NULL, buf[65536];
+	size_t n = 0, cap = 0, i;
+	double t0;
+	DIR *d;
+	int dfd, new, cur;
+
+	dfd = opendirat(AT_FDCWD, dir);
+	new = opendirat(dfd, "new");
+	cur = opendirat(dfd, "cur");
+
+	getrusage(RUSAGE_SELF, &r0);
+	t0 = now();
+	if ((d = fdopendir(dup(new))) == NULL)
+		die("opendir", "new");
+	while ((errno = 0, e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			if ((names = realloc(names, cap * sizeof *names)) == NULL)
+				die("realloc", NULL);
+		}
+		if ((names[n++] = strdup(e->d_name)) == NULL)
+			die("strdup", NULL);
+	}
+	if (errno)
+		die("readdir", "new");
+	closedir(d);
+	qsort(names, n, sizeof *names, cmp);
+	for (i = 0; i < n; i++) {
+		if (renameat(new, names[i], cur, names[i]) < 0)
+			die("rename to cur/", names[i]);
+		if (readbody) {
+			ssize_t r;
+			int fd = openat(cur, names[i], O_RDONLY | O_CLOEXEC);
+
+			if (fd < 0)
+				die("open cur/", names[i]);
+			while ((r = read(fd, buf, sizeof buf)) > 0)
+				if (fwrite(buf, 1, (size_t)r, stdout) != (size_t)r)
+					die("write", "stdout");
+			if (r < 0)
+				die("read cur/", names[i]);
+			close(fd);
+			putchar('\n');
+			if (fflush(stdout) == EOF)
+				die("write", "stdout");
+		}
+		if (unlinkat(cur, names[i], 0) < 0)
+			die("unlink cur/", names[i]);
+		free(names[i]);
+	}
+	report(readbody ? stderr : stdout, n, now() - t0, &r0);
+	free(names);
+	return 0;
+}
+
+/* Lists DIR/new once and sorts the names, as a consumer does before its
+ * first claim; nothing else.  Prints the total and its two parts. */
+static int
+list(const char *dir)
+{
+	struct rusage r0;
+	struct dirent *e;
+	char **names = NULL;
+	size_t n = 0, cap = 0, i;
+	double t0, t1, t2;
+	DIR *d;
+	int dfd, new;
+
+	dfd = opendirat(AT_FDCWD, dir);
+	new = opendirat(dfd, "new");
+	getrusage(RUSAGE_SELF, &r0);
+	t0 = now();
+	if ((d = fdopendir(new)) == NULL)
+		die("opendir", "new");
+	while ((errno = 0, e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			if ((names = realloc(names, cap * sizeof *names)) == NULL)
+				die("realloc", NULL);
+		}
+		if ((names[n++] = strdup(e->d_name)) == NULL)
+			die("strdup", NULL);
+	}
+	if (errno)
+		die("readdir", "new");
+	t1 = now();
+	qsort(names, n, sizeof *names, cmp);
+	t2 = now();
+	printf("readdir=%.6f sort=%.6f ", t1 - t0, t2 - t1);
+	report(stdout, n, t2 - t0, &r0);
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+	return 0;
+}
+
+static int
+keep(const char *dir)
+{
+	struct dirent *e;
+	char path[4096];
+	int dfd, new, log;
+	DIR *d;
+
+	snprintf(path, sizeof path, "%s/log", dir);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		die("mkdir", path);
+	dfd = opendirat(AT_FDCWD, dir);
+	new = opendirat(dfd, "new");
+	log = opendirat(dfd, "log");
+	if ((d = fdopendir(dup(new))) == NULL)
+		die("opendir", "new");
+	while ((errno = 0, e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (linkat(new, e->d_name, log, e->d_name, 0) < 0 &&
+		    errno != EEXIST)
+			die("link to log/", e->d_name);
+	}
+	if (errno)
+		die("readdir", "new");
+	closedir(d);
+	return 0;
+}
+
+static int
+lines(unsigned long long n, size_t len)
+{
+	char *line;
+	unsigned long long i;
+
+	if (len < 12) {
+		fprintf(stderr, "floor: line length must be at least 12\n");
+		return 64;
+	}
+	if ((line = malloc(len)) == NULL)
+		die("malloc", NULL);
+	memset(line, 'x', len - 1);
+	line[len - 1] = '\n';
+	for (i = 0; i < n; i++) {
+		char num[16];
+
+		/* A distinct prefix per line, so no two bodies are equal. */
+		snprintf(num, sizeof num, "%010llu ", i % 10000000000ULL);
+		memcpy(line, num, 11);
+		if (fwrite(line, 1, len, stdout) != len)
+			die("write", "stdout");
+	}
+	if (fflush(stdout) == EOF)
+		die("write", "stdout");
+	free(line);
+	return 0;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: floor publish DIR N SIZE\n"
+	    "       floor drain DIR\n"
+	    "       floor drainread DIR\n"
+	    "       floor list DIR\n"
+	    "       floor keep DIR\n"
+	    "       floor lines N LEN\n");
+	exit(64);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2)
+		usage();
+	if (strcmp(argv[1], "publish") == 0 && argc == 5)
+		return publish(argv[2], number(argv[3], "count"),
+		    (size_t)number(argv[4], "size"));
+	if (strcmp(argv[1], "drain") == 0 && argc == 3)
+		return drain(argv[2], 0);
+	if (strcmp(argv[1], "drainread") == 0 && argc == 3)
+		return drain(argv[2], 1);
+	if (strcmp(argv[1], "list") == 0 && argc == 3)
+		return list(argv[2]);
+	if (strcmp(argv[1], "keep") == 0 && argc == 3)
+		return keep(argv[2]);
+	if (strcmp(argv[1], "lines") == 0 && argc == 4)
+		return lines(number(argv[2], "count"),
+		    (size_t)number(argv[3], "length"));
+	usage();
+	return 64;
+}

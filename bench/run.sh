@@ -1,0 +1,354 @@
+#!/usr/bin/env bash
+# bench/run.sh: the mq benchmark (`make bench` runs it after `make`).
+#
+# Prints mq's figures beside baselines measured in the same run, on the same
+# filesystem: the raw syscall floor (bench/floor.c), python3-dirq, and a raw
+# inotify round trip (bench/lat.c).  It measures and reports; it never fails
+# because a figure is slow (only when a tool fails or a build breaks).
+# bench/README.md says what each figure is.
+#
+# Environment:
+#   BENCH_DIR=DIR     where the scratch directory goes (default /var/tmp)
+#   BENCH_QUICK=1     counts 10x smaller, deep backlog 100k, one run each
+#   BENCH_REPEAT=N    runs per publish/drain/deep figure (median shown);
+#                     default 3, or 1 with BENCH_QUICK=1
+#   BENCH_KEEP=1      keep the scratch directory
+#   BENCH_DROP_CACHES=auto|0|1
+#                     sync and drop the page cache before measuring; auto
+#                     (default) does it when root on ext4 without a journal
+#                     (see the comment at the drop below)
+#   MQ_BIN=DIR        the tools (default: bin/ of this tree)
+#   CC                C compiler (default cc)
+set -eu -o pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${MQ_BIN:-$ROOT/bin}
+CC=${CC:-cc}
+PY=/usr/bin/python3           # Debian's python: it has python3-dirq
+SIZE=1024                     # bytes per message
+
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+	N=10000 LATN=200 DEEP=100000 DEEPN=1000 SHALLOW=1000
+	REPEAT=${BENCH_REPEAT:-1}
+else
+	N=100000 LATN=2000 DEEP=1000000 DEEPN=10000 SHALLOW=1000
+	REPEAT=${BENCH_REPEAT:-3}
+fi
+WARMUP=20
+
+die() { echo "bench: $*" >&2; exit 1; }
+
+for t in mq-pub mq-sub; do
+	[ -x "$BIN/$t" ] || die "$BIN/$t missing: run make first"
+done
+"$PY" -c 'import dirq' 2>/dev/null ||
+	die "$PY cannot import dirq: apt-get install python3-dirq"
+
+BASE=${BENCH_DIR:-/var/tmp}
+[ -d "$BASE" ] || die "$BASE: no such directory"
+
+# Room: every message file takes at least one 4 KiB block and an inode.
+files=$(( (REPEAT + 2) * N * 2 + REPEAT * N + DEEP + REPEAT * SHALLOW + 4 * LATN ))
+need_kb=$(( files * 5 + N * SIZE / 1024 + 100000 ))
+avail_kb=$(df -Pk "$BASE" | awk 'NR == 2 { print $4 }')
+ifree=$(df -Pi "$BASE" | awk 'NR == 2 { print $4 }')
+if [ "$avail_kb" -lt "$need_kb" ]; then
+	die "$BASE has $((avail_kb / 1024)) MiB free, the run needs about" \
+	    "$((need_kb / 1024)) MiB (try BENCH_QUICK=1 or BENCH_DIR=)"
+fi
+case $ifree in
+''|*[!0-9]*) ;;               # filesystems without inode counts say "-"
+*) [ "$ifree" -eq 0 ] || [ "$ifree" -ge "$files" ] ||
+	die "$BASE has $ifree free inodes, the run needs about $files" ;;
+esac
+
+W=$(mktemp -d "$BASE/mq-bench.XXXX")
+cleanup() {
+	if [ "${BENCH_KEEP:-0}" = 1 ]; then
+		echo "bench: kept $W" >&2
+	else
+		# Minutes on a filesystem that discards each freed file.
+		echo "bench: removing $W" >&2
+		rm -rf "$W"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+mkdir "$W/bin" "$W/res"
+SP=$W/spool
+
+# ---- build the helpers ----
+CF=(-std=c11 -O2 -Wall -Wextra -Werror)
+# $CC stays unquoted: it may be a command with arguments (ccache cc).
+# shellcheck disable=SC2086
+$CC "${CF[@]}" -o "$W/bin/floor" "$ROOT/bench/floor.c"
+# shellcheck disable=SC2086
+$CC "${CF[@]}" -o "$W/bin/timeit" "$ROOT/bench/timeit.c"
+have_lib=0
+if [ -f "$ROOT/lib/libmq.a" ]; then
+	# shellcheck disable=SC2046,SC2086
+	$CC "${CF[@]}" -I"$ROOT/lib" -o "$W/bin/lat" "$ROOT/bench/lat.c" \
+	    "$ROOT/lib/libmq.a" $(pkg-config --libs libbsd-overlay jansson \
+	    libxxhash) -lm && have_lib=1
+fi
+if [ "$have_lib" = 0 ]; then
+	echo "bench: lib/libmq.a missing or not linkable: no mq latency" >&2
+	# shellcheck disable=SC2086
+	$CC "${CF[@]}" -DLAT_NO_MQ -o "$W/bin/lat" "$ROOT/bench/lat.c"
+fi
+FLOOR=$W/bin/floor
+TIMEIT=$W/bin/timeit
+LAT=$W/bin/lat
+
+# kv FILE KEY: a value from a key=value result line.
+kv() {
+	awk -v k="$2" '{ for (i = 1; i <= NF; i++) { split($i, a, "=");
+	    if (a[1] == k) { print a[2]; exit } } }' "$1"
+}
+# run NAME COUNT CMD...: time CMD (redirections of the caller apply) into
+# res/NAME; a failing tool stops the bench.
+run() {
+	local name=$1 count=$2 rc=0
+	shift 2
+	"$TIMEIT" "$W/res/$name" "$count" "$@" || rc=$?
+	[ "$rc" = 0 ] || die "$* exited $rc"
+}
+# subscribe TOPIC: creates topic and group "bench" (mq-sub exits 1: nothing
+# delivered).
+subscribe() {
+	local rc=0
+	"$BIN/mq-sub" -s "$SP" -g bench "$1" > /dev/null || rc=$?
+	[ "$rc" = 0 ] || [ "$rc" = 1 ] || die "subscribe $1: mq-sub exited $rc"
+}
+step() { printf 'bench: %s\n' "$*" >&2; }
+
+# ---- where we are ----
+fs=$(stat -f -c %T "$W")
+mnt_fs=$(findmnt -n -o FSTYPE -T "$W" 2>/dev/null || echo "?")
+mnt_opts=$(findmnt -n -o OPTIONS -T "$W" 2>/dev/null || echo "?")
+mnt_src=$(findmnt -n -o SOURCE -T "$W" 2>/dev/null || echo "")
+fsnote=""
+if [ "$mnt_fs" = ext4 ] && [ -n "$mnt_src" ]; then
+	fsnote="ext4 without a journal"
+	for j in /proc/fs/jbd2/"$(basename "$mnt_src")"-*; do
+		[ -e "$j" ] && fsnote=""
+	done
+fi
+case ",$mnt_opts," in *,discard,*) fsnote="${fsnote:+$fsnote, }online discard" ;; esac
+# ext4 without a journal will not reuse an inode freed in the last 60 s (300 s
+# while its inode table block is dirty) and scans past every such inode on
+# each create: right after a mass delete (the end of a previous run, say)
+# creating files is several times slower, whatever creates them.  The check
+# only looks at inode table blocks still in the page cache, so a sync and a
+# dropped cache put every run on the same footing.
+drop=${BENCH_DROP_CACHES:-auto}
+if [ "$drop" = auto ]; then
+	drop=0
+	case $fsnote in "ext4 without a journal"*)
+		[ "$(id -u)" != 0 ] || drop=1 ;;
+	esac
+fi
+dropped="no"
+if [ "$drop" = 1 ]; then
+	sync
+	if echo 1 > /proc/sys/vm/drop_caches 2>/dev/null; then
+		dropped="yes (sync; echo 1 > /proc/sys/vm/drop_caches)"
+	else
+		dropped="failed (not root?)"
+	fi
+fi
+rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "no commit")
+[ -z "$(git -C "$ROOT" status --porcelain -- lib src 2>/dev/null)" ] ||
+	rev="$rev + uncommitted changes"
+
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+busy=$(ps -eo pcpu=,pid=,comm= --sort=-pcpu |
+    awk -v me=$$ '$2 != me && $1 >= 20 { printf "%s%s (%s%%)", s, $3, $1; s = ", " }')
+
+# ---- 1. latency (first: it creates few files, nothing has been deleted) ----
+step "latency: $LATN messages, one in flight"
+if [ "$have_lib" = 1 ]; then
+	"$LAT" mq "$W/lat-spool" "$BIN/mq-sub" "$LATN" "$WARMUP" \
+	    > "$W/res/lat.mq" || die "lat mq failed"
+fi
+"$LAT" inotify "$W/lat-ino" "$LATN" "$WARMUP" > "$W/res/lat.ino" ||
+	die "lat inotify failed"
+
+# ---- 2. publish: fresh directories, nothing deleted until the drains ----
+# (ext4 without a journal skips inodes freed in the last 60-300 s when it
+# allocates one, a scan that makes creating files right after mass deletes
+# many times slower: so all creating comes before all deleting.)
+"$FLOOR" lines "$N" "$SIZE" > "$W/lines"
+for r in $(seq "$REPEAT"); do
+	step "publish run $r/$REPEAT: $N messages each"
+	subscribe "pub$r"
+	sync
+	run "pub.mq.$r" "$N" "$BIN/mq-pub" -s "$SP" -l --sync=batch "pub$r" \
+	    < "$W/lines" > /dev/null
+	sync
+	"$FLOOR" publish "$W/floor$r" "$N" "$SIZE" > "$W/res/pub.floor.$r"
+	sync
+	"$PY" "$ROOT/bench/dirq_add.py" "$W/dirq$r" "$N" "$SIZE" \
+	    > "$W/res/pub.dirq.$r"
+	sync
+done
+# Two more floor sets for the context rows of the drain.
+"$FLOOR" publish "$W/floorfree" "$N" "$SIZE" > /dev/null
+"$FLOOR" publish "$W/floorread" "$N" "$SIZE" > /dev/null
+
+# ---- 3. deep backlog: DEEP pending vs SHALLOW pending ----
+step "deep backlog: publishing $DEEP messages (--sync=none)"
+subscribe deep
+for r in $(seq "$REPEAT"); do subscribe "shallow$r"; done
+"$FLOOR" lines "$DEEP" "$SIZE" |
+	run pub.deep "$DEEP" "$BIN/mq-pub" -s "$SP" -q -l --sync=none deep
+for r in $(seq "$REPEAT"); do
+	"$FLOOR" lines "$SHALLOW" "$SIZE" |
+	    "$BIN/mq-pub" -s "$SP" -q -l --sync=none "shallow$r" ||
+	    die "publish shallow$r failed"
+done
+"$FLOOR" keep "$W/floorread"
+for r in $(seq "$REPEAT"); do "$FLOOR" keep "$W/floor$r"; done
+sync
+
+# ---- 4. drains ----
+for r in $(seq "$REPEAT"); do
+	step "drain run $r/$REPEAT"
+	run "drain.mq.$r" "$N" "$BIN/mq-sub" -s "$SP" -g bench "pub$r" \
+	    > /dev/null
+	sync
+	"$FLOOR" drain "$W/floor$r" > "$W/res/drain.floor.$r"
+	sync
+done
+"$FLOOR" drain "$W/floorfree" > "$W/res/drain.floorfree"
+sync
+"$FLOOR" drainread "$W/floorread" 2> "$W/res/drain.floorread" > /dev/null
+sync
+for r in $(seq "$REPEAT"); do
+	step "deep backlog drain run $r/$REPEAT"
+	run "deep.big.$r" "$DEEPN" "$BIN/mq-sub" -s "$SP" -g bench \
+	    -n "$DEEPN" deep > /dev/null
+	run "deep.small.$r" "$SHALLOW" "$BIN/mq-sub" -s "$SP" -g bench \
+	    -n "$SHALLOW" "shallow$r" > /dev/null
+	run "deep.one.$r" 1 "$BIN/mq-sub" -s "$SP" -g bench -n 1 deep \
+	    > /dev/null
+done
+# The listing floor, on mq's own queue directory of the deep backlog.
+deepq=$SP/topics/deep/p0/g/bench
+if [ -d "$deepq/new" ]; then
+	sync
+	"$FLOOR" list "$deepq" > "$W/res/deep.list"
+fi
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- the table ----
+# med PREFIX: the result file of the run with the median rate.
+med() {
+	local f
+	for f in "$W/res/$1".*; do echo "$(kv "$f" rate) $f"; done |
+	    sort -g | awk '{ l[NR] = $2 } END { print l[int((NR + 1) / 2)] }'
+}
+# runs PREFIX: every run's rate, in k msgs/s, in run order.
+runs() {
+	local f out=""
+	for r in $(seq "$REPEAT"); do
+		f=$W/res/$1.$r
+		out="$out $(awk -v x="$(kv "$f" rate)" 'BEGIN { printf "%.1fk", x / 1000 }')"
+	done
+	echo "${out# }"
+}
+row() { # LABEL FILE [RUNS]
+	printf '  %-42s %9.0f %9.3f %7.2f %7.2f  %s\n' "$1" "$(kv "$2" rate)" \
+	    "$(kv "$2" seconds)" "$(kv "$2" user)" "$(kv "$2" sys)" "${3:-}"
+}
+ratio() { # LABEL A B TARGET KIND(pct|x) MIN
+	local v
+	v=$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.4f", a / b }')
+	awk -v l="$1" -v v="$v" -v t="$4" -v k="$5" -v m="$6" 'BEGIN {
+	    s = (k == "pct") ? sprintf("%.0f%%", v * 100) : sprintf("%.2fx", v)
+	    printf "  %-42s %9s   target %-9s %s\n", l, s, t,
+	        (v >= m) ? "met" : "NOT MET" }'
+}
+
+p_mq=$(med pub.mq) p_fl=$(med pub.floor) p_dq=$(med pub.dirq)
+d_mq=$(med drain.mq) d_fl=$(med drain.floor)
+k_big=$(med deep.big) k_small=$(med deep.small)
+
+echo
+echo "mq benchmark: $SIZE-byte messages; median of $REPEAT run(s) where several"
+echo "  scratch $W"
+echo "  filesystem: stat -f says $fs; mounted $mnt_fs ($mnt_opts)${fsnote:+; $fsnote}"
+echo "  page cache dropped at start: $dropped"
+echo "  $(nproc) CPUs, $(uname -sr), mq $rev"
+echo "  load average at start $load_start, at end $load_end${busy:+; busy at start: $busy}"
+echo
+printf '  %-42s %9s %9s %7s %7s  %s\n' "" "msgs/s" "seconds" "user s" "sys s" "runs (msgs/s)"
+echo "1. publish, $N messages"
+row "mq-pub -l --sync=batch" "$p_mq" "$(runs pub.mq)"
+row "floor: create+write+close+rename, 1 syncfs" "$p_fl" "$(runs pub.floor)"
+row "dirq QueueSimple.add (never fsyncs)" "$p_dq" "$(runs pub.dirq)"
+ratio "mq / floor" "$(kv "$p_mq" rate)" "$(kv "$p_fl" rate)" ">= 60%" pct 0.6
+ratio "mq / dirq" "$(kv "$p_mq" rate)" "$(kv "$p_dq" rate)" ">= 2x" x 2
+echo "2. drain, $N pending messages"
+row "mq-sub -g bench TOPIC > /dev/null" "$d_mq" "$(runs drain.mq)"
+row "floor: rename+unlink (log link kept)" "$d_fl" "$(runs drain.floor)"
+row "  context: floor, unlink frees the file" "$W/res/drain.floorfree"
+row "  context: floor + read + write to stdout" "$W/res/drain.floorread"
+ratio "mq / floor (log link kept)" "$(kv "$d_mq" rate)" "$(kv "$d_fl" rate)" ">= 50%" pct 0.5
+echo "3. latency, publish to delivery, one message in flight, $LATN messages (µs)"
+printf '  %-42s %9s %9s %9s %9s %9s  %s\n' "" p50 p90 p99 max mean "publish call p50"
+latrow() {
+	printf '  %-42s %9s %9s %9s %9s %9s  %s\n' "$1" "$(kv "$2" p50_us)" \
+	    "$(kv "$2" p90_us)" "$(kv "$2" p99_us)" "$(kv "$2" max_us)" \
+	    "$(kv "$2" mean_us)" "$(kv "$2" send_p50_us)"
+}
+if [ "$have_lib" = 1 ]; then
+	latrow "mq: mq_pub_send(MQ_SYNC_NONE) -> mq-sub -f" "$W/res/lat.mq"
+fi
+latrow "floor: tmp+rename -> inotify child" "$W/res/lat.ino"
+if [ "$have_lib" = 1 ]; then
+	awk -v p="$(kv "$W/res/lat.mq" p50_us)" 'BEGIN {
+	    printf "  %-42s %9.3f   target %-9s %s\n", "mq p50 (ms)", p / 1000,
+	        "< 0.5 ms", (p < 500) ? "met" : "NOT MET" }'
+fi
+echo "4. deep backlog: claim+ack cost per message, one mq-sub, its readdir included"
+printf '  %-42s %9s %9s %7s %7s  %s\n' "" "µs/msg" "seconds" "user s" "sys s" "runs (µs/msg)"
+deeprow() { # LABEL PREFIX
+	local f=$W/res/$2 out="" r
+	for r in $(seq "$REPEAT"); do
+		out="$out $(awk -v c="$(kv "$f.$r" count)" -v s="$(kv "$f.$r" seconds)" \
+		    'BEGIN { printf "%.1f", s / c * 1e6 }')"
+	done
+	local m
+	m=$(med "$2")
+	awk -v l="$1" -v c="$(kv "$m" count)" -v s="$(kv "$m" seconds)" \
+	    -v u="$(kv "$m" user)" -v y="$(kv "$m" sys)" -v o="${out# }" 'BEGIN {
+	    printf "  %-42s %9.1f %9.3f %7.2f %7.2f  %s\n", l, s / c * 1e6, s, u, y, o }'
+}
+deeprow "mq-sub -n $DEEPN, $DEEP pending" deep.big
+deeprow "mq-sub -n $SHALLOW, $SHALLOW pending" deep.small
+one=$(med deep.one)
+printf '  %-42s %9s %9.3f %7.2f %7.2f  %s\n' \
+    "  context: mq-sub -n 1, $DEEP pending" "" "$(kv "$one" seconds)" \
+    "$(kv "$one" user)" "$(kv "$one" sys)" "(start-up and the listing)"
+if [ -f "$W/res/deep.list" ]; then
+	f=$W/res/deep.list
+	printf '  %-42s %9s %9.3f %7.2f %7.2f  %s\n' \
+	    "  context: floor readdir+sort of that new/" "" "$(kv "$f" seconds)" \
+	    "$(kv "$f" user)" "$(kv "$f" sys)" \
+	    "($(kv "$f" count) names; readdir $(kv "$f" readdir) s, sort $(kv "$f" sort) s)"
+fi
+awk -v a="$(kv "$k_big" seconds)" -v o="$(kv "$one" seconds)" \
+    -v ca="$(kv "$k_big" count)" 'BEGIN {
+    v = (a - o) / (ca - 1) * 1e6
+    printf "  %-42s %9s   (the -n %d row less the -n 1 row%s)\n",
+        "  context: marginal claim+ack, deep", sprintf("%.1f", v), ca,
+        (v <= 0) ? ": below the noise" : "" }'
+awk -v a="$(kv "$k_big" seconds)" -v ca="$(kv "$k_big" count)" \
+    -v b="$(kv "$k_small" seconds)" -v cb="$(kv "$k_small" count)" 'BEGIN {
+    v = (a / ca) / (b / cb)
+    printf "  %-42s %8.2fx   target %-9s %s\n", "deep / shallow", v, "<= 2x",
+        (v <= 2) ? "met" : "NOT MET" }'
+printf '  %-42s %9.0f msgs/s (%s s for %s)\n' \
+    "context: mq-pub -l --sync=none of the backlog" \
+    "$(kv "$W/res/pub.deep" rate)" "$(kv "$W/res/pub.deep" seconds)" "$DEEP"
