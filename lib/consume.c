@@ -34,6 +34,7 @@
 
 struct part {
 	int newfd, curfd, hfd;
+	DIR *newdir, *curdir;           /* listings of new/ and cur/ */
 	int wd_new, wd_cur, wd_head;
 	struct mq_names cand;           /* sorted names of new/ at last scan */
 	size_t pos;
@@ -118,7 +119,9 @@ open_part(mq_sub *s, unsigned k)
 	    (p->newfd = mq_dir_open(s->t.pfd[k], path)) < 0 ||
 	    mq_path(path, sizeof path, "g/%s/cur", s->group) < 0 ||
 	    (p->curfd = mq_dir_open(s->t.pfd[k], path)) < 0 ||
-	    (p->hfd = mq_head_open(s->t.pfd[k], 0)) < 0)
+	    (p->hfd = mq_head_open(s->t.pfd[k], 0)) < 0 ||
+	    !(p->newdir = mq_dir_stream(p->newfd)) ||
+	    !(p->curdir = mq_dir_stream(p->curfd)))
 		return -1;
 	if (s->ifd >= 0 &&
 	    ((p->wd_new = watch(s->ifd, p->newfd, IN_MOVED_TO | IN_CREATE |
@@ -225,6 +228,10 @@ mq_sub_close(mq_sub *s)
 				close(p->curfd);
 			if (p->hfd >= 0)
 				close(p->hfd);
+			if (p->newdir)
+				closedir(p->newdir);
+			if (p->curdir)
+				closedir(p->curdir);
 			mq_names_free(&p->cand);
 		}
 		free(s->ps);
@@ -289,11 +296,14 @@ mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
 /* Returns every claim in cur/ whose lease has passed to new/, keeping its
  * attempt count; *earliest gets the earliest deadline still to come. */
 int
-mq_claim_expire(int curfd, int newfd, double now, double *earliest)
+mq_claim_expire(DIR *cur, int newfd, double now, double *earliest)
 {
 	struct mq_names l = { 0 };
-	if (mq_names_read(curfd, NULL, &l) < 0)
+	int curfd = dirfd(cur);
+	if (mq_names_reread(cur, NULL, &l) < 0) {
+		mq_names_free(&l);
 		return -1;
+	}
 	uint64_t now_ms = (uint64_t)(now * 1000);
 	int returned = 0;
 	*earliest = INFINITY;
@@ -326,7 +336,7 @@ scan_new(mq_sub *s, struct part *p)
 	p->pos = 0;
 	p->scan_new = false;
 	(void)s;
-	return mq_names_read(p->newfd, NULL, &p->cand);
+	return mq_names_reread(p->newdir, NULL, &p->cand);
 }
 
 static int
@@ -435,7 +445,7 @@ expire_leases(mq_sub *s)
 		if (!p->scan_cur && !due)
 			continue;
 		double e;
-		int n = mq_claim_expire(p->curfd, p->newfd, now, &e);
+		int n = mq_claim_expire(p->curdir, p->newfd, now, &e);
 		if (n < 0)
 			return -1;
 		if (n > 0)
@@ -502,8 +512,6 @@ mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 		/* Nothing claimable: look at what changed, then sleep. */
 		if (s->ifd >= 0)
 			drain_events(s);
-		if (expire_leases(s) < 0)
-			return -1;
 		bool again = false;
 		for (unsigned k = 0; k < np; k++)
 			again |= s->ps[k].scan_new;
@@ -515,6 +523,14 @@ mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 			late_pass = true;
 			continue;
 		}
+		if (again)
+			continue;
+		/* About to sleep: first give back leases that expired (a
+		 * claim seen in cur/ is a lease to watch). */
+		if (expire_leases(s) < 0)
+			return -1;
+		for (unsigned k = 0; k < np; k++)
+			again |= s->ps[k].scan_new;
 		if (again)
 			continue;
 		/* A signal ends the wait as a timeout would: the caller

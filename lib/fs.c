@@ -303,19 +303,38 @@ mq_names_read(int dirfd, bool (*keep)(const char *), struct mq_names *l)
 	DIR *d = open_listing(dirfd);
 	if (!d)
 		return mq_err_sys("opendir");
+	int rc = mq_names_reread(d, keep, l);
+	closedir(d);
+	return rc;
+}
+
+/* Lists an open directory again from its start: a consumer keeps its
+ * DIR streams, sparing an open and a close per listing. */
+int
+mq_names_reread(DIR *d, bool (*keep)(const char *), struct mq_names *l)
+{
 	struct dirent *de;
+	rewinddir(d);
 	errno = 0;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.' || (keep && !keep(de->d_name)))
 			continue;
-		if (mq_names_push(l, de->d_name, strlen(de->d_name)) < 0) {
-			closedir(d);
+		if (mq_names_push(l, de->d_name, strlen(de->d_name)) < 0)
 			return -1;
-		}
 	}
-	closedir(d);
+	if (errno)
+		return mq_err_sys("readdir");
 	mq_names_sort(l);
 	return 0;
+}
+
+DIR *
+mq_dir_stream(int dirfd)
+{
+	DIR *d = open_listing(dirfd);
+	if (!d)
+		mq_err_sys("opendir");
+	return d;
 }
 
 uint64_t

@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,17 +19,26 @@
 
 static uint64_t id_random;
 static uint32_t id_counter;
-static pid_t id_pid;
+static int id_ready;
+
+/* A forked child must not reuse its parent's sequence of ids. */
+static void
+id_forget(void)
+{
+	id_ready = 0;
+}
 
 void
 mq_id_new(char out[MQ_ID_LEN + 1])
 {
-	/* A forked child must not reuse its parent's sequence of ids. */
-	if (id_pid != getpid()) {
-		id_pid = getpid();
+	if (!id_ready) {
+		static int registered;
+		if (!registered && pthread_atfork(NULL, NULL, id_forget) == 0)
+			registered = 1;
 		arc4random_buf(&id_random, sizeof id_random);
 		id_random &= (UINT64_C(1) << 44) - 1;
 		id_counter = 0;
+		id_ready = 1;
 	}
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -41,7 +51,12 @@ void
 mq_hex_random(char *out, size_t nhex)
 {
 	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < nhex; i++)
-		out[i] = hex[arc4random_uniform(16)];
+	uint32_t r = 0;
+	for (size_t i = 0; i < nhex; i++) {
+		if (i % 8 == 0)
+			r = arc4random();
+		out[i] = hex[r & 15];
+		r >>= 4;
+	}
 	out[nhex] = 0;
 }

@@ -5,6 +5,7 @@
 #define MQ_INTERNAL_H
 
 #include <sys/types.h>
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdbool.h>
 
@@ -43,6 +44,8 @@ struct mq_names {
 /* Lists the entries of a directory (no dot files), optionally filtered,
  * sorted by strcmp.  The names are owned by the list. */
 int mq_names_read(int dirfd, bool (*keep)(const char *), struct mq_names *);
+int mq_names_reread(DIR *, bool (*keep)(const char *), struct mq_names *);
+DIR *mq_dir_stream(int dirfd);
 int mq_names_push(struct mq_names *, const char *name, size_t len);
 void mq_names_sort(struct mq_names *);
 void mq_names_free(struct mq_names *);
@@ -141,7 +144,7 @@ int mq_dlq_put(const struct mq_topic *, unsigned k, const char *group,
 /* consume.c */
 int mq_claim_read(const struct mq_topic *, int curfd, const char *curname,
     struct mq_msg **out);
-int mq_claim_expire(int curfd, int newfd, double now, double *earliest);
+int mq_claim_expire(DIR *cur, int newfd, double now, double *earliest);
 
 /* receipt.c */
 int mq_receipt_make(const char *topic, const char *group, unsigned k,

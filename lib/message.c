@@ -151,20 +151,41 @@ mq_msg_render(const struct mq_topic *t, unsigned k, uint64_t seq,
 	return 0;
 }
 
+/* Reads exactly n digits. */
+static int
+digits_at(const char *s, int n, long *out)
+{
+	long v = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* Parses the Published form, "YYYY-MM-DDTHH:MM:SS.uuuuuuZ". */
 static int
 parse_time(const char *s, struct timespec *ts)
 {
-	struct tm tm = { 0 };
-	long usec = 0;
-	int n = 0;
-	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%6ldZ%n", &tm.tm_year, &tm.tm_mon,
-	    &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &usec, &n) != 7 ||
-	    s[n])
+	static const char shape[] = "dddd-dd-ddTdd:dd:dd.ddddddZ";
+	long f[7];
+	static const int pos[7] = { 0, 5, 8, 11, 14, 17, 20 };
+	static const int len[7] = { 4, 2, 2, 2, 2, 2, 6 };
+	if (strlen(s) != sizeof shape - 1)
 		return -1;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
+	for (size_t i = 0; i < sizeof shape - 1; i++)
+		if (shape[i] != 'd' && s[i] != shape[i])
+			return -1;
+	for (int i = 0; i < 7; i++)
+		if (digits_at(s + pos[i], len[i], &f[i]) < 0)
+			return -1;
+	struct tm tm = { .tm_year = (int)f[0] - 1900, .tm_mon = (int)f[1] - 1,
+	    .tm_mday = (int)f[2], .tm_hour = (int)f[3], .tm_min = (int)f[4],
+	    .tm_sec = (int)f[5] };
 	ts->tv_sec = timegm(&tm);
-	ts->tv_nsec = usec * 1000;
+	ts->tv_nsec = f[6] * 1000;
 	return 0;
 }
 

@@ -264,6 +264,9 @@ main(int argc, char *argv[])
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* A batch is flushed whole before it is acked; one write suits it. */
+	static char outbuf[1 << 16];
+	setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 	unsigned long delivered = consume(sub);
 	mq_sub_close(sub);
 	mq_spool_close(sp);
