@@ -254,7 +254,12 @@ int
 mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
     struct mq_msg **out)
 {
-	int fd = openat(curfd, curname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* Reading must not write: O_NOATIME spares an inode update per
+	 * message where we may use it (we own the file, or are root). */
+	int fd = openat(curfd, curname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+	    O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = openat(curfd, curname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return mq_err_sys("read message");
 	struct stat st;
@@ -376,7 +381,15 @@ try_claim(mq_sub *s, unsigned k, struct mq_msg **out)
 		}
 		struct mq_msg *m;
 		if (mq_claim_read(&s->t, p->curfd, cur, &m) < 0) {
-			/* Never deliver what cannot be proven whole. */
+			/* Never deliver what cannot be proven whole; give back
+			 * what only failed to be read (out of memory, ...). */
+			if (mq_errcode() != EX_DATAERR) {
+				char back[MQ_KEY_LEN + 32];
+				e.attempts--;
+				if (mq_entry_new_name(&e, back, sizeof back) == 0)
+					renameat(p->curfd, cur, p->newfd, back);
+				return -1;
+			}
 			if (mq_dlq_put(&s->t, k, s->group, p->curfd, cur, &e,
 			    "unreadable", mq_errmsg()) < 0)
 				return -1;

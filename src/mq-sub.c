@@ -153,6 +153,39 @@ receive(mq_sub *sub, double timeout, struct mq_msg **batch, size_t max)
 	return n;
 }
 
+/* Without -f a run gives each message one chance: a message its handler
+ * refused stays claimed until the run ends, then goes back, so a cron job
+ * neither spins on it nor counts a delivery that did not happen. */
+static struct {
+	struct mq_msg **m;
+	size_t n, cap;
+} refused;
+
+static void
+refuse_later(struct mq_msg *m)
+{
+	if (refused.n == refused.cap) {
+		refused.cap = refused.cap ? refused.cap * 2 : 16;
+		refused.m = reallocarray(refused.m, refused.cap, sizeof *refused.m);
+		if (!refused.m)
+			err(EX_OSERR, "malloc");
+	}
+	refused.m[refused.n++] = m;
+}
+
+static void
+give_back_refused(mq_sub *sub)
+{
+	for (size_t i = 0; i < refused.n; i++) {
+		/* If its lease ran out meanwhile, it is back already. */
+		mq_sub_nack(sub, refused.m[i]);
+		mq_msg_free(refused.m[i]);
+	}
+	free(refused.m);
+}
+
+static int handler_failed;
+
 static unsigned long
 consume(mq_sub *sub)
 {
@@ -170,7 +203,15 @@ consume(mq_sub *sub)
 		int out_ok = 1;
 		for (size_t i = 0; i < n; i++) {
 			if (opt.exec) {
-				settle(sub, batch[i], run_handler(batch[i]) == 0);
+				int ok = run_handler(batch[i]) == 0;
+				if (!ok)
+					handler_failed = 1;
+				if (!ok && !opt.follow) {
+					refuse_later(batch[i]);
+					batch[i] = NULL;
+				} else {
+					settle(sub, batch[i], ok);
+				}
 			} else if (print(batch[i]) < 0) {
 				out_ok = 0;
 			}
@@ -186,6 +227,7 @@ consume(mq_sub *sub)
 			err(EX_IOERR, "stdout");
 		delivered += n;
 	}
+	give_back_refused(sub);
 	return delivered;
 }
 
@@ -270,5 +312,7 @@ main(int argc, char *argv[])
 	unsigned long delivered = consume(sub);
 	mq_sub_close(sub);
 	mq_spool_close(sp);
-	return delivered ? 0 : MQ_EX_EMPTY;
+	if (!delivered)
+		return MQ_EX_EMPTY;
+	return handler_failed ? EX_TEMPFAIL : 0;
 }

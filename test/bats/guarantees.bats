@@ -602,11 +602,27 @@ EOF
 	group_empty t g
 }
 
-@test "--exec: a failing handler gets the message again at once, with attempts incremented" {
+@test "--exec -f: a failing handler gets the message again at once, with attempts incremented" {
 	mkgroup t g
 	mq-pub -q t job
-	run --separate-stderr mq-sub -n 3 --exec 'echo "$(cat) $MQ_ATTEMPTS"; [ "$MQ_ATTEMPTS" -ge 3 ]' -g g t
+	run --separate-stderr mq-sub -f -n 3 --exec 'echo "$(cat) $MQ_ATTEMPTS"; [ "$MQ_ATTEMPTS" -ge 3 ]' -g g t
 	assert_output $'job 1\njob 2\njob 3'
+	group_empty t g
+}
+
+@test "--exec without -f: a refused message is tried once per run, given back at the end, exit 75" {
+	mkgroup t g
+	mq-pub -q t a b c
+	run --separate-stderr mq-sub --exec 'x=$(cat); echo "$x $MQ_ATTEMPTS"; [ "$x" != b ]' -g g t
+	assert_equal "$status" 75
+	assert_output $'a 1\nb 1\nc 1'
+	# b is back in new/ with one delivery counted, nothing is claimed.
+	assert_equal "$(count_cur t g)" 0
+	run ls "$(group_dir t g)/new"
+	assert_output --regexp '^00000000000000000001\.[0-9a-f]{32},a1$'
+	run --separate-stderr mq-sub --exec 'echo "$(cat) $MQ_ATTEMPTS"' -g g t
+	assert_success
+	assert_output 'b 2'
 	group_empty t g
 }
 
