@@ -76,6 +76,9 @@ install: all
 	install -m 755 lib/libmq.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)
 	ln -sf libmq.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libmq.so
 	install -m 644 lib/mq.h $(DESTDIR)$(INCLUDEDIR)
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		lib/mq.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/mq.pc
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1
 	install -m 644 man/mq-spool.5 $(DESTDIR)$(MANDIR)/man5
 	install -m 644 man/mq.7 $(DESTDIR)$(MANDIR)/man7
