@@ -241,17 +241,19 @@ _mq_topic()
 		return ;;
 	esac
 	local cmd=${_mq_args[0]}
+	# Options may come before or after the command (getopt_long permutes).
 	if [[ $cur == -* ]]; then
 		case $cmd in
 		'')     _mq_reply $'-s\n--help' "$cur" ;;
-		create) _mq_reply $'--partitions\n--max-message-size\n--retention' "$cur" ;;
-		list|info) _mq_reply $'--json' "$cur" ;;
+		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention' "$cur" ;;
+		list|info) _mq_reply $'-s\n--json' "$cur" ;;
+		delete|gc) _mq_reply $'-s' "$cur" ;;
 		esac
 	elif [[ -z $cmd ]]; then
-		_mq_reply $'create\nlist\ninfo\ndelete' "$cur"
+		_mq_reply $'create\nlist\ninfo\ndelete\ngc' "$cur"
 	elif ((${#_mq_args[@]} == 1)); then
 		case $cmd in
-		info|delete) _mq_reply "$(_mq_topics)" "$cur" ;;
+		info|delete|gc) _mq_reply "$(_mq_topics)" "$cur" ;;
 		esac
 	fi
 }
