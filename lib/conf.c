@@ -116,6 +116,42 @@ mq_conf_get_double(const struct mq_conf *c, const char *key, double dflt,
 	return 0;
 }
 
+/* Sets the value of every line with this key (the key must exist). */
+int
+mq_conf_set(struct mq_conf *c, const char *key, const char *val)
+{
+	int found = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		if (strcmp(c->keys[i], key))
+			continue;
+		char *v = strdup(val);
+		if (!v)
+			return mq_err_sys("malloc");
+		free(c->vals[i]);
+		c->vals[i] = v;
+		found = 1;
+	}
+	return found ? 0 : mq_err(EX_SOFTWARE, "no key %s to set", key);
+}
+
+/* Writes the lines back in their order, unknown keys included. */
+int
+mq_conf_render(const struct mq_conf *c, char **out)
+{
+	size_t len = 1, o = 0;
+	for (size_t i = 0; i < c->n; i++)
+		len += strlen(c->keys[i]) + strlen(c->vals[i]) + 2;
+	char *buf = malloc(len);
+	if (!buf)
+		return mq_err_sys("malloc");
+	for (size_t i = 0; i < c->n; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s=%s\n", c->keys[i],
+		    c->vals[i]);
+	buf[o] = 0;
+	*out = buf;
+	return 0;
+}
+
 void
 mq_conf_free(struct mq_conf *c)
 {

@@ -41,6 +41,7 @@ struct part {
 	uint64_t committed;
 	bool scan_new, scan_cur;
 	bool await_commit;              /* saw an uncommitted name in new/ */
+	double earliest;                /* earliest lease deadline in cur/ */
 };
 
 struct mq_sub {
@@ -51,8 +52,9 @@ struct mq_sub {
 	int ifd;
 	struct part *ps;
 	unsigned rr;
-	double earliest;                /* earliest lease deadline seen in cur/ */
-	double last_expire;             /* when cur/ was last looked at */
+	double earliest;                /* earliest lease deadline, all of cur/ */
+	double last_expire;             /* when cur/ was last looked at (mono) */
+	int wake_fd;                    /* readable: stop waiting */
 };
 
 struct msg_priv {
@@ -66,6 +68,7 @@ mq_sub_opts_default(struct mq_sub_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->create = 1;
+	o->wake_fd = -1;
 	mq_group_conf_default(&o->group);
 }
 
@@ -193,13 +196,17 @@ mq_sub_open(mq_spool *sp, const char *topic, const char *group,
 		mq_err_sys("malloc");
 		goto fail;
 	}
-	for (unsigned k = 0; k < np; k++)
+	for (unsigned k = 0; k < np; k++) {
 		s->ps[k].newfd = s->ps[k].curfd = s->ps[k].hfd = -1;
+		s->ps[k].earliest = INFINITY;
+	}
+	s->wake_fd = o->wake_fd;
 	if (group_settings(s, o) < 0)
 		goto fail;
 	s->poll = o->poll;
-	if (s->poll <= 0 && network_fs(s->t.fd))
-		s->poll = 1.0;
+	for (unsigned k = 0; s->poll <= 0 && k < np; k++)
+		if (network_fs(s->t.pfd[k]))
+			s->poll = 1.0;
 	if (s->poll <= 0 &&
 	    (s->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
 		mq_err_sys("inotify");
@@ -444,58 +451,80 @@ drain_events(mq_sub *s)
 	}
 }
 
+/* Seconds on a clock no one sets: timeouts must not depend on MQ_NOW or
+ * on the wall clock jumping. */
+static double
+mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Gives back expired leases in the partitions whose cur/ changed or whose
+ * earliest deadline has passed (in every partition when all is set), and
+ * recomputes the earliest deadline of all. */
 static int
-expire_leases(mq_sub *s)
+expire_leases(mq_sub *s, bool all)
 {
 	double now = mq_now();
-	/* A busy consumer still looks at cur/ once a second, so a crashed
-	 * peer's claims come back even while messages keep flowing. */
-	bool due = now >= s->earliest || now - s->last_expire >= 1.0;
-	s->last_expire = now;
+	if (all)
+		s->last_expire = mono_now();
 	s->earliest = INFINITY;
 	for (unsigned k = 0; k < s->t.conf.partitions; k++) {
 		struct part *p = &s->ps[k];
-		if (!p->scan_cur && !due)
-			continue;
-		double e;
-		int n = mq_claim_expire(p->curdir, p->newfd, now, &e);
-		if (n < 0)
-			return -1;
-		if (n > 0)
-			p->scan_new = true;
-		p->scan_cur = false;
-		if (e < s->earliest)
-			s->earliest = e;
+		if (all || p->scan_cur || now >= p->earliest) {
+			int n = mq_claim_expire(p->curdir, p->newfd, now,
+			    &p->earliest);
+			if (n < 0)
+				return -1;
+			if (n > 0)
+				p->scan_new = true;
+			p->scan_cur = false;
+		}
+		s->earliest = fmin(s->earliest, p->earliest);
 	}
 	return 0;
 }
 
-/* Sleeps until something may have changed or until `until`; returns 1
- * when a signal interrupted the sleep. */
+/* A busy consumer still looks at all of cur/ once a second, so a crashed
+ * peer's claims come back even while messages keep flowing. */
+static int
+expire_if_due(mq_sub *s)
+{
+	bool periodic = mono_now() - s->last_expire >= 1.0;
+	if (!periodic && mq_now() < s->earliest)
+		return 0;
+	return expire_leases(s, periodic);
+}
+
+/* Sleeps until something may have changed, until `until` (monotonic), or
+ * until the earliest lease deadline; returns 1 when a signal or the wake
+ * descriptor ended the sleep. */
 static int
 wait_for_change(mq_sub *s, double until)
 {
-	double now = mq_now();
-	double wake = fmin(until, s->earliest);
-	if (s->ifd < 0) {
-		double step = fmin(s->poll, wake - now);
-		if (step > 0) {
-			struct timespec ts = { (time_t)step,
-			    (long)((step - floor(step)) * 1e9) };
-			if (nanosleep(&ts, NULL) < 0 && errno == EINTR)
-				return 1;
-		}
+	double wait = fmin(until - mono_now(), s->earliest - mq_now());
+	if (s->ifd < 0)
+		wait = fmin(wait, s->poll);
+	int ms = -1;
+	if (isfinite(wait))
+		ms = wait <= 0 ? 0 : (int)fmin(ceil(wait * 1000), 3.6e6);
+	struct pollfd pfd[2] = {
+		{ .fd = s->ifd, .events = POLLIN },
+		{ .fd = s->wake_fd, .events = POLLIN },
+	};
+	int rc = poll(pfd, 2, ms);
+	if (rc < 0)
+		return errno == EINTR ? 1 : mq_err_sys("poll");
+	if (pfd[1].revents)
+		return 1;
+	if (s->ifd >= 0) {
+		drain_events(s);
+	} else {
 		for (unsigned k = 0; k < s->t.conf.partitions; k++)
 			s->ps[k].scan_new = s->ps[k].scan_cur = true;
-		return 0;
 	}
-	int ms = -1;
-	if (isfinite(wake))
-		ms = wake <= now ? 0 : (int)fmin(ceil((wake - now) * 1000), 3.6e6);
-	struct pollfd pfd = { .fd = s->ifd, .events = POLLIN };
-	if (poll(&pfd, 1, ms) < 0)
-		return errno == EINTR ? 1 : mq_err_sys("poll");
-	drain_events(s);
 	return 0;
 }
 
@@ -503,12 +532,10 @@ int
 mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 {
 	unsigned np = s->t.conf.partitions;
-	double until = timeout < 0 ? INFINITY : mq_now() + timeout;
+	double until = timeout < 0 ? INFINITY : mono_now() + timeout;
 	bool late_pass = false;
 	for (;;) {
-		double now = mq_now();
-		if ((now >= s->earliest || now - s->last_expire >= 1.0) &&
-		    expire_leases(s) < 0)
+		if (expire_if_due(s) < 0)
 			return -1;
 		for (unsigned i = 0; i < np; i++) {
 			unsigned k = (s->rr + i) % np;
@@ -530,7 +557,7 @@ mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 			again |= s->ps[k].scan_new;
 		/* Past the deadline, one more look at what changed, no more:
 		 * a busy publisher must not keep a timed call spinning. */
-		if (mq_now() >= until) {
+		if (mono_now() >= until) {
 			if (!again || late_pass)
 				return 0;
 			late_pass = true;
@@ -540,7 +567,7 @@ mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 			continue;
 		/* About to sleep: first give back leases that expired (a
 		 * claim seen in cur/ is a lease to watch). */
-		if (expire_leases(s) < 0)
+		if (expire_leases(s, false) < 0)
 			return -1;
 		for (unsigned k = 0; k < np; k++)
 			again |= s->ps[k].scan_new;

@@ -7,8 +7,8 @@
  * handler's standard error.  The record is written first (through a
  * temporary dot file), then the claim is renamed from cur/ into dlq/G/:
  * that rename is the commit point.  A crash in between leaves a .why
- * without its message, which readers ignore and a later dead-lettering of
- * the same claim replaces.
+ * without its message, which readers ignore; the message itself is still
+ * claimed and comes back when its lease ends.
  */
 #include <errno.h>
 #include <stdio.h>

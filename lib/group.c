@@ -92,7 +92,11 @@ make_dirs(const struct mq_topic *t, unsigned k, const char *group)
 {
 	static const char *const sub[] = { "tmp", "new", "cur" };
 	char p[MQ_NAME_MAX + 16];
-	if (mq_path(p, sizeof p, "g/%s", group) < 0 ||
+	/* Trees without a conf are leftovers of an unfinished unsubscribe:
+	 * a new group of the same name starts empty. */
+	if (mq_path(p, sizeof p, "dlq/%s", group) < 0 ||
+	    mq_rmtree(t->pfd[k], p) < 0 ||
+	    mq_path(p, sizeof p, "g/%s", group) < 0 ||
 	    mq_rmtree(t->pfd[k], p) < 0 || mq_mkdir(t->pfd[k], p) < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof sub / sizeof *sub; i++)
@@ -215,30 +219,22 @@ mq_group_backfill(const struct mq_topic *t, const char *group)
 		rc = mq_group_conf_read(t, group, &kv);
 	const char *state = rc == 0 ? mq_conf_get(&kv, "state") : NULL;
 	if (rc == 0 && state && !strcmp(state, "backfill")) {
-		unsigned np = t->conf.partitions;
-		uint64_t *start = calloc(np, sizeof *start);
-		struct mq_group_conf c;
-		mq_group_conf_default(&c);
-		c.from_start = 1;
-		double created = 0;
-		rc = start ? mq_conf_get_double(&kv, "lease", c.lease, &c.lease,
-		    p) : mq_err_sys("malloc");
-		if (rc == 0)
-			rc = mq_conf_get_double(&kv, "created", 0, &created, p);
-		for (unsigned k = 0; rc == 0 && k < np; k++) {
+		for (unsigned k = 0; rc == 0 && k < t->conf.partitions; k++) {
 			char key[32];
+			uint64_t start;
 			snprintf(key, sizeof key, "start.p%u", k);
-			rc = mq_conf_get_u64(&kv, key, 0, &start[k], p);
+			rc = mq_conf_get_u64(&kv, key, 0, &start, p);
 			if (rc == 0)
-				rc = backfill_partition(t, k, group, start[k]);
+				rc = backfill_partition(t, k, group, start);
 		}
 		char *text = NULL;
 		if (rc == 0)
-			rc = render_conf(t, &c, start, "ready", created, &text);
+			rc = mq_conf_set(&kv, "state", "ready");
+		if (rc == 0)
+			rc = mq_conf_render(&kv, &text);
 		if (rc == 0)
 			rc = mq_write_file(t->fd, p, text, strlen(text), 1, 1);
 		free(text);
-		free(start);
 	}
 	mq_conf_free(&kv);
 	close(fd);

@@ -64,6 +64,8 @@ int mq_conf_get_u64(const struct mq_conf *, const char *key, uint64_t dflt,
     uint64_t *out, const char *what);
 int mq_conf_get_double(const struct mq_conf *, const char *key, double dflt,
     double *out, const char *what);
+int mq_conf_set(struct mq_conf *, const char *key, const char *val);
+int mq_conf_render(const struct mq_conf *, char **out);
 void mq_conf_free(struct mq_conf *);
 
 /* id.c */

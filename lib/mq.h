@@ -166,13 +166,15 @@ struct mq_sub_opts {
 	double lease;                    /* seconds; <= 0: the group's default */
 	double poll;                     /* > 0: poll at this interval, no inotify */
 	int create;                      /* subscribe if the group is missing */
+	int wake_fd;                     /* >= 0: readable ends any wait */
 	struct mq_group_conf group;      /* used when creating */
 };
 void mq_sub_opts_default(struct mq_sub_opts *);
 mq_sub *mq_sub_open(mq_spool *, const char *topic, const char *group,
     const struct mq_sub_opts *);
 /* Claims the next message, waiting up to timeout seconds (< 0: forever).
- * Returns 1 with *out set, 0 on timeout, -1 on error. */
+ * Returns 1 with *out set, 0 on timeout (or when a signal or the wake_fd
+ * of the options ended the wait), -1 on error. */
 int mq_sub_receive(mq_sub *, double timeout, struct mq_msg **out);
 int mq_sub_ack(mq_sub *, const struct mq_msg *);
 int mq_sub_nack(mq_sub *, const struct mq_msg *);

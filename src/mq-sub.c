@@ -7,6 +7,7 @@
 #include <err.h>
 #include <stdlib.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,12 +34,20 @@ static struct {
 } opt;
 
 static volatile sig_atomic_t stopping;
+static int wake_pipe[2] = { -1, -1 };
 
+/* Also ends a wait that the signal did not interrupt (it may arrive just
+ * before the library starts waiting). */
 static void
 on_signal(int sig)
 {
 	(void)sig;
 	stopping = 1;
+	if (wake_pipe[1] >= 0) {
+		int e = errno;
+		(void)!write(wake_pipe[1], "", 1);
+		errno = e;
+	}
 }
 
 static void
@@ -131,28 +140,6 @@ settle(mq_sub *sub, struct mq_msg *m, int ok)
 		warnx("%s", mq_errmsg());
 }
 
-/* Receives up to max messages: waits up to timeout for the first, then
- * takes what is already pending. */
-static size_t
-receive(mq_sub *sub, double timeout, struct mq_msg **batch, size_t max)
-{
-	size_t n = 0;
-	while (n < max && !stopping) {
-		int rc = mq_sub_receive(sub, n ? 0 : timeout, &batch[n]);
-		if (rc < 0) {
-			for (size_t i = 0; i < n; i++) {
-				settle(sub, batch[i], 0);
-				mq_msg_free(batch[i]);
-			}
-			tool_fail();
-		}
-		if (rc == 0)
-			break;
-		n++;
-	}
-	return n;
-}
-
 /* Without -f a run gives each message one chance: a message its handler
  * refused stays claimed until the run ends, then goes back, so a cron job
  * neither spins on it nor counts a delivery that did not happen. */
@@ -182,6 +169,29 @@ give_back_refused(mq_sub *sub)
 		mq_msg_free(refused.m[i]);
 	}
 	free(refused.m);
+}
+
+/* Receives up to max messages: waits up to timeout for the first, then
+ * takes what is already pending. */
+static size_t
+receive(mq_sub *sub, double timeout, struct mq_msg **batch, size_t max)
+{
+	size_t n = 0;
+	while (n < max && !stopping) {
+		int rc = mq_sub_receive(sub, n ? 0 : timeout, &batch[n]);
+		if (rc < 0) {
+			for (size_t i = 0; i < n; i++) {
+				settle(sub, batch[i], 0);
+				mq_msg_free(batch[i]);
+			}
+			give_back_refused(sub);
+			tool_fail();
+		}
+		if (rc == 0)
+			break;
+		n++;
+	}
+	return n;
 }
 
 static int handler_failed;
@@ -292,6 +302,9 @@ main(int argc, char *argv[])
 	if ((e = getenv("MQ_POLL")) && *e)
 		so.poll = tool_duration("MQ_POLL", e);
 
+	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		err(EX_OSERR, "pipe");
+	so.wake_fd = wake_pipe[0];
 	mq_spool *sp = tool_spool(spool, MQ_CREATE);
 	if (unsubscribe) {
 		if (mq_group_unsubscribe(sp, argv[0], opt.group) < 0)

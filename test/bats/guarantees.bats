@@ -668,3 +668,37 @@ has_inotify() {
 	assert_equal "$(cat "$TD/out")" wake
 	group_empty t g
 }
+
+@test "wake-ups: a waiting consumer wakes at the deadline of a lease another consumer let expire" {
+	mkgroup t g
+	mq-pub -q t lost
+	# A consumer claims it and never acks (as if it had died).
+	run --separate-stderr mq-sub --manual --lease 1 -g g t
+	assert_success
+	assert_equal "$(count_cur t g)" 1
+	# A follower started now has nothing to do until the lease ends; it
+	# must wake then by itself, with no publish to wake it.
+	spawn "$TD/out" mq-sub -f -n 1 -F '%s %a\n' -g g t
+	local pid=$SPAWNED
+	wait_for -t 10 exited "$pid"
+	local rc=0
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 0
+	assert_equal "$(cat "$TD/out")" "lost 2"
+	group_empty t g
+}
+
+@test "signals: SIGTERM ends a waiting mq-sub -f at once; nothing claimed is left behind" {
+	mkgroup t g
+	spawn "$TD/out" mq-sub -f -g g t
+	local pid=$SPAWNED
+	wait_for sleeping "$pid"
+	kill -TERM "$pid"
+	wait_for -t 5 exited "$pid"
+	local rc=0
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 1
+	mq-pub -q t after
+	assert_equal "$(count_new t g)" 1
+	assert_equal "$(count_cur t g)" 0
+}
