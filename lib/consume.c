@@ -33,15 +33,18 @@
 #include "internal.h"
 
 struct part {
-	int newfd, curfd, hfd;
-	DIR *newdir, *curdir;           /* listings of new/ and cur/ */
-	int wd_new, wd_cur, wd_head;
+	struct mq_gdirs d;              /* new/, cur/ and delay/ */
+	int hfd;
+	DIR *newdir, *curdir, *delaydir; /* their listings */
+	int wd_new, wd_cur, wd_head, wd_delay;
 	struct mq_names cand;           /* sorted names of new/ at last scan */
 	size_t pos;
 	uint64_t committed;
 	bool scan_new, scan_cur;
 	bool await_commit;              /* saw an uncommitted name in new/ */
 	double earliest;                /* earliest lease deadline in cur/ */
+	bool scan_delay;
+	double due;                     /* earliest due time in delay/ */
 };
 
 struct mq_sub {
@@ -49,6 +52,7 @@ struct mq_sub {
 	struct mq_topic t;
 	char *group;
 	double lease, poll;
+	unsigned max_attempts;
 	int ifd;
 	struct part *ps;
 	unsigned rr;
@@ -115,22 +119,18 @@ static int
 open_part(mq_sub *s, unsigned k)
 {
 	struct part *p = &s->ps[k];
-	char path[MQ_NAME_MAX + 16];
-	p->newfd = p->curfd = p->hfd = -1;
-	p->scan_new = p->scan_cur = true;
-	if (mq_path(path, sizeof path, "g/%s/new", s->group) < 0 ||
-	    (p->newfd = mq_dir_open(s->t.pfd[k], path)) < 0 ||
-	    mq_path(path, sizeof path, "g/%s/cur", s->group) < 0 ||
-	    (p->curfd = mq_dir_open(s->t.pfd[k], path)) < 0 ||
+	p->scan_new = p->scan_cur = p->scan_delay = true;
+	if (mq_gdirs_open(&s->t, k, s->group, &p->d) < 0 ||
 	    (p->hfd = mq_head_open(s->t.pfd[k], 0)) < 0 ||
-	    !(p->newdir = mq_dir_stream(p->newfd)) ||
-	    !(p->curdir = mq_dir_stream(p->curfd)))
+	    !(p->newdir = mq_dir_stream(p->d.newfd)) ||
+	    !(p->curdir = mq_dir_stream(p->d.curfd)) ||
+	    !(p->delaydir = mq_dir_stream(p->d.delayfd)))
 		return -1;
+	uint32_t arrive = IN_MOVED_TO | IN_CREATE | IN_ONLYDIR;
 	if (s->ifd >= 0 &&
-	    ((p->wd_new = watch(s->ifd, p->newfd, IN_MOVED_TO | IN_CREATE |
-	    IN_ONLYDIR)) < 0 ||
-	    (p->wd_cur = watch(s->ifd, p->curfd, IN_MOVED_TO | IN_CREATE |
-	    IN_ONLYDIR)) < 0 ||
+	    ((p->wd_new = watch(s->ifd, p->d.newfd, arrive)) < 0 ||
+	    (p->wd_cur = watch(s->ifd, p->d.curfd, arrive)) < 0 ||
+	    (p->wd_delay = watch(s->ifd, p->d.delayfd, arrive)) < 0 ||
 	    (p->wd_head = watch(s->ifd, p->hfd, IN_MODIFY)) < 0))
 		return -1;
 	return mq_partition_repair_try(&s->t, k);
@@ -139,12 +139,10 @@ open_part(mq_sub *s, unsigned k)
 static int
 group_settings(mq_sub *s, const struct mq_sub_opts *o)
 {
-	int exists = 0;
 	char path[MQ_NAME_MAX + 16];
 	if (mq_path(path, sizeof path, "groups/%s.conf", s->group) < 0)
 		return -1;
-	exists = faccessat(s->t.fd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-	if (!exists) {
+	if (faccessat(s->t.fd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (!o->create)
 			return mq_err(EX_NOINPUT, "no group '%s' on topic '%s'",
 			    s->group, s->t.name);
@@ -156,14 +154,13 @@ group_settings(mq_sub *s, const struct mq_sub_opts *o)
 		return -1;
 	const char *state = mq_conf_get(&kv, "state");
 	bool backfill = state && !strcmp(state, "backfill");
-	int rc = mq_conf_get_double(&kv, "lease", MQ_LEASE_DEFAULT, &s->lease,
-	    path);
 	mq_conf_free(&kv);
-	if (rc == 0 && backfill)
-		rc = mq_group_backfill(&s->t, s->group);
-	if (o->lease > 0)
-		s->lease = o->lease;
-	return rc;
+	struct mq_group_conf gc;
+	if (mq_group_settings(&s->t, s->group, &gc) < 0)
+		return -1;
+	s->lease = o->lease > 0 ? o->lease : gc.lease;
+	s->max_attempts = gc.max_attempts;
+	return backfill ? mq_group_backfill(&s->t, s->group) : 0;
 }
 
 mq_sub *
@@ -197,8 +194,9 @@ mq_sub_open(mq_spool *sp, const char *topic, const char *group,
 		goto fail;
 	}
 	for (unsigned k = 0; k < np; k++) {
-		s->ps[k].newfd = s->ps[k].curfd = s->ps[k].hfd = -1;
-		s->ps[k].earliest = INFINITY;
+		struct part *p = &s->ps[k];
+		p->d.newfd = p->d.curfd = p->d.delayfd = p->hfd = -1;
+		p->earliest = p->due = INFINITY;
 	}
 	s->wake_fd = o->wake_fd;
 	if (group_settings(s, o) < 0)
@@ -229,16 +227,15 @@ mq_sub_close(mq_sub *s)
 	if (s->ps) {
 		for (unsigned k = 0; k < s->t.conf.partitions; k++) {
 			struct part *p = &s->ps[k];
-			if (p->newfd >= 0)
-				close(p->newfd);
-			if (p->curfd >= 0)
-				close(p->curfd);
+			mq_gdirs_close(&p->d);
 			if (p->hfd >= 0)
 				close(p->hfd);
 			if (p->newdir)
 				closedir(p->newdir);
 			if (p->curdir)
 				closedir(p->curdir);
+			if (p->delaydir)
+				closedir(p->delaydir);
 			mq_names_free(&p->cand);
 		}
 		free(s->ps);
@@ -248,6 +245,24 @@ mq_sub_close(mq_sub *s)
 	free(s->group);
 	mq_topic_close(&s->t);
 	free(s);
+}
+
+const char *
+mq_sub_group(const mq_sub *s)
+{
+	return s->group;
+}
+
+double
+mq_sub_lease(const mq_sub *s)
+{
+	return s->lease;
+}
+
+unsigned
+mq_sub_max_attempts(const mq_sub *s)
+{
+	return s->max_attempts;
 }
 
 int
@@ -305,36 +320,81 @@ mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
 	return 0;
 }
 
-/* Returns every claim in cur/ whose lease has passed to new/, keeping its
- * attempt count; *earliest gets the earliest deadline still to come. */
-int
-mq_claim_expire(DIR *cur, int newfd, double now, double *earliest)
+/* Gives back every claim in partition k whose lease has passed (an
+ * expired lease is a failed delivery: the last one goes to the dead
+ * letters); p->earliest gets the earliest deadline still to come.
+ * Returns how many went back to new/. */
+static int
+expire_partition(mq_sub *s, unsigned k, double now)
 {
+	static const struct mq_nack expired = { .status = -1,
+	    .detail = "lease expired" };
+	struct part *p = &s->ps[k];
 	struct mq_names l = { 0 };
-	int curfd = dirfd(cur);
-	if (mq_names_reread(cur, NULL, &l) < 0) {
+	if (mq_names_reread(p->curdir, NULL, &l) < 0) {
 		mq_names_free(&l);
 		return -1;
 	}
 	uint64_t now_ms = (uint64_t)(now * 1000);
 	int returned = 0;
-	*earliest = INFINITY;
+	p->earliest = INFINITY;
 	for (size_t i = 0; i < l.n; i++) {
 		struct mq_entry e;
-		char name[MQ_KEY_LEN + 32];
 		if (mq_entry_parse(l.v[i], &e) < 0 || !e.claimed)
 			continue;
 		if (e.deadline_ms > now_ms) {
-			if ((double)e.deadline_ms / 1000 < *earliest)
-				*earliest = (double)e.deadline_ms / 1000;
+			p->earliest = fmin(p->earliest, (double)e.deadline_ms / 1000);
 			continue;
 		}
-		if (mq_entry_new_name(&e, name, sizeof name) == 0 &&
-		    renameat(curfd, l.v[i], newfd, name) == 0)
+		int rc = mq_claim_return(&s->t, k, s->group, &p->d, l.v[i],
+		    &expired, s->max_attempts);
+		if (rc == 0)
 			returned++;
+		else if (rc < 0 && mq_errcode() != EX_NOINPUT)
+			break;
 	}
 	mq_names_free(&l);
 	return returned;
+}
+
+/* Moves what is due in delay/ to new/; p->due gets the next due time. */
+static int
+promote_due(mq_sub *s, unsigned k, double now)
+{
+	struct part *p = &s->ps[k];
+	struct mq_names l = { 0 };
+	if (mq_names_reread(p->delaydir, NULL, &l) < 0) {
+		mq_names_free(&l);
+		return -1;
+	}
+	uint64_t now_ms = (uint64_t)(now * 1000), due, seq;
+	struct mq_head h;
+	int moved = 0;
+	if (mq_head_read(p->hfd, &h) < 0) {
+		mq_names_free(&l);
+		return -1;
+	}
+	p->due = INFINITY;
+	p->scan_delay = false;
+	for (size_t i = 0; i < l.n; i++) {
+		struct mq_entry e;
+		char name[MQ_KEY_LEN + 32];
+		/* A delayed publish in progress is not there yet. */
+		if (mq_delay_parse(l.v[i], &due, &e) < 0 ||
+		    mq_seq_of(e.key, &seq) < 0 || seq >= h.committed)
+			continue;
+		if (due > now_ms) {
+			/* Sorted by due time: the rest is later still. */
+			p->due = (double)due / 1000;
+			break;
+		}
+		if (mq_entry_new_name(&e, name, sizeof name) == 0 &&
+		    renameat(p->d.delayfd, l.v[i], p->d.newfd, name) == 0)
+			moved++;
+	}
+	mq_names_free(&l);
+	(void)s;
+	return moved;
 }
 
 static int
@@ -381,24 +441,26 @@ try_claim(mq_sub *s, unsigned k, struct mq_msg **out)
 		e.claimed = 1;
 		if (mq_entry_cur_name(&e, cur, sizeof cur) < 0)
 			return -1;
-		if (renameat(p->newfd, name, p->curfd, cur) < 0) {
+		if (renameat(p->d.newfd, name, p->d.curfd, cur) < 0) {
 			if (errno == ENOENT)
 				continue;
 			return mq_err_sys("claim");
 		}
 		struct mq_msg *m;
-		if (mq_claim_read(&s->t, p->curfd, cur, &m) < 0) {
+		if (mq_claim_read(&s->t, p->d.curfd, cur, &m) < 0) {
 			/* Never deliver what cannot be proven whole; give back
 			 * what only failed to be read (out of memory, ...). */
 			if (mq_errcode() != EX_DATAERR) {
 				char back[MQ_KEY_LEN + 32];
 				e.attempts--;
 				if (mq_entry_new_name(&e, back, sizeof back) == 0)
-					renameat(p->curfd, cur, p->newfd, back);
+					renameat(p->d.curfd, cur, p->d.newfd, back);
 				return -1;
 			}
-			if (mq_dlq_put(&s->t, k, s->group, p->curfd, cur, &e,
-			    "unreadable", mq_errmsg()) < 0)
+			struct mq_why why = { "unreadable", mq_errmsg(), -1,
+			    NULL, 0 };
+			if (mq_dlq_put(&s->t, k, s->group, p->d.curfd, cur, &e,
+			    &why) < 0)
 				return -1;
 			continue;
 		}
@@ -434,6 +496,7 @@ drain_events(mq_sub *s)
 				struct part *p = &s->ps[k];
 				if (ev->mask & IN_Q_OVERFLOW) {
 					p->scan_new = p->scan_cur = true;
+					p->scan_delay = true;
 				} else if (ev->wd == p->wd_head) {
 					p->scan_new = true;
 					p->await_commit = false;
@@ -444,6 +507,8 @@ drain_events(mq_sub *s)
 						p->scan_new = true;
 				} else if (ev->wd == p->wd_cur) {
 					p->scan_cur = true;
+				} else if (ev->wd == p->wd_delay) {
+					p->scan_delay = true;
 				}
 			}
 			q += sizeof *ev + ev->len;
@@ -461,9 +526,9 @@ mono_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Gives back expired leases in the partitions whose cur/ changed or whose
- * earliest deadline has passed (in every partition when all is set), and
- * recomputes the earliest deadline of all. */
+/* Gives back expired leases and moves due delayed messages to new/, in
+ * the partitions where something changed or came due (in every partition
+ * when all is set); s->earliest becomes the next deadline or due time. */
 static int
 expire_leases(mq_sub *s, bool all)
 {
@@ -474,15 +539,21 @@ expire_leases(mq_sub *s, bool all)
 	for (unsigned k = 0; k < s->t.conf.partitions; k++) {
 		struct part *p = &s->ps[k];
 		if (all || p->scan_cur || now >= p->earliest) {
-			int n = mq_claim_expire(p->curdir, p->newfd, now,
-			    &p->earliest);
+			int n = expire_partition(s, k, now);
 			if (n < 0)
 				return -1;
 			if (n > 0)
 				p->scan_new = true;
 			p->scan_cur = false;
 		}
-		s->earliest = fmin(s->earliest, p->earliest);
+		if (all || p->scan_delay || now >= p->due) {
+			int n = promote_due(s, k, now);
+			if (n < 0)
+				return -1;
+			if (n > 0)
+				p->scan_new = true;
+		}
+		s->earliest = fmin(s->earliest, fmin(p->earliest, p->due));
 	}
 	return 0;
 }
@@ -523,7 +594,8 @@ wait_for_change(mq_sub *s, double until)
 		drain_events(s);
 	} else {
 		for (unsigned k = 0; k < s->t.conf.partitions; k++)
-			s->ps[k].scan_new = s->ps[k].scan_cur = true;
+			s->ps[k].scan_new = s->ps[k].scan_cur =
+			    s->ps[k].scan_delay = true;
 	}
 	return 0;
 }
@@ -591,7 +663,7 @@ int
 mq_sub_ack(mq_sub *s, const struct mq_msg *m)
 {
 	struct msg_priv *pv = priv_of(m);
-	if (unlinkat(s->ps[pv->k].curfd, pv->cur, 0) < 0) {
+	if (unlinkat(s->ps[pv->k].d.curfd, pv->cur, 0) < 0) {
 		if (errno == ENOENT)
 			return mq_err(EX_NOINPUT, "message %s is no longer "
 			    "claimed (its lease expired)", m->id);
@@ -601,21 +673,39 @@ mq_sub_ack(mq_sub *s, const struct mq_msg *m)
 }
 
 int
-mq_sub_nack(mq_sub *s, const struct mq_msg *m)
+mq_sub_nack(mq_sub *s, const struct mq_msg *m, const struct mq_nack *how)
 {
 	struct msg_priv *pv = priv_of(m);
-	struct mq_entry e;
-	char name[MQ_KEY_LEN + 32];
 	struct part *p = &s->ps[pv->k];
-	if (mq_entry_parse(pv->cur, &e) < 0 ||
-	    mq_entry_new_name(&e, name, sizeof name) < 0)
-		return mq_err(EX_SOFTWARE, "bad claim name");
-	if (renameat(p->curfd, pv->cur, p->newfd, name) < 0) {
-		if (errno == ENOENT)
-			return mq_err(EX_NOINPUT, "message %s is no longer "
-			    "claimed (its lease expired)", m->id);
-		return mq_err_sys("nack");
-	}
-	p->scan_new = true;
+	int rc = mq_claim_return(&s->t, pv->k, s->group, &p->d, pv->cur, how,
+	    s->max_attempts);
+	if (rc == 0)
+		p->scan_new = true;
+	return rc;
+}
+
+int
+mq_sub_reject(mq_sub *s, const struct mq_msg *m, const struct mq_nack *how)
+{
+	struct msg_priv *pv = priv_of(m);
+	struct mq_why why = { "rejected", how ? how->detail : NULL,
+	    how ? how->status : -1, how ? how->tail : NULL,
+	    how ? how->tail_len : 0 };
+	return mq_claim_reject(&s->t, pv->k, s->group, &s->ps[pv->k].d, pv->cur,
+	    &why);
+}
+
+int
+mq_sub_extend(mq_sub *s, struct mq_msg *m, double seconds)
+{
+	struct msg_priv *pv = priv_of(m);
+	char cur[sizeof pv->cur];
+	if (mq_claim_extend(&s->ps[pv->k].d, pv->cur, seconds, cur,
+	    sizeof cur) < 0)
+		return -1;
+	memcpy(pv->cur, cur, sizeof cur);
+	struct mq_entry e;
+	if (mq_entry_parse(cur, &e) == 0)
+		m->lease_deadline = (double)e.deadline_ms / 1000;
 	return 0;
 }

@@ -11,6 +11,8 @@
  * claimed and comes back when its lease ends.
  */
 #include <errno.h>
+#include <stdlib.h>
+#include <sysexits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,25 +22,40 @@
 int
 mq_dlq_put(const struct mq_topic *t, unsigned k, const char *group,
     int curfd, const char *curname, const struct mq_entry *e,
-    const char *reason, const char *detail)
+    const struct mq_why *why)
 {
-	char dir[MQ_NAME_MAX + 16], name[MQ_KEY_LEN + 32], why[MQ_KEY_LEN + 40];
-	char when[64], text[2048];
+	char dir[MQ_NAME_MAX + 16], name[MQ_KEY_LEN + 32], wname[MQ_KEY_LEN + 40];
+	char when[64], status[16] = "";
 	if (mq_path(dir, sizeof dir, "dlq/%s", group) < 0 ||
 	    mq_entry_new_name(e, name, sizeof name) < 0 ||
-	    mq_path(why, sizeof why, "%s.why", name) < 0 ||
+	    mq_path(wname, sizeof wname, "%s.why", name) < 0 ||
 	    mq_mkdirs(t->pfd[k], dir) < 0)
 		return -1;
 	int dfd = mq_dir_open(t->pfd[k], dir);
 	if (dfd < 0)
 		return -1;
 	mq_time_rfc3339(mq_now(), when, sizeof when);
-	snprintf(text, sizeof text, "reason=%s\nattempts=%u\ntime=%s\n"
-	    "group=%s\ntopic=%s\npartition=%u\ndetail=%s\n\n", reason,
-	    e->attempts, when, group, t->name, k, detail ? detail : "");
-	int rc = mq_write_file(dfd, why, text, strlen(text), 1, 1);
+	if (why->status >= 0)
+		snprintf(status, sizeof status, "%d", why->status);
+	/* The detail is one line: a newline in it would start a key. */
+	char detail[512];
+	snprintf(detail, sizeof detail, "%s", why->detail ? why->detail : "");
+	for (char *p = detail; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	char *text = NULL;
+	size_t tl = why->tail ? why->tail_len : 0;
+	int n = asprintf(&text, "reason=%s\nattempts=%u\ntime=%s\ngroup=%s\n"
+	    "topic=%s\npartition=%u\nstatus=%s\ndetail=%s\n\n%.*s", why->reason,
+	    e->attempts, when, group, t->name, k, status, detail, (int)tl,
+	    tl ? why->tail : "");
+	int rc = n < 0 ? mq_err_sys("malloc") :
+	    mq_write_file(dfd, wname, text, (size_t)n, 1, 1);
+	free(text);
 	if (rc == 0 && renameat(curfd, curname, dfd, name) < 0)
-		rc = errno == ENOENT ? 0 : mq_err_sys("dead-letter %s", name);
+		rc = errno == ENOENT ? mq_err(EX_NOINPUT, "message %s is no longer "
+		    "claimed (its lease expired)", e->key + MQ_SEQ_DIGITS + 1) :
+		    mq_err_sys("dead-letter %s", name);
 	if (rc == 0)
 		rc = mq_fsync_fd(dfd);
 	close(dfd);

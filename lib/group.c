@@ -34,6 +34,29 @@ mq_group_conf_default(struct mq_group_conf *c)
 {
 	c->from_start = 0;
 	c->lease = MQ_LEASE_DEFAULT;
+	c->max_attempts = MQ_MAX_ATTEMPTS_DEFAULT;
+}
+
+/* The settings consumers and receipts need: lease and max-attempts. */
+int
+mq_group_settings(const struct mq_topic *t, const char *group,
+    struct mq_group_conf *c)
+{
+	struct mq_conf kv;
+	uint64_t max;
+	mq_group_conf_default(c);
+	if (mq_group_conf_read(t, group, &kv) < 0)
+		return -1;
+	int rc = mq_conf_get_double(&kv, "lease", c->lease, &c->lease,
+	    "group conf");
+	if (rc == 0)
+		rc = mq_conf_get_u64(&kv, "max-attempts", c->max_attempts, &max,
+		    "group conf");
+	if (rc == 0 && max > 1000000)
+		rc = mq_err(EX_CONFIG, "group conf: max-attempts out of range");
+	c->max_attempts = (unsigned)max;
+	mq_conf_free(&kv);
+	return rc;
 }
 
 static int
@@ -78,8 +101,8 @@ render_conf(const struct mq_topic *t, const struct mq_group_conf *c,
 	if (!buf)
 		return mq_err_sys("malloc");
 	o += (size_t)snprintf(buf + o, cap - o, "created=%.3f\nfrom-start=%d\n"
-	    "lease=%g\nstate=%s\n", created, c->from_start ? 1 : 0, c->lease,
-	    state);
+	    "lease=%g\nmax-attempts=%u\nstate=%s\n", created,
+	    c->from_start ? 1 : 0, c->lease, c->max_attempts, state);
 	for (unsigned k = 0; k < t->conf.partitions; k++)
 		o += (size_t)snprintf(buf + o, cap - o, "start.p%u=%" PRIu64 "\n",
 		    k, start[k]);

@@ -78,7 +78,8 @@ bool mq_is_entry(const char *name);   /* new/ or cur/ name */
 int mq_seq_of(const char *name, uint64_t *seq);
 struct mq_entry {
 	char key[MQ_KEY_LEN + 1];
-	unsigned attempts;
+	unsigned attempts;                  /* deliveries */
+	unsigned deferred;                  /* of which "again later" */
 	int claimed;                        /* has a lease */
 	uint64_t deadline_ms;
 	char token[9];
@@ -86,6 +87,9 @@ struct mq_entry {
 int mq_entry_parse(const char *name, struct mq_entry *);
 int mq_entry_new_name(const struct mq_entry *, char *buf, size_t len);
 int mq_entry_cur_name(const struct mq_entry *, char *buf, size_t len);
+int mq_entry_delay_name(const struct mq_entry *, uint64_t due_ms, char *buf,
+    size_t len);
+int mq_delay_parse(const char *name, uint64_t *due_ms, struct mq_entry *);
 
 /* head.c: the partition's commit record and publish lock. */
 struct mq_head {
@@ -137,16 +141,43 @@ int mq_msg_parse(char *buf, size_t len, struct mq_msg *);
 int mq_group_conf_read(const struct mq_topic *, const char *group,
     struct mq_conf *);
 int mq_group_backfill(const struct mq_topic *, const char *group);
+int mq_group_settings(const struct mq_topic *, const char *group,
+    struct mq_group_conf *);
 
 /* dlq.c */
+struct mq_why {
+	const char *reason;                 /* unreadable, max-attempts, ... */
+	const char *detail;                 /* one line, or NULL */
+	int status;                         /* handler exit status, or -1 */
+	const char *tail;                   /* handler's stderr tail */
+	size_t tail_len;
+};
 int mq_dlq_put(const struct mq_topic *, unsigned k, const char *group,
     int curfd, const char *curname, const struct mq_entry *,
-    const char *reason, const char *detail);
+    const struct mq_why *);
+
+/* settle.c: a group's directories in one partition, and giving back,
+ * rejecting, finding and extending claims. */
+struct mq_gdirs {
+	int newfd, curfd, delayfd;
+};
+int mq_gdirs_open(const struct mq_topic *, unsigned k, const char *group,
+    struct mq_gdirs *);
+void mq_gdirs_close(struct mq_gdirs *);
+int mq_claim_return(const struct mq_topic *, unsigned k, const char *group,
+    const struct mq_gdirs *, const char *curname, const struct mq_nack *,
+    unsigned max_attempts);
+int mq_claim_reject(const struct mq_topic *, unsigned k, const char *group,
+    const struct mq_gdirs *, const char *curname, const struct mq_why *);
+int mq_claim_find(const struct mq_gdirs *, const char *curname, char *out,
+    size_t len);
+int mq_claim_extend(const struct mq_gdirs *, const char *curname,
+    double seconds, char *out, size_t len);
 
 /* consume.c */
+const char *mq_sub_group(const mq_sub *);
 int mq_claim_read(const struct mq_topic *, int curfd, const char *curname,
     struct mq_msg **out);
-int mq_claim_expire(DIR *cur, int newfd, double now, double *earliest);
 
 /* receipt.c */
 int mq_receipt_make(const char *topic, const char *group, unsigned k,

@@ -29,6 +29,7 @@
 #define MQ_MESSAGE_MAX_LIMIT (256 * 1024 * 1024)
 #define MQ_HEADER_BLOCK_MAX (64 * 1024)
 #define MQ_LEASE_DEFAULT 30.0
+#define MQ_MAX_ATTEMPTS_DEFAULT 5
 
 /* Exit code for "nothing arrived before the timeout" (mq-sub). */
 #define MQ_EX_EMPTY 1
@@ -98,6 +99,7 @@ void mq_topic_info_free(struct mq_topic_info *);
 struct mq_group_conf {
 	int from_start;                  /* backfill what the log still holds */
 	double lease;                    /* default lease, seconds */
+	unsigned max_attempts;           /* failures before dead-lettering; 0: never */
 };
 void mq_group_conf_default(struct mq_group_conf *);
 /* Creates the topic if needed.  Returns 1 if created, 0 if it existed. */
@@ -177,16 +179,56 @@ mq_sub *mq_sub_open(mq_spool *, const char *topic, const char *group,
  * of the options ended the wait), -1 on error. */
 int mq_sub_receive(mq_sub *, double timeout, struct mq_msg **out);
 int mq_sub_ack(mq_sub *, const struct mq_msg *);
-int mq_sub_nack(mq_sub *, const struct mq_msg *);
+
+/* How a message is given back (NULL: at once, as a failure). */
+struct mq_nack {
+	double delay;                    /* seconds until it is pending again */
+	int deferred;                    /* "again later" (exit 75): no failure */
+	int status;                      /* the handler's exit status, or -1 */
+	const char *detail;              /* for the dead-letter record */
+	const char *tail;                /* the handler's stderr, its last bytes */
+	size_t tail_len;
+};
+/* Gives a message back for another delivery, or dead-letters it when it
+ * has failed the group's max-attempts times: returns 0 or 1 (dead). */
+int mq_sub_nack(mq_sub *, const struct mq_msg *, const struct mq_nack *);
+/* Dead-letters a message at once, with the reason "rejected". */
+int mq_sub_reject(mq_sub *, const struct mq_msg *, const struct mq_nack *);
+/* Moves the lease deadline to now + seconds; the receipt stays valid. */
+int mq_sub_extend(mq_sub *, struct mq_msg *, double seconds);
+/* Runs `sh -c cmd` for a message: body on stdin, MQ_ID, MQ_TOPIC,
+ * MQ_GROUP, MQ_KEY, MQ_RECEIPT, MQ_PARTITION, MQ_SEQ, MQ_ATTEMPTS in its
+ * environment; extends the lease every lease/3 seconds while it runs;
+ * after timeout seconds (> 0) sends SIGTERM, 5 s later SIGKILL.  Its
+ * stderr passes through to ours; the last 4 KiB are kept in the result. */
+struct mq_handler_result {
+	int status;                      /* exit status, 128 + signal if killed */
+	int timed_out;
+	char tail[4096];
+	size_t tail_len;
+};
+int mq_sub_run(mq_sub *, struct mq_msg *, const char *cmd, double timeout,
+    struct mq_handler_result *);
+/* The delay before the n-th retry: base * 2^(n-1), at most max, with
+ * jitter (between half and all of it). */
+double mq_backoff(double base, double max, unsigned n);
+/* The lease this subscription claims with, and the group's max-attempts. */
+double mq_sub_lease(const mq_sub *);
+unsigned mq_sub_max_attempts(const mq_sub *);
 /* True when the topic's filesystem is polled rather than watched. */
 int mq_sub_polling(const mq_sub *);
 void mq_sub_close(mq_sub *);
 
-/* Receipts, for acking from another process. */
+/* Receipts, for settling from another process.  A receipt stays valid
+ * while its claim lasts, extensions included. */
 int mq_receipt_ack(mq_spool *, const char *topic, const char *group,
     const char *receipt);
 int mq_receipt_nack(mq_spool *, const char *topic, const char *group,
-    const char *receipt);
+    const char *receipt, const struct mq_nack *);
+int mq_receipt_reject(mq_spool *, const char *topic, const char *group,
+    const char *receipt, const struct mq_nack *);
+int mq_receipt_extend(mq_spool *, const char *topic, const char *group,
+    const char *receipt, double seconds);
 
 /* Output of a message: JSON object on one line, or a kcat-style format
  * (see mq-sub(1)).  mq_format_check validates a format string. */

@@ -8,8 +8,11 @@
  *
  * Entry names inside a partition (mq-spool(5)):
  *   KEY            <seq: 20 digits>.<id: 32 hex>
- *   new/ entry     KEY or KEY,a<attempts>
- *   cur/ entry     KEY,a<attempts>,l<deadline ms>,r<8 hex>:2,
+ *   new/ entry     KEY, or KEY,a<attempts>[,d<deferred>]
+ *   cur/ entry     KEY,a<attempts>[,d<deferred>],l<deadline ms>,r<8 hex>:2,
+ *   delay/ entry   <due ms: 20 digits>.<new/ entry>
+ * Attempts count deliveries; deferred counts those a handler asked to
+ * have again later (exit 75), which are not failures.
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -129,10 +132,13 @@ mq_entry_parse(const char *name, struct mq_entry *e)
 	const char *p = name + MQ_KEY_LEN;
 	if (!*p)
 		return 0;
-	uint64_t a;
+	uint64_t a, d = 0;
 	if (strncmp(p, ",a", 2) || !(p = number(p + 2, &a)) || a > 1000000000)
 		return -1;
+	if (!strncmp(p, ",d", 2) && (!(p = number(p + 2, &d)) || d > a))
+		return -1;
 	e->attempts = (unsigned)a;
+	e->deferred = (unsigned)d;
 	if (!*p)
 		return 0;
 	if (strncmp(p, ",l", 2) || !(p = number(p + 2, &e->deadline_ms)))
@@ -148,6 +154,17 @@ mq_entry_parse(const char *name, struct mq_entry *e)
 	return 0;
 }
 
+int
+mq_delay_parse(const char *name, uint64_t *due_ms, struct mq_entry *e)
+{
+	if (strlen(name) < MQ_SEQ_DIGITS + 1 || !digits(name, MQ_SEQ_DIGITS) ||
+	    name[MQ_SEQ_DIGITS] != '.')
+		return -1;
+	*due_ms = strtoull(name, NULL, 10);
+	return mq_entry_parse(name + MQ_SEQ_DIGITS + 1, e) < 0 || e->claimed ?
+	    -1 : 0;
+}
+
 bool
 mq_is_entry(const char *name)
 {
@@ -155,17 +172,39 @@ mq_is_entry(const char *name)
 	return mq_entry_parse(name, &e) == 0;
 }
 
+/* The attempts part of a name: ",a<n>" and ",d<m>" when m > 0. */
+static int
+counts(const struct mq_entry *e, char *buf, size_t len)
+{
+	if (e->deferred)
+		return mq_path(buf, len, ",a%u,d%u", e->attempts, e->deferred);
+	return mq_path(buf, len, ",a%u", e->attempts);
+}
+
 int
 mq_entry_new_name(const struct mq_entry *e, char *buf, size_t len)
 {
+	char c[32];
 	if (e->attempts == 0)
 		return mq_path(buf, len, "%s", e->key);
-	return mq_path(buf, len, "%s,a%u", e->key, e->attempts);
+	return counts(e, c, sizeof c) < 0 ? -1 :
+	    mq_path(buf, len, "%s%s", e->key, c);
 }
 
 int
 mq_entry_cur_name(const struct mq_entry *e, char *buf, size_t len)
 {
-	return mq_path(buf, len, "%s,a%u,l%" PRIu64 ",r%s:2,", e->key,
-	    e->attempts, e->deadline_ms, e->token);
+	char c[32];
+	return counts(e, c, sizeof c) < 0 ? -1 :
+	    mq_path(buf, len, "%s%s,l%" PRIu64 ",r%s:2,", e->key, c,
+	    e->deadline_ms, e->token);
+}
+
+int
+mq_entry_delay_name(const struct mq_entry *e, uint64_t due_ms, char *buf,
+    size_t len)
+{
+	char n[MQ_KEY_LEN + 32];
+	return mq_entry_new_name(e, n, sizeof n) < 0 ? -1 :
+	    mq_path(buf, len, "%020" PRIu64 ".%s", due_ms, n);
 }

@@ -5,9 +5,11 @@
  * cur/ name without its ":2," suffix: KEY,a<attempts>,l<deadline ms>,
  * r<token>.  Every claim of a message has its own attempts, deadline and
  * token, so a receipt from an expired lease can never name a later claim:
- * acking with it finds nothing and changes nothing.  A receipt whose
- * deadline has passed is refused even if the claim is still there, since
- * another consumer may return it to the queue at any moment.
+ * acking with it finds nothing and changes nothing.  Extending a lease
+ * renames the claim with a new deadline but the same message, attempts
+ * and token, which is how its receipt still finds it.  A claim whose
+ * deadline has passed is refused even if it is still there, since another
+ * consumer may return it to the queue at any moment.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -76,10 +78,14 @@ receipt_parse(const char *s, const char *topic, const char *group,
 	return mq_path(r->cur, sizeof r->cur, "%s:2,", p);
 }
 
-/* Opens the claim's group directories; nack needs new/ as well. */
+enum settle { ACK, NACK, REJECT, EXTEND };
+
+/* Finds the claim a receipt names (extensions change its deadline, not
+ * its identity), refuses it if its lease has passed, and settles it. */
 static int
 receipt_settle(mq_spool *sp, const char *topic, const char *group,
-    const char *receipt, int nack)
+    const char *receipt, enum settle op, const struct mq_nack *how,
+    double seconds)
 {
 	struct receipt r;
 	if (mq_name_check("topic", topic) < 0 ||
@@ -89,42 +95,50 @@ receipt_settle(mq_spool *sp, const char *topic, const char *group,
 	struct mq_topic t;
 	if (mq_topic_open(sp, topic, 0, &t) < 0)
 		return -1;
-	int rc = 0, curfd = -1, newfd = -1;
-	char path[MQ_NAME_MAX + 16];
+	struct mq_gdirs d = { -1, -1, -1 };
+	struct mq_group_conf gc;
+	char cur[MQ_KEY_LEN + 64];
+	struct mq_entry now_e;
+	int rc = 0;
 	if (r.k >= t.conf.partitions)
 		rc = mq_err(EX_DATAERR, "receipt names partition %u; topic '%s' "
 		    "has %u", r.k, topic, t.conf.partitions);
-	else if (mq_group_exists(sp, topic, group) != 1)
-		rc = mq_err(EX_NOINPUT, "no group '%s' on topic '%s'", group,
-		    topic);
-	else if ((double)r.e.deadline_ms / 1000 < mq_now())
+	else if (mq_group_settings(&t, group, &gc) < 0)
+		rc = -1;
+	if (rc == 0)
+		rc = mq_gdirs_open(&t, r.k, group, &d);
+	if (rc == 0)
+		rc = mq_claim_find(&d, r.cur, cur, sizeof cur);
+	if (rc == 0 && (mq_entry_parse(cur, &now_e) < 0 ||
+	    (double)now_e.deadline_ms / 1000 < mq_now()))
 		rc = mq_err(EX_NOINPUT, "lease of message %s has expired",
 		    r.e.key + MQ_SEQ_DIGITS + 1);
-	if (rc == 0 && (mq_path(path, sizeof path, "g/%s/cur", group) < 0 ||
-	    (curfd = mq_dir_open(t.pfd[r.k], path)) < 0 ||
-	    mq_path(path, sizeof path, "g/%s/new", group) < 0 ||
-	    (newfd = mq_dir_open(t.pfd[r.k], path)) < 0))
-		rc = -1;
 	if (rc == 0) {
-		char name[MQ_KEY_LEN + 32];
-		if (nack) {
-			rc = mq_entry_new_name(&r.e, name, sizeof name);
-			if (rc == 0 && renameat(curfd, r.cur, newfd, name) < 0)
-				rc = -1;
-		} else if (unlinkat(curfd, r.cur, 0) < 0) {
-			rc = -1;
+		char out[MQ_KEY_LEN + 64];
+		struct mq_why why = { "rejected", how ? how->detail : NULL, -1,
+		    NULL, 0 };
+		switch (op) {
+		case ACK:
+			if (unlinkat(d.curfd, cur, 0) < 0)
+				rc = errno == ENOENT ? mq_err(EX_NOINPUT, "message "
+				    "%s is gone (its lease expired and it was "
+				    "claimed again)", r.e.key + MQ_SEQ_DIGITS + 1) :
+				    mq_err_sys("ack");
+			break;
+		case NACK:
+			rc = mq_claim_return(&t, r.k, group, &d, cur, how,
+			    gc.max_attempts);
+			rc = rc < 0 ? -1 : 0;
+			break;
+		case REJECT:
+			rc = mq_claim_reject(&t, r.k, group, &d, cur, &why);
+			break;
+		case EXTEND:
+			rc = mq_claim_extend(&d, cur, seconds, out, sizeof out);
+			break;
 		}
-		if (rc < 0 && errno == ENOENT)
-			mq_err(EX_NOINPUT, "message %s is gone (acked, or its "
-			    "lease expired and it was claimed again)",
-			    r.e.key + MQ_SEQ_DIGITS + 1);
-		else if (rc < 0)
-			mq_err_sys(nack ? "nack" : "ack");
 	}
-	if (curfd >= 0)
-		close(curfd);
-	if (newfd >= 0)
-		close(newfd);
+	mq_gdirs_close(&d);
 	mq_topic_close(&t);
 	return rc;
 }
@@ -133,12 +147,26 @@ int
 mq_receipt_ack(mq_spool *sp, const char *topic, const char *group,
     const char *receipt)
 {
-	return receipt_settle(sp, topic, group, receipt, 0);
+	return receipt_settle(sp, topic, group, receipt, ACK, NULL, 0);
 }
 
 int
 mq_receipt_nack(mq_spool *sp, const char *topic, const char *group,
-    const char *receipt)
+    const char *receipt, const struct mq_nack *how)
 {
-	return receipt_settle(sp, topic, group, receipt, 1);
+	return receipt_settle(sp, topic, group, receipt, NACK, how, 0);
+}
+
+int
+mq_receipt_reject(mq_spool *sp, const char *topic, const char *group,
+    const char *receipt, const struct mq_nack *how)
+{
+	return receipt_settle(sp, topic, group, receipt, REJECT, how, 0);
+}
+
+int
+mq_receipt_extend(mq_spool *sp, const char *topic, const char *group,
+    const char *receipt, double seconds)
+{
+	return receipt_settle(sp, topic, group, receipt, EXTEND, NULL, seconds);
 }

@@ -1,6 +1,7 @@
 /*
- * mq-ack: acknowledge (or return, with --nack) messages claimed with
- * mq-sub --manual, by their receipts.
+ * mq-ack: acknowledge messages claimed with mq-sub --manual, by their
+ * receipts; or give them back (--nack), dead-letter them (--reject), or
+ * extend their leases (--extend).
  */
 #include <err.h>
 #include <stdlib.h>
@@ -12,24 +13,42 @@
 
 #include "tool.h"
 
-enum { OPT_NACK = 256, OPT_HELP };
+enum { OPT_NACK = 256, OPT_HELP, OPT_DELAY, OPT_REJECT, OPT_REASON, OPT_EXTEND };
+
+static struct {
+	int op;                         /* OPT_NACK, OPT_REJECT, OPT_EXTEND or 0 */
+	double seconds;                 /* --extend */
+	struct mq_nack how;
+} opt = { .how = { .status = -1 } };
 
 static void
 usage(int code)
 {
 	fprintf(code ? stderr : stdout,
-	    "usage: %s [-s SPOOL] -g GROUP [--nack] TOPIC [RECEIPT...]\n",
-	    getprogname());
+	    "usage: %s [-s SPOOL] -g GROUP [--nack [--delay SECONDS] | "
+	    "--reject [--reason TEXT] |\n              --extend SECONDS] TOPIC "
+	    "[RECEIPT...]\n", getprogname());
 	exit(code);
 }
 
 /* Settles one receipt; returns 0 or the exit code its refusal deserves. */
 static int
-settle(mq_spool *sp, const char *topic, const char *group, const char *r,
-    int nack)
+settle(mq_spool *sp, const char *topic, const char *group, const char *r)
 {
-	int rc = nack ? mq_receipt_nack(sp, topic, group, r) :
-	    mq_receipt_ack(sp, topic, group, r);
+	int rc;
+	switch (opt.op) {
+	case OPT_NACK:
+		rc = mq_receipt_nack(sp, topic, group, r, &opt.how);
+		break;
+	case OPT_REJECT:
+		rc = mq_receipt_reject(sp, topic, group, r, &opt.how);
+		break;
+	case OPT_EXTEND:
+		rc = mq_receipt_extend(sp, topic, group, r, opt.seconds);
+		break;
+	default:
+		rc = mq_receipt_ack(sp, topic, group, r);
+	}
 	if (rc == 0)
 		return 0;
 	warnx("%s", mq_errmsg());
@@ -41,16 +60,43 @@ main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "nack", no_argument, NULL, OPT_NACK },
+		{ "delay", required_argument, NULL, OPT_DELAY },
+		{ "reject", no_argument, NULL, OPT_REJECT },
+		{ "reason", required_argument, NULL, OPT_REASON },
+		{ "extend", required_argument, NULL, OPT_EXTEND },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spool = NULL, *group = NULL;
-	int c, nack = 0;
+	int c, delay = 0, reason = 0;
 	while ((c = getopt_long(argc, argv, "g:s:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'g': group = optarg; break;
 		case 's': spool = optarg; break;
-		case OPT_NACK: nack = 1; break;
+		case OPT_NACK:
+		case OPT_REJECT:
+			if (opt.op && opt.op != c)
+				errx(EX_USAGE, "choose one of --nack, --reject and "
+				    "--extend");
+			opt.op = c;
+			break;
+		case OPT_EXTEND:
+			if (opt.op && opt.op != c)
+				errx(EX_USAGE, "choose one of --nack, --reject and "
+				    "--extend");
+			opt.op = c;
+			opt.seconds = tool_duration("--extend", optarg);
+			if (opt.seconds <= 0)
+				errx(EX_USAGE, "--extend: must be more than 0");
+			break;
+		case OPT_DELAY:
+			opt.how.delay = tool_duration("--delay", optarg);
+			delay = 1;
+			break;
+		case OPT_REASON:
+			opt.how.detail = optarg;
+			reason = 1;
+			break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
@@ -59,6 +105,10 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (argc < 1 || !group)
 		usage(EX_USAGE);
+	if (delay && opt.op != OPT_NACK)
+		errx(EX_USAGE, "--delay goes with --nack");
+	if (reason && opt.op != OPT_REJECT)
+		errx(EX_USAGE, "--reason goes with --reject");
 	tool_name("topic", argv[0]);
 	tool_name("group", group);
 
@@ -66,7 +116,7 @@ main(int argc, char *argv[])
 	int worst = 0, rc;
 	if (argc > 1) {
 		for (int i = 1; i < argc; i++)
-			if ((rc = settle(sp, argv[0], group, argv[i], nack)) > worst)
+			if ((rc = settle(sp, argv[0], group, argv[i])) > worst)
 				worst = rc;
 	} else {
 		char *line = NULL;
@@ -77,7 +127,7 @@ main(int argc, char *argv[])
 				line[--len] = 0;
 			if (len == 0)
 				continue;
-			if ((rc = settle(sp, argv[0], group, line, nack)) > worst)
+			if ((rc = settle(sp, argv[0], group, line)) > worst)
 				worst = rc;
 		}
 		free(line);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,15 +24,19 @@
 
 enum {
 	OPT_EXEC = 256, OPT_FROM_START, OPT_JSON, OPT_LEASE, OPT_MANUAL,
-	OPT_UNSUBSCRIBE, OPT_HELP,
+	OPT_UNSUBSCRIBE, OPT_HELP, OPT_BACKOFF, OPT_HANDLER_TIMEOUT,
+	OPT_MAX_ATTEMPTS,
 };
 
 static struct {
 	const char *group, *format, *exec;
 	int follow, json, manual, nul, quiet;
 	unsigned long count;
-	double timeout;
-} opt;
+	double timeout, handler_timeout;
+	double backoff, backoff_max;
+} opt = { .backoff = 1, .backoff_max = 300 };
+
+static int handler_failed;
 
 static volatile sig_atomic_t stopping;
 static int wake_pipe[2] = { -1, -1 };
@@ -55,8 +60,10 @@ usage(int code)
 {
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-0fq] [-F FORMAT] -g GROUP [-n COUNT] [-s SPOOL] "
-	    "[-t SECONDS]\n              [--exec CMD] [--from-start] [--json] "
-	    "[--lease SECONDS] [--manual]\n              [--unsubscribe] TOPIC\n",
+	    "[-t SECONDS]\n              [--exec CMD [--backoff BASE[:MAX]] "
+	    "[--handler-timeout SECONDS]]\n              [--from-start] [--json] "
+	    "[--lease SECONDS] [--manual] [--max-attempts N]\n"
+	    "              [--unsubscribe] TOPIC\n",
 	    getprogname());
 	exit(code);
 }
@@ -76,99 +83,82 @@ print(const struct mq_msg *m)
 }
 
 static void
-setenv_u(const char *name, unsigned long long v)
-{
-	char buf[32];
-	snprintf(buf, sizeof buf, "%llu", v);
-	setenv(name, buf, 1);
-}
-
-/* Runs the handler with the body on its standard input; returns its exit
- * status (128 + signal if it was killed). */
-static int
-run_handler(const struct mq_msg *m)
-{
-	int fds[2];
-	if (pipe(fds) < 0)
-		err(EX_OSERR, "pipe");
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid < 0)
-		err(EX_OSERR, "fork");
-	if (pid == 0) {
-		close(fds[1]);
-		if (dup2(fds[0], 0) < 0)
-			_exit(EX_OSERR);
-		close(fds[0]);
-		setenv("MQ_ID", m->id, 1);
-		setenv("MQ_TOPIC", m->topic ? m->topic : "", 1);
-		setenv("MQ_GROUP", opt.group, 1);
-		setenv("MQ_KEY", m->key ? m->key : "", 1);
-		setenv("MQ_RECEIPT", m->receipt, 1);
-		setenv_u("MQ_PARTITION", m->partition);
-		setenv_u("MQ_SEQ", m->seq);
-		setenv_u("MQ_ATTEMPTS", m->attempts);
-		signal(SIGPIPE, SIG_DFL);
-		execl("/bin/sh", "sh", "-c", opt.exec, (char *)NULL);
-		_exit(127);
-	}
-	close(fds[0]);
-	const unsigned char *p = m->body;
-	size_t left = m->len;
-	while (left) {
-		ssize_t w = write(fds[1], p, left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;          /* the handler need not read it all */
-		p += w;
-		left -= (size_t)w;
-	}
-	close(fds[1]);
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			err(EX_OSERR, "waitpid");
-	return WIFEXITED(status) ? WEXITSTATUS(status) :
-	    128 + WTERMSIG(status);
-}
-
-static void
 settle(mq_sub *sub, struct mq_msg *m, int ok)
 {
-	if ((ok ? mq_sub_ack(sub, m) : mq_sub_nack(sub, m)) < 0)
+	if ((ok ? mq_sub_ack(sub, m) : mq_sub_nack(sub, m, NULL)) < 0)
 		warnx("%s", mq_errmsg());
 }
 
 /* Without -f a run gives each message one chance: a message its handler
- * refused stays claimed until the run ends, then goes back, so a cron job
- * neither spins on it nor counts a delivery that did not happen. */
+ * refused stays claimed until the run ends, then goes back (after its
+ * backoff), so a cron job neither spins on it nor counts a delivery that
+ * did not happen. */
+struct refusal {
+	struct mq_msg *m;
+	struct mq_nack how;
+	struct mq_handler_result r;
+};
 static struct {
-	struct mq_msg **m;
+	struct refusal *v;
 	size_t n, cap;
 } refused;
 
 static void
-refuse_later(struct mq_msg *m)
+give_back(mq_sub *sub, struct mq_msg *m, const struct mq_nack *how)
 {
-	if (refused.n == refused.cap) {
-		refused.cap = refused.cap ? refused.cap * 2 : 16;
-		refused.m = reallocarray(refused.m, refused.cap, sizeof *refused.m);
-		if (!refused.m)
-			err(EX_OSERR, "malloc");
-	}
-	refused.m[refused.n++] = m;
+	int rc = mq_sub_nack(sub, m, how);
+	if (rc < 0)
+		warnx("%s", mq_errmsg());
+	else if (rc == 1)
+		warnx("message %s dead-lettered after %u deliveries", m->id,
+		    m->attempts);
 }
 
 static void
 give_back_refused(mq_sub *sub)
 {
 	for (size_t i = 0; i < refused.n; i++) {
-		/* If its lease ran out meanwhile, it is back already. */
-		mq_sub_nack(sub, refused.m[i]);
-		mq_msg_free(refused.m[i]);
+		struct refusal *f = &refused.v[i];
+		f->how.tail = f->r.tail;
+		give_back(sub, f->m, &f->how);
+		mq_msg_free(f->m);
 	}
-	free(refused.m);
+	free(refused.v);
+}
+
+/* Runs the handler for one message and settles it: exit 0 acks, 75 asks
+ * for it again later (not a failure), anything else is a failure that
+ * comes back after a backoff, or goes to the dead letters at the last. */
+static void
+handle(mq_sub *sub, struct mq_msg *m)
+{
+	struct refusal f = { .m = m };
+	if (mq_sub_run(sub, m, opt.exec, opt.handler_timeout, &f.r) < 0)
+		warnx("%s", mq_errmsg());
+	if (f.r.status == 0) {
+		settle(sub, m, 1);
+		mq_msg_free(m);
+		return;
+	}
+	f.how.status = f.r.status;
+	f.how.deferred = f.r.status == EX_TEMPFAIL;
+	f.how.detail = f.r.timed_out ? "handler timed out" : NULL;
+	f.how.tail_len = f.r.tail_len;
+	f.how.delay = mq_backoff(opt.backoff, opt.backoff_max, m->attempts);
+	if (opt.follow) {
+		f.how.tail = f.r.tail;
+		give_back(sub, m, &f.how);
+		mq_msg_free(m);
+		return;
+	}
+	handler_failed = 1;
+	if (refused.n == refused.cap) {
+		refused.cap = refused.cap ? refused.cap * 2 : 16;
+		refused.v = reallocarray(refused.v, refused.cap, sizeof *refused.v);
+		if (!refused.v)
+			err(EX_OSERR, "malloc");
+	}
+	refused.v[refused.n++] = f;
 }
 
 /* Receives up to max messages: waits up to timeout for the first, then
@@ -194,8 +184,6 @@ receive(mq_sub *sub, double timeout, struct mq_msg **batch, size_t max)
 	return n;
 }
 
-static int handler_failed;
-
 static unsigned long
 consume(mq_sub *sub)
 {
@@ -213,15 +201,8 @@ consume(mq_sub *sub)
 		int out_ok = 1;
 		for (size_t i = 0; i < n; i++) {
 			if (opt.exec) {
-				int ok = run_handler(batch[i]) == 0;
-				if (!ok)
-					handler_failed = 1;
-				if (!ok && !opt.follow) {
-					refuse_later(batch[i]);
-					batch[i] = NULL;
-				} else {
-					settle(sub, batch[i], ok);
-				}
+				handle(sub, batch[i]);
+				batch[i] = NULL;
 			} else if (print(batch[i]) < 0) {
 				out_ok = 0;
 			}
@@ -241,6 +222,23 @@ consume(mq_sub *sub)
 	return delivered;
 }
 
+/* --backoff BASE[:MAX] */
+static void
+backoff(const char *arg)
+{
+	char *copy = strdup(arg), *colon;
+	if (!copy)
+		err(EX_OSERR, "malloc");
+	if ((colon = strchr(copy, ':')))
+		*colon = 0;
+	opt.backoff = tool_duration("--backoff", copy);
+	opt.backoff_max = colon ? tool_duration("--backoff", colon + 1) :
+	    fmax(opt.backoff, 300);
+	if (opt.backoff_max < opt.backoff)
+		errx(EX_USAGE, "--backoff: MAX is smaller than BASE");
+	free(copy);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -251,6 +249,9 @@ main(int argc, char *argv[])
 		{ "lease", required_argument, NULL, OPT_LEASE },
 		{ "manual", no_argument, NULL, OPT_MANUAL },
 		{ "unsubscribe", no_argument, NULL, OPT_UNSUBSCRIBE },
+		{ "backoff", required_argument, NULL, OPT_BACKOFF },
+		{ "handler-timeout", required_argument, NULL, OPT_HANDLER_TIMEOUT },
+		{ "max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -282,6 +283,15 @@ main(int argc, char *argv[])
 			so.group.lease = so.lease;
 			break;
 		case OPT_MANUAL: opt.manual = 1; break;
+		case OPT_BACKOFF: backoff(optarg); break;
+		case OPT_HANDLER_TIMEOUT:
+			opt.handler_timeout = tool_duration("--handler-timeout",
+			    optarg);
+			break;
+		case OPT_MAX_ATTEMPTS:
+			so.group.max_attempts = (unsigned)tool_number(
+			    "--max-attempts", optarg, 0, 1000000);
+			break;
 		case OPT_UNSUBSCRIBE: unsubscribe = 1; break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);

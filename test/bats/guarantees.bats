@@ -573,7 +573,7 @@ EOF
 	local id
 	id=$(mq-pub -k kk t hello)
 	export OUT=$TD/h
-	run --separate-stderr mq-sub -n 1 --exec '
+	run --separate-stderr mq-sub -n 1 --backoff 0 --exec '
 		cat >"$OUT.body"
 		printf "%s\n" "$MQ_ID" "$MQ_TOPIC" "$MQ_GROUP" "$MQ_PARTITION" "$MQ_SEQ" \
 		    "$MQ_KEY" "$MQ_RECEIPT" "$MQ_ATTEMPTS" >"$OUT.env"
@@ -602,10 +602,10 @@ EOF
 	group_empty t g
 }
 
-@test "--exec -f: a failing handler gets the message again at once, with attempts incremented" {
+@test "--exec -f --backoff 0: a failing handler gets the message again at once, with attempts incremented" {
 	mkgroup t g
 	mq-pub -q t job
-	run --separate-stderr mq-sub -f -n 3 --exec 'echo "$(cat) $MQ_ATTEMPTS"; [ "$MQ_ATTEMPTS" -ge 3 ]' -g g t
+	run --separate-stderr mq-sub -f -n 3 --backoff 0 --exec 'echo "$(cat) $MQ_ATTEMPTS"; [ "$MQ_ATTEMPTS" -ge 3 ]' -g g t
 	assert_output $'job 1\njob 2\njob 3'
 	group_empty t g
 }
@@ -613,7 +613,7 @@ EOF
 @test "--exec without -f: a refused message is tried once per run, given back at the end, exit 75" {
 	mkgroup t g
 	mq-pub -q t a b c
-	run --separate-stderr mq-sub --exec 'x=$(cat); echo "$x $MQ_ATTEMPTS"; [ "$x" != b ]' -g g t
+	run --separate-stderr mq-sub --backoff 0 --exec 'x=$(cat); echo "$x $MQ_ATTEMPTS"; [ "$x" != b ]' -g g t
 	assert_equal "$status" 75
 	assert_output $'a 1\nb 1\nc 1'
 	# b is back in new/ with one delivery counted, nothing is claimed.

@@ -216,7 +216,7 @@ test_receipts(mq_spool *sp)
 	    "receipt of another group refused");
 	ok(mq_receipt_ack(sp, "t3", "g", "t3/g/0/garbage") < 0 &&
 	    mq_errcode() == EX_DATAERR, "malformed receipt refused");
-	ok(mq_receipt_nack(sp, "t3", "g", r) == 0, "nack by receipt");
+	ok(mq_receipt_nack(sp, "t3", "g", r, NULL) == 0, "nack by receipt");
 	ok(mq_receipt_ack(sp, "t3", "g", r) < 0 && mq_errcode() == EX_NOINPUT,
 	    "stale receipt refused after nack");
 	mq_msg_free(msg);

@@ -1,0 +1,202 @@
+/*
+ * handler.c: running a command for a message (mq-sub --exec).
+ *
+ * The command runs under /bin/sh with the body on its standard input and
+ * the message in its environment.  While it runs, the lease is extended
+ * every third of its length (a heartbeat), so a slow handler that is alive
+ * never sees its message delivered to someone else; a handler that dies
+ * with its consumer stops the heartbeat and the lease runs out.  Its
+ * standard error passes through, and its last bytes are kept for the
+ * dead-letter record.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/wait.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static void
+setenv_u(const char *name, unsigned long long v)
+{
+	char buf[32];
+	snprintf(buf, sizeof buf, "%llu", v);
+	setenv(name, buf, 1);
+}
+
+static void __attribute__((noreturn))
+child(const struct mq_msg *m, const char *group, const char *cmd, int in,
+    int errw)
+{
+	if (dup2(in, 0) < 0 || dup2(errw, 2) < 0)
+		_exit(EX_OSERR);
+	close(in);
+	close(errw);
+	setenv("MQ_ID", m->id, 1);
+	setenv("MQ_TOPIC", m->topic ? m->topic : "", 1);
+	setenv("MQ_GROUP", group, 1);
+	setenv("MQ_KEY", m->key ? m->key : "", 1);
+	setenv("MQ_RECEIPT", m->receipt ? m->receipt : "", 1);
+	setenv_u("MQ_PARTITION", m->partition);
+	setenv_u("MQ_SEQ", m->seq);
+	setenv_u("MQ_ATTEMPTS", m->attempts);
+	signal(SIGPIPE, SIG_DFL);
+	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+	_exit(127);
+}
+
+/* Keeps the last bytes of what the handler wrote to stderr. */
+static void
+keep_tail(struct mq_handler_result *r, const char *p, size_t n)
+{
+	size_t cap = sizeof r->tail;
+	if (n >= cap) {
+		memcpy(r->tail, p + n - cap, cap);
+		r->tail_len = cap;
+		return;
+	}
+	if (r->tail_len + n > cap) {
+		size_t drop = r->tail_len + n - cap;
+		memmove(r->tail, r->tail + drop, r->tail_len - drop);
+		r->tail_len -= drop;
+	}
+	memcpy(r->tail + r->tail_len, p, n);
+	r->tail_len += n;
+}
+
+static void
+pass_stderr(int fd, struct mq_handler_result *r)
+{
+	char buf[4096];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0) {
+		(void)!write(2, buf, (size_t)n);
+		keep_tail(r, buf, (size_t)n);
+	}
+}
+
+static double
+mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int
+mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
+    struct mq_handler_result *r)
+{
+	double lease = mq_sub_lease(s);
+	int in[2], errp[2];
+	memset(r, 0, sizeof *r);
+	r->status = -1;
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return mq_err_sys("pipe");
+	if (pipe2(errp, O_CLOEXEC) < 0) {
+		close(in[0]);
+		close(in[1]);
+		return mq_err_sys("pipe");
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		mq_err_sys("fork");
+		close(in[0]); close(in[1]); close(errp[0]); close(errp[1]);
+		return -1;
+	}
+	if (pid == 0)
+		child(m, mq_sub_group(s), cmd, in[0], errp[1]);
+	close(in[0]);
+	close(errp[1]);
+	int pfd = pidfd_open(pid, 0);
+	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	const unsigned char *body = m->body;
+	size_t left = m->len;
+	if (!left) {
+		close(in[1]);
+		in[1] = -1;
+	}
+	double start = mono(), beat = start + lease / 3, killed = 0;
+	int status = -1;
+	for (;;) {
+		struct pollfd p[3] = {
+			{ .fd = pfd, .events = POLLIN },
+			{ .fd = errp[0], .events = POLLIN },
+			{ .fd = in[1], .events = POLLOUT },
+		};
+		double now = mono(), next = beat;
+		if (timeout > 0)
+			next = fmin(next, killed ? killed + 5 : start + timeout);
+		int ms = next <= now ? 0 : (int)ceil((next - now) * 1000);
+		if (pfd < 0)
+			ms = ms > 50 ? 50 : ms;     /* no pidfd: look now and then */
+		if (poll(p, 3, ms) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			pass_stderr(errp[0], r);
+		if (p[2].revents && in[1] >= 0) {
+			ssize_t w = write(in[1], body, left);
+			if (w > 0) {
+				body += w;
+				left -= (size_t)w;
+			}
+			/* A handler need not read all of its input. */
+			if (left == 0 || (w < 0 && errno != EAGAIN)) {
+				close(in[1]);
+				in[1] = -1;
+			}
+		}
+		int ws;
+		if (waitpid(pid, &ws, WNOHANG) == pid) {
+			status = WIFEXITED(ws) ? WEXITSTATUS(ws) :
+			    128 + WTERMSIG(ws);
+			break;
+		}
+		now = mono();
+		if (now >= beat) {
+			/* The heartbeat: a claim that is gone cannot be kept. */
+			mq_sub_extend(s, m, lease);
+			beat = now + lease / 3;
+		}
+		if (timeout > 0 && now >= start + timeout) {
+			if (!killed) {
+				kill(pid, SIGTERM);
+				killed = now;
+				r->timed_out = 1;
+			} else if (now >= killed + 5) {
+				kill(pid, SIGKILL);
+			}
+		}
+	}
+	pass_stderr(errp[0], r);
+	if (in[1] >= 0)
+		close(in[1]);
+	close(errp[0]);
+	if (pfd >= 0)
+		close(pfd);
+	r->status = status;
+	return status < 0 ? mq_err_sys("waiting for the handler") : 0;
+}
+
+double
+mq_backoff(double base, double max, unsigned n)
+{
+	if (base <= 0 || n == 0)
+		return 0;
+	double d = base * pow(2, n > 60 ? 60 : n - 1);
+	if (d > max)
+		d = max;
+	/* Equal jitter: half fixed, half random, so retries of messages that
+	 * failed together spread out. */
+	return d / 2 + d / 2 * ((double)arc4random() / 4294967296.0);
+}

@@ -1,0 +1,230 @@
+#!/usr/bin/env bats
+# Delivery guarantees: max-attempts and dead letters, backoff, delays,
+# deferral (exit 75), lease extension and heartbeats, rejecting.
+
+load helper
+
+dlq_dir() {
+	echo "$MQ_SPOOL/topics/$1/p0/dlq/$2"
+}
+
+# count_dead TOPIC GROUP: dead messages (not their .why records).
+count_dead() {
+	local d n=0 f
+	d=$(dlq_dir "$1" "$2")
+	[[ -d $d ]] || {
+		echo 0
+		return
+	}
+	for f in "$d"/*; do
+		[[ -e $f && $f != *.why ]] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+# dead_is TOPIC GROUP N: for wait_for (which runs its command each time).
+dead_is() {
+	[[ $(count_dead "$1" "$2") == "$3" ]]
+}
+
+# consume_then_dead_is TOPIC GROUP N: one consumer run (which returns
+# expired leases), then the dead-letter count.
+consume_then_dead_is() {
+	mq-sub -g "$2" "$1" >/dev/null 2>&1 || true
+	dead_is "$@"
+}
+
+count_delay() {
+	count_entries "$(group_dir "$1" "$2")/delay"
+}
+
+@test "a poison message is tried exactly max-attempts times, with growing delays, then dead-lettered with its record; others keep flowing" {
+	mkgroup t g --max-attempts 3
+	grep -qx 'max-attempts=3' "$MQ_SPOOL/topics/t/groups/g.conf"
+	mq-pub -q t good1 poison good2
+	export LOG=$TD/tries
+	spawn "$TD/out" mq-sub -f --backoff 0.4:10 --exec '
+		body=$(cat)
+		echo "$body $MQ_ATTEMPTS $(date +%s.%N)" >>"$LOG"
+		if [ "$body" = poison ]; then echo "cannot parse $body" >&2; exit 3; fi' \
+	    -g g t
+	local pid=$SPAWNED
+	wait_for -t 20 dead_is t g 1
+	kill "$pid"
+	wait_for exited "$pid"
+	# The good ones went through once each, and before the poison was done.
+	run grep -c '^good' "$LOG"
+	assert_output 2
+	run grep '^poison' "$LOG"
+	assert_equal "${#lines[@]}" 3
+	local -a t1 t2 t3
+	read -ra t1 <<<"${lines[0]}"
+	read -ra t2 <<<"${lines[1]}"
+	read -ra t3 <<<"${lines[2]}"
+	assert_equal "${t1[1]} ${t2[1]} ${t3[1]}" "1 2 3"
+	# Backoff 0.4 s then 0.8 s, each with jitter between half and all.
+	local g1 g2
+	g1=$(awk -v a="${t1[2]}" -v b="${t2[2]}" 'BEGIN { print b - a }')
+	g2=$(awk -v a="${t2[2]}" -v b="${t3[2]}" 'BEGIN { print b - a }')
+	awk -v x="$g1" 'BEGIN { exit !(x >= 0.2) }' || fail "first gap $g1"
+	awk -v x="$g2" 'BEGIN { exit !(x >= 0.4) }' || fail "second gap $g2"
+	# Nothing is left in the queue; the record says why.
+	group_empty t g
+	assert_equal "$(count_delay t g)" 0
+	local why
+	why=$(ls "$(dlq_dir t g)"/*.why)
+	[[ $why == */00000000000000000001.*,a3.why ]] || fail "record name $why"
+	run cat "$why"
+	assert_line 'reason=max-attempts'
+	assert_line 'attempts=3'
+	assert_line 'status=3'
+	assert_line 'group=g'
+	assert_line 'topic=t'
+	assert_line 'cannot parse poison'
+}
+
+@test "exit 75 asks for the message again later without counting as a failure" {
+	mkgroup t g --max-attempts 2
+	mq-pub -q t later
+	# Three deferrals, then success: max-attempts 2 is never reached.
+	run --separate-stderr mq-sub -f -n 4 --backoff 0 \
+	    --exec 'echo "$MQ_ATTEMPTS"; [ "$MQ_ATTEMPTS" -ge 4 ] || exit 75' -g g t
+	assert_success
+	assert_output $'1\n2\n3\n4'
+	group_empty t g
+	assert_equal "$(count_dead t g)" 0
+}
+
+@test "a handler killed with its consumer: redelivered after the lease with attempts + 1; a live slow handler keeps its lease" {
+	mkgroup t g
+	mq-pub -q t slow
+	export MARK=$TD/started
+	# A live handler that outlasts three leases is not redelivered.
+	spawn "$TD/a" mq-sub -n 1 --lease 1 --exec 'touch "$MARK"; sleep 3; echo "done $MQ_ATTEMPTS"' -g g t
+	local pid=$SPAWNED
+	wait_for test -e "$MARK"
+	run --separate-stderr mq-sub -t 2.5 -g g t
+	assert_equal "$status" 1
+	wait_for -t 10 exited "$pid"
+	assert_equal "$(cat "$TD/a")" "done 1"
+	group_empty t g
+	# Now kill the consumer (and its handler) while the handler runs.
+	rm -f "$MARK"
+	mq-pub -q t crash
+	spawn "$TD/b" mq-sub -n 1 --lease 1 --exec 'touch "$MARK"; sleep 30' -g g t
+	pid=$SPAWNED
+	wait_for test -e "$MARK"
+	kill -9 -- "-$pid"
+	wait_for pgroup_gone "$pid"
+	assert_equal "$(count_cur t g)" 1
+	run --separate-stderr mq-sub -t 5 -F '%s %a\n' -g g t
+	assert_success
+	assert_output 'crash 2'
+}
+
+@test "a lease that runs out counts as a failure: the last one dead-letters" {
+	mkgroup t g --max-attempts 1
+	mq-pub -q t once
+	run --separate-stderr mq-sub --manual --lease 0.3 -g g t
+	assert_success
+	wait_for -t 5 consume_then_dead_is t g 1
+	run cat "$(dlq_dir t g)"/*.why
+	assert_line 'reason=max-attempts'
+	assert_line 'detail=lease expired'
+	group_empty t g
+}
+
+@test "mq-ack --nack --delay keeps the message out of the queue until it is due" {
+	mkgroup t g
+	mq-pub -q t wait
+	local r
+	r=$(mq-sub --manual -F '%r' -g g t)
+	run --separate-stderr mq-ack --nack --delay 1.5 -g g t "$r"
+	assert_success
+	assert_equal "$(count_delay t g)" 1
+	assert_equal "$(count_new t g)" 0
+	run --separate-stderr mq-sub -g g t
+	assert_equal "$status" 1
+	# A waiting consumer wakes when it is due, with no publish to wake it.
+	run --separate-stderr mq-sub -t 5 -F '%s %a\n' -g g t
+	assert_success
+	assert_output 'wait 2'
+	assert_equal "$(count_delay t g)" 0
+}
+
+@test "mq-ack --reject dead-letters at once, with the reason given" {
+	mkgroup t g
+	mq-pub -q t bad
+	local r
+	r=$(mq-sub --manual -F '%r' -g g t)
+	run --separate-stderr mq-ack --reject --reason 'schema v1 only' -g g t "$r"
+	assert_success
+	assert_equal "$(count_dead t g)" 1
+	group_empty t g
+	run cat "$(dlq_dir t g)"/*.why
+	assert_line 'reason=rejected'
+	assert_line 'detail=schema v1 only'
+	assert_line 'attempts=1'
+	# The receipt is spent.
+	run --separate-stderr mq-ack -g g t "$r"
+	assert_equal "$status" 66
+}
+
+@test "mq-ack --extend moves the deadline; the same receipt acks after the old deadline" {
+	mkgroup t g
+	mq-pub -q t long
+	local r deadline
+	r=$(mq-sub --manual --lease 1 -F '%r' -g g t)
+	deadline=${r##*,l}
+	deadline=${deadline%%,*}
+	run --separate-stderr mq-ack --extend 30 -g g t "$r"
+	assert_success
+	assert_output ""
+	local name
+	name=$(ls "$(group_dir t g)/cur")
+	[[ $name =~ ,l([0-9]+), ]] || fail "cur name $name"
+	((BASH_REMATCH[1] > deadline + 20000)) || fail "deadline not moved: $name"
+	wait_for past_ms "$((deadline + 200))"
+	# Past the first deadline, still claimed and not returned.
+	run --separate-stderr mq-sub -g g t
+	assert_equal "$status" 1
+	run --separate-stderr mq-ack -g g t "$r"
+	assert_success
+	group_empty t g
+}
+
+@test "mq-ack: --delay without --nack, --reason without --reject, two actions, bad durations are usage errors (64)" {
+	mkgroup t g
+	mq-pub -q t x
+	local r before
+	r=$(mq-sub --manual -F '%r' -g g t)
+	before=$(spool_snapshot)
+	local -a bad=(
+		"--delay 1"
+		"--reason x"
+		"--nack --reject"
+		"--nack --extend 5"
+		"--nack --delay soon"
+		"--extend 0"
+		"--extend -1"
+	)
+	local b
+	for b in "${bad[@]}"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr mq-ack $b -g g t "$r"
+		assert_equal "$status" 64
+		assert_one_line_error mq-ack
+	done
+	assert_equal "$(spool_snapshot)" "$before"
+}
+
+@test "mq-sub --exec --handler-timeout: a hung handler is stopped and counts as a failure" {
+	mkgroup t g --max-attempts 1
+	mq-pub -q t hang
+	run --separate-stderr mq-sub --handler-timeout 0.5 --exec 'sleep 20' -g g t
+	assert_equal "$status" 75
+	assert_equal "$(count_dead t g)" 1
+	run cat "$(dlq_dir t g)"/*.why
+	assert_line 'detail=handler timed out'
+	assert_line 'status=143'
+}
