@@ -19,7 +19,7 @@ override CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 override CPPFLAGS := -Ilib $(PKG_CFLAGS) $(CPPFLAGS)
 LDLIBS += $(PKG_LIBS) -lm
 
-TOOLS = mq-pub mq-sub mq-ack mq-topic
+TOOLS = mq-pub mq-sub mq-ack mq-topic mq-dlq
 LIB_SRC = $(wildcard lib/*.c)
 LIB_OBJ = $(LIB_SRC:.c=.o)
 TOOL_OBJ = src/tool.o

@@ -132,6 +132,7 @@ int mq_partition_repair_try(const struct mq_topic *, unsigned k);
 
 /* message.c */
 void mq_time_rfc3339(double t, char *buf, size_t len);
+int mq_time_parse(const char *s, struct timespec *);
 int mq_msg_render(const struct mq_topic *, unsigned k, uint64_t seq,
     const char *id, const struct mq_pub_msg *, double now, char **out,
     size_t *len);

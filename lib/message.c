@@ -166,8 +166,8 @@ digits_at(const char *s, int n, long *out)
 }
 
 /* Parses the Published form, "YYYY-MM-DDTHH:MM:SS.uuuuuuZ". */
-static int
-parse_time(const char *s, struct timespec *ts)
+int
+mq_time_parse(const char *s, struct timespec *ts)
 {
 	static const char shape[] = "dddd-dd-ddTdd:dd:dd.ddddddZ";
 	long f[7];
@@ -247,7 +247,7 @@ mq_msg_parse(char *buf, size_t len, struct mq_msg *m)
 			if (!(m->key = strdup(v)))
 				return mq_err_sys("malloc");
 		} else if (IS("Published")) {
-			if (parse_time(v, &m->published) < 0)
+			if (mq_time_parse(v, &m->published) < 0)
 				return mq_err(EX_DATAERR, "bad Published");
 		} else if (IS("Content-Length")) {
 			clen = strtoull(v, NULL, 10);

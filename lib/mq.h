@@ -230,6 +230,32 @@ int mq_receipt_reject(mq_spool *, const char *topic, const char *group,
 int mq_receipt_extend(mq_spool *, const char *topic, const char *group,
     const char *receipt, double seconds);
 
+/* Dead letters */
+struct mq_dead {
+	char *topic, *group;
+	unsigned partition;
+	char id[MQ_ID_LEN + 1];
+	uint64_t seq;
+	char *name;                      /* in p<k>/dlq/<group>/ */
+	unsigned attempts;
+	char *reason, *detail, *time;    /* from the record ("" if none) */
+	double when;                     /* time, in seconds since the epoch */
+	int status;                      /* handler exit status, or -1 */
+	char *tail;                      /* handler's stderr tail, or NULL */
+	size_t tail_len;
+};
+/* The dead letters of one group (or of every group when group is NULL),
+ * by group, partition and sequence. */
+int mq_dlq_list(mq_spool *, const char *topic, const char *group,
+    struct mq_dead **out, size_t *n);
+void mq_dead_free(struct mq_dead *, size_t n);
+int mq_dlq_read(mq_spool *, const struct mq_dead *, struct mq_msg **out);
+/* Returns 0 done, 1 when another process took it first, -1 on error.
+ * Redrive puts it back in its group's queue with attempts starting again,
+ * or, with to_topic, publishes a copy there. */
+int mq_dlq_redrive(mq_spool *, const struct mq_dead *, const char *to_topic);
+int mq_dlq_purge(mq_spool *, const struct mq_dead *);
+
 /* Output of a message: JSON object on one line, or a kcat-style format
  * (see mq-sub(1)).  mq_format_check validates a format string. */
 int mq_msg_write_json(const struct mq_msg *, FILE *);

@@ -1,0 +1,242 @@
+/*
+ * mq-dlq: list, show, count, redrive and purge a topic's dead letters.
+ * Made for cron: a run with nothing to do prints nothing and exits 0; two
+ * runs at once never redrive or purge a message twice.
+ */
+#include <err.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+
+#include "tool.h"
+
+enum {
+	OPT_JSON = 256, OPT_OLDER, OPT_MAX, OPT_RATE, OPT_TO, OPT_ALL, OPT_HELP,
+};
+
+static struct {
+	const char *group, *to;
+	int json, all;
+	double older, rate;
+	unsigned long max;
+	int have_older;
+} opt;
+
+static void
+usage(int code)
+{
+	const char *p = getprogname();
+	fprintf(code ? stderr : stdout,
+	    "usage: %s [-s SPOOL] [-g GROUP] list [--json] TOPIC\n"
+	    "       %s [-s SPOOL] [-g GROUP] count TOPIC\n"
+	    "       %s [-s SPOOL] [-g GROUP] show TOPIC ID\n"
+	    "       %s [-s SPOOL] [-g GROUP] redrive [--older-than AGE] [--max N] "
+	    "[--rate N]\n                 [--to TOPIC] TOPIC [ID...]\n"
+	    "       %s [-s SPOOL] [-g GROUP] purge [--all | --older-than AGE] "
+	    "[--max N] TOPIC [ID...]\n", p, p, p, p, p);
+	exit(code);
+}
+
+/* Whether a dead letter is one the command line chose. */
+static int
+chosen(const struct mq_dead *d, char **ids, int nids)
+{
+	if (opt.have_older && mq_now() - d->when < opt.older)
+		return 0;
+	if (nids == 0)
+		return 1;
+	for (int i = 0; i < nids; i++)
+		if (!strcmp(ids[i], d->id))
+			return 1;
+	return 0;
+}
+
+static void
+list(struct mq_dead *v, size_t n)
+{
+	if (opt.json) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < n; i++) {
+			json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:s, "
+			    "s:s, s:s}", "id", v[i].id, "topic", v[i].topic,
+			    "group", v[i].group, "partition", (int)v[i].partition,
+			    "seq", (json_int_t)v[i].seq, "attempts",
+			    (int)v[i].attempts, "reason", v[i].reason ? v[i].reason : "",
+			    "time", v[i].time ? v[i].time : "",
+			    "detail", v[i].detail ? v[i].detail : "");
+			json_object_set_new(o, "status", v[i].status >= 0 ?
+			    json_integer(v[i].status) : json_null());
+			json_array_append_new(a, o);
+		}
+		if (json_dumpf(a, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
+			errx(EX_SOFTWARE, "cannot write JSON");
+		putchar('\n');
+		json_decref(a);
+		return;
+	}
+	if (n)
+		printf("%-32s %-16s %4s %8s %8s %-12s %-27s %s\n", "ID", "GROUP",
+		    "PART", "SEQ", "ATTEMPTS", "REASON", "TIME", "DETAIL");
+	for (size_t i = 0; i < n; i++)
+		printf("%-32s %-16s %4u %8" PRIu64 " %8u %-12s %-27s %s\n",
+		    v[i].id, v[i].group, v[i].partition, v[i].seq, v[i].attempts,
+		    v[i].reason ? v[i].reason : "", v[i].time ? v[i].time : "",
+		    v[i].detail ? v[i].detail : "");
+}
+
+static int
+show(mq_spool *sp, struct mq_dead *v, size_t n, const char *id)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(v[i].id, id))
+			continue;
+		struct mq_msg *m;
+		if (mq_dlq_read(sp, &v[i], &m) < 0)
+			tool_fail();
+		printf("Id: %s\nGroup: %s\nPartition: %u\nSeq: %" PRIu64 "\n"
+		    "Attempts: %u\nReason: %s\nTime: %s\nStatus: ", v[i].id,
+		    v[i].group, v[i].partition, v[i].seq, v[i].attempts,
+		    v[i].reason, v[i].time);
+		if (v[i].status >= 0)
+			printf("%d", v[i].status);
+		printf("\nDetail: %s\n", v[i].detail);
+		if (v[i].tail_len) {
+			fputs("Stderr:\n", stdout);
+			fwrite(v[i].tail, 1, v[i].tail_len, stdout);
+			if (v[i].tail[v[i].tail_len - 1] != '\n')
+				putchar('\n');
+		}
+		putchar('\n');
+		fwrite(m->body, 1, m->len, stdout);
+		mq_msg_free(m);
+		return 0;
+	}
+	errx(EX_NOINPUT, "no dead letter %s", id);
+}
+
+/* Redrives or purges what was chosen; returns the worst exit code. */
+static int
+act(mq_spool *sp, struct mq_dead *v, size_t n, char **ids, int nids,
+    int redrive)
+{
+	int worst = 0;
+	unsigned long done = 0;
+	for (size_t i = 0; i < n && (!opt.max || done < opt.max); i++) {
+		if (!chosen(&v[i], ids, nids))
+			continue;
+		if (done && opt.rate > 0) {
+			struct timespec ts = { (time_t)(1 / opt.rate),
+			    (long)((1 / opt.rate - (double)(time_t)(1 / opt.rate)) *
+			    1e9) };
+			nanosleep(&ts, NULL);
+		}
+		int rc = redrive ? mq_dlq_redrive(sp, &v[i], opt.to) :
+		    mq_dlq_purge(sp, &v[i]);
+		if (rc < 0) {
+			warnx("%s: %s", v[i].id, mq_errmsg());
+			if (mq_errcode() > worst)
+				worst = mq_errcode();
+		} else if (rc == 0) {
+			done++;
+		}
+	}
+	/* An id asked for by name that is not there is worth saying. */
+	for (int j = 0; j < nids; j++) {
+		size_t i;
+		for (i = 0; i < n && strcmp(v[i].id, ids[j]); i++)
+			;
+		if (i == n) {
+			warnx("no dead letter %s", ids[j]);
+			if (EX_NOINPUT > worst)
+				worst = EX_NOINPUT;
+		}
+	}
+	return worst;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "older-than", required_argument, NULL, OPT_OLDER },
+		{ "max", required_argument, NULL, OPT_MAX },
+		{ "rate", required_argument, NULL, OPT_RATE },
+		{ "to", required_argument, NULL, OPT_TO },
+		{ "all", no_argument, NULL, OPT_ALL },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *spool = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "g:s:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'g': opt.group = optarg; break;
+		case 's': spool = optarg; break;
+		case OPT_JSON: opt.json = 1; break;
+		case OPT_OLDER:
+			opt.older = tool_duration("--older-than", optarg);
+			opt.have_older = 1;
+			break;
+		case OPT_MAX: opt.max = tool_number("--max", optarg, 1, ~0UL); break;
+		case OPT_RATE:
+			opt.rate = (double)tool_number("--rate", optarg, 1, 1000000);
+			break;
+		case OPT_TO: opt.to = optarg; break;
+		case OPT_ALL: opt.all = 1; break;
+		case OPT_HELP: usage(0); break;
+		default: usage(EX_USAGE);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 2)
+		usage(EX_USAGE);
+	const char *cmd = argv[0], *topic = argv[1];
+	int redrive = !strcmp(cmd, "redrive"), purge = !strcmp(cmd, "purge");
+	if (!redrive && !purge && strcmp(cmd, "list") && strcmp(cmd, "count") &&
+	    strcmp(cmd, "show"))
+		errx(EX_USAGE, "unknown command '%s' (list, count, show, redrive "
+		    "or purge)", cmd);
+	if ((!strcmp(cmd, "show") && argc != 3) ||
+	    ((!strcmp(cmd, "list") || !strcmp(cmd, "count")) && argc != 2))
+		usage(EX_USAGE);
+	if (opt.json && strcmp(cmd, "list"))
+		errx(EX_USAGE, "--json goes with list");
+	if ((opt.have_older || opt.max) && !redrive && !purge)
+		errx(EX_USAGE, "--older-than and --max go with redrive and purge");
+	if ((opt.rate > 0 || opt.to) && !redrive)
+		errx(EX_USAGE, "--rate and --to go with redrive");
+	if (opt.all && !purge)
+		errx(EX_USAGE, "--all goes with purge");
+	if (purge && !opt.all && !opt.have_older && argc == 2)
+		errx(EX_USAGE, "purge needs --all, --older-than or ids");
+	tool_name("topic", topic);
+	if (opt.group)
+		tool_name("group", opt.group);
+	if (opt.to)
+		tool_name("topic", opt.to);
+
+	mq_spool *sp = tool_spool(spool, 0);
+	struct mq_dead *v;
+	size_t n;
+	if (mq_dlq_list(sp, topic, opt.group, &v, &n) < 0)
+		tool_fail();
+	int rc = 0;
+	if (!strcmp(cmd, "list"))
+		list(v, n);
+	else if (!strcmp(cmd, "count"))
+		printf("%zu\n", n);
+	else if (!strcmp(cmd, "show"))
+		rc = show(sp, v, n, argv[2]);
+	else
+		rc = act(sp, v, n, argv + 2, argc - 2, redrive);
+	mq_dead_free(v, n);
+	mq_spool_close(sp);
+	return rc;
+}
