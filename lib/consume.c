@@ -464,6 +464,20 @@ try_claim(mq_sub *s, unsigned k, struct mq_msg **out)
 				return -1;
 			continue;
 		}
+		/* Past its deadline: never delivered; dead-lettered or dropped
+		 * as the topic says. */
+		if (m->expires > 0 && mq_now() > m->expires) {
+			mq_msg_free(m);
+			struct mq_why why = { "expired", NULL, -1, NULL, 0 };
+			int rc = s->t.conf.expired_drop ?
+			    unlinkat(p->d.curfd, cur, 0) :
+			    mq_dlq_put(&s->t, k, s->group, p->d.curfd, cur, &e, &why);
+			if (rc < 0 && s->t.conf.expired_drop)
+				return mq_err_sys("drop expired message");
+			if (rc < 0)
+				return -1;
+			continue;
+		}
 		struct msg_priv *pv = m->priv;
 		pv->k = k;
 		snprintf(pv->cur, sizeof pv->cur, "%s", cur);

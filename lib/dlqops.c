@@ -6,12 +6,13 @@
  * rename succeeds and the other finds nothing, so no message is redriven
  * twice.  Then the record goes.  Redriving to another topic first claims
  * the dead letter by renaming it to a dot name (the same rule decides who
- * redrives it), publishes a copy, then removes both names; a crash after
- * the publish and before the removal leaves the dot name, which the next
- * redrive of the group finishes by removing it (the copy is out).
+ * redrives it), publishes a copy, then removes the dot name and the
+ * record.  A crash in between leaves the dot name: any listing of the
+ * group's dead letters an hour later renames it back, so a copy may be
+ * published twice, but a dead letter is never lost.
  * Purging unlinks the dead letter (the commit point), then its record.
- * A record without its message is left by a crash in between and removed
- * by the next purge or redrive.
+ * A record without its message, left by a crash in between, is removed
+ * by any listing an hour later.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -58,9 +59,12 @@ record_parse(char *text, size_t len, struct mq_dead *d)
 	mq_conf_free(&kv);
 }
 
-/* Gives back the dead letters a redrive claimed and never finished. */
+/* Crash leftovers, an hour old: a dead letter a redrive claimed and never
+ * finished goes back to being a dead letter; a record whose message is
+ * not there (dead-lettering failed, or a purge or redrive stopped half
+ * way) is removed. */
 static void
-restore_stale_claims(int dfd)
+sweep_leftovers(int dfd)
 {
 	DIR *d = mq_dir_stream(dfd);
 	if (!d)
@@ -68,12 +72,24 @@ restore_stale_claims(int dfd)
 	struct dirent *de;
 	struct stat st;
 	while ((de = readdir(d))) {
-		const char *name = de->d_name + 9;
-		if (strncmp(de->d_name, ".redrive.", 9) || !is_dead(name) ||
-		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		const char *n = de->d_name;
+		size_t len = strlen(n);
+		bool claim = !strncmp(n, ".redrive.", 9) && is_dead(n + 9);
+		bool why = len > 4 && !strcmp(n + len - 4, ".why");
+		if ((!claim && !why) ||
+		    fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    mq_now() - (double)st.st_ctime < MQ_STALE_TMP)
 			continue;
-		renameat(dfd, de->d_name, dfd, name);
+		if (claim) {
+			renameat(dfd, n, dfd, n + 9);
+		} else {
+			char msg[MQ_KEY_LEN + 48];
+			snprintf(msg, sizeof msg, "%.*s", (int)(len - 4), n);
+			if (is_dead(msg) &&
+			    faccessat(dfd, msg, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+			    errno == ENOENT)
+				unlinkat(dfd, n, 0);
+		}
 	}
 	closedir(d);
 }
@@ -89,7 +105,7 @@ list_one(const struct mq_topic *t, unsigned k, const char *group,
 	    O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("%s", dir);
-	restore_stale_claims(dfd);
+	sweep_leftovers(dfd);
 	struct mq_names l = { 0 };
 	int rc = mq_names_read(dfd, is_dead, &l);
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
@@ -122,7 +138,21 @@ list_one(const struct mq_topic *t, unsigned k, const char *group,
 			record_parse(text, len, d);
 			free(text);
 		}
-		if (!d->topic || !d->group || !d->name)
+		/* No record (or one without a time): the name's change time
+		 * is when it became a dead letter. */
+		struct stat st;
+		if (d->when == 0 && fstatat(dfd, l.v[i], &st,
+		    AT_SYMLINK_NOFOLLOW) == 0)
+			d->when = (double)st.st_ctim.tv_sec +
+			    (double)st.st_ctim.tv_nsec / 1e9;
+		if (!d->reason)
+			d->reason = strdup("");
+		if (!d->detail)
+			d->detail = strdup("");
+		if (!d->time)
+			d->time = strdup("");
+		if (!d->topic || !d->group || !d->name || !d->reason ||
+		    !d->detail || !d->time)
 			rc = mq_err_sys("malloc");
 	}
 	mq_names_free(&l);

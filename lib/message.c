@@ -123,7 +123,11 @@ mq_msg_render(const struct mq_topic *t, unsigned k, uint64_t seq,
 	hash_hex(m->body, m->len, hash);
 	mq_time_rfc3339(now, when, sizeof when);
 
-	size_t cap = 512 + strlen(t->name) + (m->key ? strlen(m->key) : 0);
+	size_t cap = 640 + strlen(t->name) + (m->key ? strlen(m->key) : 0);
+	/* The topic's ttl applies to a message that has no expiry of its
+	 * own, counted from its publication. */
+	double expires = m->expires > 0 ? m->expires :
+	    t->conf.ttl > 0 ? now + t->conf.ttl : 0;
 	for (size_t i = 0; i < m->nheaders; i++)
 		cap += strlen(m->headers[i].name) + strlen(m->headers[i].value) + 4;
 	char *buf = malloc(cap);
@@ -137,6 +141,15 @@ mq_msg_render(const struct mq_topic *t, unsigned k, uint64_t seq,
 	o += (size_t)snprintf(buf + o, cap - o, "Published: %s\n"
 	    "Content-Length: %zu\nContent-Hash: xxh3-128:%s\n", when, m->len,
 	    hash);
+	char at[64];
+	if (m->deliver_at > 0) {
+		mq_time_rfc3339(m->deliver_at, at, sizeof at);
+		o += (size_t)snprintf(buf + o, cap - o, "Mq-Deliver-At: %s\n", at);
+	}
+	if (expires > 0) {
+		mq_time_rfc3339(expires, at, sizeof at);
+		o += (size_t)snprintf(buf + o, cap - o, "Mq-Expires: %s\n", at);
+	}
 	for (size_t i = 0; i < m->nheaders; i++)
 		o += (size_t)snprintf(buf + o, cap - o, "%s: %s\n",
 		    m->headers[i].name, m->headers[i].value);
@@ -257,6 +270,12 @@ mq_msg_parse(char *buf, size_t len, struct mq_msg *m)
 				return mq_err(EX_DATAERR, "bad Content-Hash");
 			memcpy(hash, v + 9, 33);
 			have_hash = 1;
+		} else if (IS("Mq-Deliver-At") || IS("Mq-Expires")) {
+			struct timespec ts;
+			if (mq_time_parse(v, &ts) < 0)
+				return mq_err(EX_DATAERR, "bad %.*s", (int)nlen, p);
+			*(IS("Mq-Expires") ? &m->expires : &m->deliver_at) =
+			    (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 		} else if (!is_reserved(p, nlen)) {
 			if (push_header(m, p, nlen, v) < 0)
 				return -1;

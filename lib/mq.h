@@ -47,6 +47,9 @@ int mq_name_check(const char *kind, const char *name);
 double mq_now(void);
 /* Parse "1.5", "30s", "5m", "2h", "1d" into seconds; -1 on error. */
 int mq_duration_parse(const char *s, double *out);
+/* Parse a point in time: RFC 3339 (2026-11-29T14:20:00Z, offsets too) or
+ * @SECONDS since the epoch. */
+int mq_time_arg_parse(const char *s, double *out);
 
 /* Spool */
 typedef struct mq_spool mq_spool;
@@ -63,6 +66,8 @@ struct mq_topic_conf {
 	unsigned partitions;             /* 1..MQ_PARTITIONS_MAX */
 	size_t max_message_size;         /* bytes of body */
 	double retention;                /* seconds the log keeps a message; 0 = forever */
+	double ttl;                      /* default time to live; 0 = none */
+	int expired_drop;                /* expired: 1 drop, 0 dead-letter */
 };
 void mq_topic_conf_default(struct mq_topic_conf *);
 /* Returns 1 if created, 0 if it already existed (conf then untouched). */
@@ -134,6 +139,7 @@ struct mq_msg {
 	size_t len;
 	char *receipt;                   /* names this claim; see mq-ack(1) */
 	double lease_deadline;
+	double deliver_at, expires;      /* 0 when the message has none */
 	void *priv;
 };
 void mq_msg_free(struct mq_msg *);
@@ -149,6 +155,8 @@ struct mq_pub_msg {
 	size_t len;
 	const struct mq_header *headers;
 	size_t nheaders;
+	double deliver_at;               /* > 0: not delivered before (epoch s) */
+	double expires;                  /* > 0: not delivered after (epoch s) */
 };
 typedef struct mq_pub mq_pub;
 /* With MQ_CREATE the topic is created with default settings if missing. */
@@ -160,6 +168,9 @@ mq_pub *mq_pub_open(mq_spool *, const char *topic, int flags);
  * chunk is stored whole or not at all. */
 size_t mq_pub_send(mq_pub *, const struct mq_pub_msg *msgs, size_t n,
     enum mq_sync, char (*ids)[MQ_ID_LEN + 1]);
+/* With on set, each mq_pub_send is one commit: consumers see all of its
+ * messages or none.  They must then all go to one partition. */
+void mq_pub_atomic(mq_pub *, int on);
 void mq_pub_close(mq_pub *);
 
 /* Consuming */

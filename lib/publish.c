@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ struct mq_pub {
 	mq_spool *sp;
 	struct mq_topic t;
 	unsigned rr;                    /* next partition for keyless messages */
+	int atomic;                     /* one commit per mq_pub_send */
 	int *hfd, *logfd;               /* per partition, opened on first use */
 };
 
@@ -78,6 +80,12 @@ mq_pub_open(mq_spool *sp, const char *topic, int flags)
 	for (unsigned k = 0; k < np; k++)
 		p->hfd[k] = p->logfd[k] = -1;
 	return p;
+}
+
+void
+mq_pub_atomic(mq_pub *p, int on)
+{
+	p->atomic = on;
 }
 
 void
@@ -131,16 +139,19 @@ write_all(int fd, struct iovec *iov, int n)
 	return 0;
 }
 
-/* Writes one message at log/KEY and links it into each group. */
+/* Writes one message at log/KEY and links it into each group: into new/,
+ * or for a message not yet due into delay/<due>.KEY. */
 static int
 stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
     const int *gfd, size_t ng, enum mq_sync sync, char id[MQ_ID_LEN + 1])
 {
+	double now = mq_now();
+	bool later = m->deliver_at > now;
 	char key[MQ_KEY_LEN + 1], *hdr;
 	size_t hlen;
 	mq_id_new(id);
 	snprintf(key, sizeof key, "%020" PRIu64 ".%s", seq, id);
-	if (mq_msg_render(&p->t, k, seq, id, m, mq_now(), &hdr, &hlen) < 0)
+	if (mq_msg_render(&p->t, k, seq, id, m, now, &hdr, &hlen) < 0)
 		return -1;
 	int fd = openat(p->logfd[k], key, O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0666);
@@ -159,8 +170,13 @@ stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
 	free(hdr);
 	if (rc < 0)
 		return mq_err_sys("write message");
+	char dname[MQ_KEY_LEN + 32];
+	if (later)
+		snprintf(dname, sizeof dname, "%020" PRIu64 ".%s",
+		    (uint64_t)ceil(m->deliver_at * 1000), key);
 	for (size_t g = 0; g < ng; g++)
-		if (linkat(p->logfd[k], key, gfd[g], key, 0) < 0)
+		if (linkat(p->logfd[k], key, gfd[later ? ng + g : g],
+		    later ? dname : key, 0) < 0)
 			return mq_err_sys("link message into group");
 	return 0;
 }
@@ -175,38 +191,51 @@ make_durable(mq_pub *p, unsigned k, const int *gfd, size_t ng,
 		return syncfs(p->logfd[k]) < 0 ? mq_err_sys("sync") : 0;
 	if (mq_fsync_fd(p->logfd[k]) < 0)
 		return -1;
-	for (size_t g = 0; g < ng; g++)
+	for (size_t g = 0; g < 2 * ng; g++)
 		if (mq_fsync_fd(gfd[g]) < 0)
 			return -1;
 	return 0;
 }
 
+static void
+close_groups(int *gfd, size_t n)
+{
+	for (size_t g = 0; gfd && g < 2 * n; g++)
+		if (gfd[g] >= 0)
+			close(gfd[g]);
+	free(gfd);
+}
+
+/* Opens new/ of every group in gfd[0..n) and delay/ in gfd[n..2n). */
 static int
 open_groups(mq_pub *p, unsigned k, int **gfdp, size_t *ngp)
 {
 	struct mq_names groups = { 0 };
 	if (mq_groups_read(&p->t, &groups) < 0)
 		return -1;
-	int *gfd = calloc(groups.n ? groups.n : 1, sizeof *gfd);
+	size_t n = groups.n;
+	int *gfd = calloc(n ? 2 * n : 1, sizeof *gfd);
 	int rc = gfd ? 0 : mq_err_sys("malloc");
-	size_t ng = 0;
-	for (size_t i = 0; rc == 0 && i < groups.n; i++) {
+	for (size_t i = 0; gfd && i < 2 * n; i++)
+		gfd[i] = -1;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
 		char path[MQ_NAME_MAX + 16];
 		rc = mq_path(path, sizeof path, "g/%s/new", groups.v[i]);
-		if (rc == 0 && (gfd[ng] = mq_dir_open(p->t.pfd[k], path)) < 0)
+		if (rc == 0 && (gfd[i] = mq_dir_open(p->t.pfd[k], path)) < 0)
 			rc = -1;
 		if (rc == 0)
-			ng++;
+			rc = mq_path(path, sizeof path, "g/%s/delay", groups.v[i]);
+		if (rc == 0 && (mq_mkdir(p->t.pfd[k], path) < 0 ||
+		    (gfd[n + i] = mq_dir_open(p->t.pfd[k], path)) < 0))
+			rc = -1;
 	}
 	mq_names_free(&groups);
 	if (rc < 0) {
-		for (size_t g = 0; g < ng; g++)
-			close(gfd[g]);
-		free(gfd);
+		close_groups(gfd, n);
 		return -1;
 	}
 	*gfdp = gfd;
-	*ngp = ng;
+	*ngp = n;
 	return 0;
 }
 
@@ -255,9 +284,7 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 			ids[idx[i]][0] = 0;
 	}
 	mq_head_unlock(hfd);
-	for (size_t g = 0; g < ng; g++)
-		close(gfd[g]);
-	free(gfd);
+	close_groups(gfd, ng);
 	return rc;
 }
 
@@ -300,9 +327,13 @@ mq_pub_send(mq_pub *p, const struct mq_pub_msg *msgs, size_t n,
 		else
 			rc = choose_partition(p, &msgs[i], &part[i]);
 	}
+	for (size_t i = 1; rc == 0 && p->atomic && i < n; i++)
+		if (part[i] != part[0])
+			rc = mq_err(EX_USAGE, "an atomic batch must go to one "
+			    "partition (give a key or -p)");
 	/* One pass per partition, in order: a chunk holds that partition's
-	 * messages in their original order. */
-	size_t limit = sync == MQ_SYNC_EACH ? 1 : MQ_CHUNK_MAX;
+	 * messages in their original order.  An atomic batch is one chunk. */
+	size_t limit = p->atomic ? n : sync == MQ_SYNC_EACH ? 1 : MQ_CHUNK_MAX;
 	for (unsigned k = 0; rc == 0 && k < np; k++) {
 		size_t m = 0;
 		for (size_t i = 0; rc == 0 && i <= n; i++) {

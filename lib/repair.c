@@ -5,9 +5,9 @@
  * lock, means the last holder died between allocating sequence numbers and
  * committing them (a live publisher would still hold the lock).  Every
  * name with a sequence number in [committed, next) is then invisible
- * garbage: it is removed from log/ and from every group's new/ (consumers
- * never claim such names, so cur/ holds none), and next is set back to
- * committed.  This scans log/ once per crash, never in normal operation.
+ * garbage: it is removed from log/ and from every group's new/ and delay/
+ * (consumers never claim or promote such names, so cur/ holds none), and
+ * next is set back to committed.  This scans log/ once per crash, never in normal operation.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,11 +26,18 @@ sweep(int dirfd, const char *path, uint64_t from, uint64_t to)
 		return errno == ENOENT ? 0 : mq_err_sys("%s", path);
 	struct mq_names l = { 0 };
 	int rc = mq_names_read(fd, NULL, &l);
-	uint64_t seq;
-	for (size_t i = 0; rc == 0 && i < l.n; i++)
-		if (mq_seq_of(l.v[i], &seq) == 0 && seq >= from && seq < to &&
-		    unlinkat(fd, l.v[i], 0) < 0 && errno != ENOENT)
+	uint64_t seq, due;
+	struct mq_entry e;
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		/* delay/ names carry the KEY after the due time. */
+		if (mq_seq_of(l.v[i], &seq) < 0 &&
+		    (mq_delay_parse(l.v[i], &due, &e) < 0 ||
+		    mq_seq_of(e.key, &seq) < 0))
+			continue;
+		if (seq >= from && seq < to && unlinkat(fd, l.v[i], 0) < 0 &&
+		    errno != ENOENT)
 			rc = mq_err_sys("unlink %s/%s", path, l.v[i]);
+	}
 	mq_names_free(&l);
 	if (rc == 0)
 		rc = mq_fsync_fd(fd);
@@ -54,6 +61,10 @@ mq_partition_repair_locked(const struct mq_topic *t, unsigned k, int hfd,
 	for (size_t i = 0; rc == 0 && i < groups.n; i++) {
 		char p[MQ_NAME_MAX + 16];
 		rc = mq_path(p, sizeof p, "g/%s/new", groups.v[i]);
+		if (rc == 0)
+			rc = sweep(pfd, p, h->committed, h->next);
+		if (rc == 0)
+			rc = mq_path(p, sizeof p, "g/%s/delay", groups.v[i]);
 		if (rc == 0)
 			rc = sweep(pfd, p, h->committed, h->next);
 	}

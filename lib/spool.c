@@ -7,6 +7,7 @@
  * empty-looking directory that the next tool finishes, and two tools
  * creating it at once agree on one VERSION.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -203,5 +204,55 @@ mq_duration_parse(const char *s, double *out)
 	if (x * unit > 1e9)
 		return mq_err(EX_USAGE, "duration '%s' is too long", s);
 	*out = x * unit;
+	return 0;
+}
+
+/* Accepts "@<seconds since the epoch>" or an RFC 3339 time,
+ * "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)". */
+int
+mq_time_arg_parse(const char *s, double *out)
+{
+	char *end;
+	if (s[0] == '@') {
+		errno = 0;
+		double x = strtod(s + 1, &end);
+		if (end == s + 1 || *end || errno || !isfinite(x) || x < 0)
+			return mq_err(EX_USAGE, "bad time '%s'", s);
+		*out = x;
+		return 0;
+	}
+	struct tm tm = { 0 };
+	int n = 0;
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
+	    &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 ||
+	    n != 19 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+	    tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+	    tm.tm_sec > 60)
+		return mq_err(EX_USAGE, "bad time '%s' (use RFC 3339, as in "
+		    "2026-11-29T14:20:00Z, or @SECONDS)", s);
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	double frac = 0;
+	const char *p = s + n;
+	if (*p == '.') {
+		double scale = 0.1;
+		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+			frac += (*p - '0') * scale;
+	}
+	long off = 0;
+	if (*p == 'Z' && !p[1]) {
+		off = 0;
+	} else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':' &&
+	    isdigit((unsigned char)p[1]) && isdigit((unsigned char)p[2]) &&
+	    isdigit((unsigned char)p[4]) && isdigit((unsigned char)p[5])) {
+		off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 +
+		    ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
+		if (*p == '-')
+			off = -off;
+	} else {
+		return mq_err(EX_USAGE, "bad time '%s' (use RFC 3339, as in "
+		    "2026-11-29T14:20:00Z, or @SECONDS)", s);
+	}
+	*out = (double)timegm(&tm) - (double)off + frac;
 	return 0;
 }

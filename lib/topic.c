@@ -26,6 +26,8 @@ mq_topic_conf_default(struct mq_topic_conf *c)
 	c->partitions = 1;
 	c->max_message_size = MQ_MESSAGE_MAX_DEFAULT;
 	c->retention = 7 * 86400;
+	c->ttl = 0;
+	c->expired_drop = 0;
 }
 
 static int
@@ -49,8 +51,13 @@ mq_topic_conf_parse(const struct mq_conf *kv, struct mq_topic_conf *c)
 	    mq_conf_get_u64(kv, "max-message-size", c->max_message_size, &max,
 	    "topic.conf") < 0 ||
 	    mq_conf_get_double(kv, "retention", c->retention, &c->retention,
-	    "topic.conf") < 0)
+	    "topic.conf") < 0 ||
+	    mq_conf_get_double(kv, "ttl", 0, &c->ttl, "topic.conf") < 0)
 		return -1;
+	const char *exp = mq_conf_get(kv, "expired");
+	if (exp && strcmp(exp, "dlq") && strcmp(exp, "drop"))
+		return mq_err(EX_CONFIG, "topic.conf: expired must be dlq or drop");
+	c->expired_drop = exp && !strcmp(exp, "drop");
 	if (parts < 1 || parts > MQ_PARTITIONS_MAX || max < 1 ||
 	    max > MQ_MESSAGE_MAX_LIMIT)
 		return mq_err(EX_CONFIG, "topic.conf: value out of range");
@@ -128,8 +135,9 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 	int rc = tfd < 0 ? -1 : 0;
 	if (rc == 0)
 		rc = mq_path(text, sizeof text, "partitions=%u\n"
-		    "max-message-size=%zu\nretention=%.0f\n", c->partitions,
-		    c->max_message_size, c->retention);
+		    "max-message-size=%zu\nretention=%.0f\nttl=%.3f\n"
+		    "expired=%s\n", c->partitions, c->max_message_size,
+		    c->retention, c->ttl, c->expired_drop ? "drop" : "dlq");
 	if (rc == 0)
 		rc = mq_write_file(tfd, "topic.conf", text, strlen(text), 1, 0);
 	if (rc == 0)

@@ -95,9 +95,6 @@ show(mq_spool *sp, struct mq_dead *v, size_t n, const char *id)
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(v[i].id, id))
 			continue;
-		struct mq_msg *m;
-		if (mq_dlq_read(sp, &v[i], &m) < 0)
-			tool_fail();
 		printf("Id: %s\nGroup: %s\nPartition: %u\nSeq: %" PRIu64 "\n"
 		    "Attempts: %u\nReason: %s\nTime: %s\nStatus: ", v[i].id,
 		    v[i].group, v[i].partition, v[i].seq, v[i].attempts,
@@ -112,6 +109,11 @@ show(mq_spool *sp, struct mq_dead *v, size_t n, const char *id)
 				putchar('\n');
 		}
 		putchar('\n');
+		/* An unreadable message still shows its record. */
+		struct mq_msg *m;
+		fflush(stdout);
+		if (mq_dlq_read(sp, &v[i], &m) < 0)
+			tool_fail();
 		fwrite(m->body, 1, m->len, stdout);
 		mq_msg_free(m);
 		return 0;

@@ -16,7 +16,7 @@
 
 #include "tool.h"
 
-enum { OPT_SYNC = 256, OPT_HELP };
+enum { OPT_SYNC = 256, OPT_HELP, OPT_DELAY, OPT_AT, OPT_TTL, OPT_ATOMIC };
 
 static struct {
 	int split;                      /* 0: whole stdin is one message */
@@ -27,6 +27,8 @@ static struct {
 	int partition;
 	struct mq_header *headers;
 	size_t nheaders;
+	double delay, at, ttl;
+	int atomic;
 } opt = { .partition = -1 };
 
 static void
@@ -34,7 +36,8 @@ usage(int code)
 {
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-0lq] [-H 'Name: value']... [-k KEY] [-p PARTITION] "
-	    "[-s SPOOL]\n              [--sync=each|batch|none] TOPIC "
+	    "[-s SPOOL]\n              [--sync=each|batch|none] [--delay SECONDS "
+	    "| --at TIME] [--ttl SECONDS]\n              [--atomic] TOPIC "
 	    "[MESSAGE...]\n", getprogname());
 	exit(code);
 }
@@ -69,6 +72,10 @@ msg_init(struct mq_pub_msg *m, const void *body, size_t len)
 	m->len = len;
 	m->headers = opt.headers;
 	m->nheaders = opt.nheaders;
+	/* Times count from when the message is published. */
+	double now = mq_now();
+	m->deliver_at = opt.at > 0 ? opt.at : opt.delay > 0 ? now + opt.delay : 0;
+	m->expires = opt.ttl > 0 ? now + opt.ttl : 0;
 }
 
 static int
@@ -85,10 +92,10 @@ input_waiting(void)
 static void
 publish_stdin(mq_pub *pub, size_t max)
 {
-	size_t cap = 1 << 20, len = 0, start = 0;
+	size_t cap = 1 << 20, len = 0, start = 0, mcap = 4096;
 	char *buf = malloc(cap);
-	struct mq_pub_msg *msgs = reallocarray(NULL, 4096, sizeof *msgs);
-	size_t *offs = reallocarray(NULL, 4096, sizeof *offs);
+	struct mq_pub_msg *msgs = reallocarray(NULL, mcap, sizeof *msgs);
+	size_t *offs = reallocarray(NULL, mcap, sizeof *offs);
 	size_t n = 0;
 	if (!buf || !msgs || !offs)
 		err(EX_OSERR, "malloc");
@@ -126,18 +133,26 @@ publish_stdin(mq_pub *pub, size_t max)
 				errx(EX_DATAERR, "message is larger than the "
 				    "topic's limit of %zu bytes", max);
 			if (end > start) {
+				if (n == mcap) {
+					mcap *= 2;
+					msgs = reallocarray(msgs, mcap, sizeof *msgs);
+					offs = reallocarray(offs, mcap, sizeof *offs);
+					if (!msgs || !offs)
+						err(EX_OSERR, "malloc");
+				}
 				offs[n] = start;
 				msg_init(&msgs[n++], NULL, end - start);
 			}
 			start = p ? end + 1 : len;
-			if (n == 4096) {
+			/* An atomic batch is all of the input, sent at its end. */
+			if (n == 4096 && !opt.atomic) {
 				for (size_t i = 0; i < n; i++)
 					msgs[i].body = buf + offs[i];
 				send(pub, msgs, n);
 				n = 0;
 			}
 		}
-		if (n && (eof || !input_waiting())) {
+		if (n && (eof || (!opt.atomic && !input_waiting()))) {
 			for (size_t i = 0; i < n; i++)
 				msgs[i].body = buf + offs[i];
 			send(pub, msgs, n);
@@ -163,6 +178,10 @@ main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "sync", required_argument, NULL, OPT_SYNC },
+		{ "delay", required_argument, NULL, OPT_DELAY },
+		{ "at", required_argument, NULL, OPT_AT },
+		{ "ttl", required_argument, NULL, OPT_TTL },
+		{ "atomic", no_argument, NULL, OPT_ATOMIC },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -198,6 +217,17 @@ main(int argc, char *argv[])
 			if (mq_sync_parse(optarg, &opt.sync) < 0)
 				errx(EX_USAGE, "--sync: %s", mq_errmsg());
 			break;
+		case OPT_DELAY: opt.delay = tool_duration("--delay", optarg); break;
+		case OPT_AT:
+			if (mq_time_arg_parse(optarg, &opt.at) < 0)
+				errx(EX_USAGE, "--at: %s", mq_errmsg());
+			break;
+		case OPT_TTL:
+			opt.ttl = tool_duration("--ttl", optarg);
+			if (opt.ttl <= 0)
+				errx(EX_USAGE, "--ttl: must be more than 0");
+			break;
+		case OPT_ATOMIC: opt.atomic = 1; break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
@@ -206,12 +236,15 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (argc < 1)
 		usage(EX_USAGE);
+	if (opt.delay > 0 && opt.at > 0)
+		errx(EX_USAGE, "choose one of --delay and --at");
 	tool_name("topic", argv[0]);
 
 	mq_spool *sp = tool_spool(spool, MQ_CREATE);
 	mq_pub *pub = mq_pub_open(sp, argv[0], MQ_CREATE);
 	if (!pub)
 		tool_fail();
+	mq_pub_atomic(pub, opt.atomic);
 	if (argc > 1) {
 		struct mq_pub_msg *msgs = reallocarray(NULL, (size_t)argc - 1,
 		    sizeof *msgs);

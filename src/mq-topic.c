@@ -13,14 +13,18 @@
 
 #include "tool.h"
 
-enum { OPT_JSON = 256, OPT_PARTITIONS, OPT_MAX_SIZE, OPT_RETENTION, OPT_HELP };
+enum {
+	OPT_JSON = 256, OPT_PARTITIONS, OPT_MAX_SIZE, OPT_RETENTION, OPT_HELP,
+	OPT_TTL, OPT_EXPIRED,
+};
 
 static void
 usage(int code)
 {
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] create [--partitions N] [--max-message-size "
-	    "BYTES]\n                [--retention SECONDS] TOPIC\n"
+	    "BYTES]\n                [--retention SECONDS] [--ttl SECONDS] "
+	    "[--expired dlq|drop] TOPIC\n"
 	    "       %s [-s SPOOL] list [--json]\n"
 	    "       %s [-s SPOOL] info [--json] TOPIC\n"
 	    "       %s [-s SPOOL] delete TOPIC\n"
@@ -122,8 +126,10 @@ cmd_info(mq_spool *sp, const char *topic, int json)
 		    "groups", groups));
 	} else {
 		printf("topic: %s\npartitions: %u\nmax-message-size: %zu\n"
-		    "retention: %.0f\n", in.name, in.conf.partitions,
-		    in.conf.max_message_size, in.conf.retention);
+		    "retention: %.0f\nttl: %g\nexpired: %s\n", in.name,
+		    in.conf.partitions, in.conf.max_message_size,
+		    in.conf.retention, in.conf.ttl,
+		    in.conf.expired_drop ? "drop" : "dlq");
 		printf("%-10s %12s %12s\n", "PARTITION", "COMMITTED", "MESSAGES");
 		for (unsigned k = 0; k < in.conf.partitions; k++)
 			printf("%-10u %12" PRIu64 " %12" PRIu64 "\n", k,
@@ -147,6 +153,8 @@ main(int argc, char *argv[])
 		{ "partitions", required_argument, NULL, OPT_PARTITIONS },
 		{ "max-message-size", required_argument, NULL, OPT_MAX_SIZE },
 		{ "retention", required_argument, NULL, OPT_RETENTION },
+		{ "ttl", required_argument, NULL, OPT_TTL },
+		{ "expired", required_argument, NULL, OPT_EXPIRED },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -173,6 +181,17 @@ main(int argc, char *argv[])
 			conf.retention = tool_duration("--retention", optarg);
 			confopts = 1;
 			break;
+		case OPT_TTL:
+			conf.ttl = tool_duration("--ttl", optarg);
+			confopts = 1;
+			break;
+		case OPT_EXPIRED:
+			if (strcmp(optarg, "dlq") && strcmp(optarg, "drop"))
+				errx(EX_USAGE, "--expired: dlq or drop, not '%s'",
+				    optarg);
+			conf.expired_drop = !strcmp(optarg, "drop");
+			confopts = 1;
+			break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
@@ -192,8 +211,8 @@ main(int argc, char *argv[])
 	if (argc != want)
 		usage(EX_USAGE);
 	if (confopts && strcmp(cmd, "create"))
-		errx(EX_USAGE, "--partitions, --max-message-size and --retention "
-		    "go with create");
+		errx(EX_USAGE, "--partitions, --max-message-size, --retention, "
+		    "--ttl and --expired go with create");
 	if (json && strcmp(cmd, "list") && strcmp(cmd, "info"))
 		errx(EX_USAGE, "--json goes with list and info");
 	if (want == 2)
