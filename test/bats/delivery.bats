@@ -228,3 +228,104 @@ count_delay() {
 	assert_line 'detail=handler timed out'
 	assert_line 'status=143'
 }
+
+@test "mq-pub --delay and --at: the message is pending only once it is due" {
+	mkgroup t g
+	mq-pub -q --delay 1.5 t later
+	assert_equal "$(count_delay t g)" 1
+	assert_equal "$(count_new t g)" 0
+	run --separate-stderr mq-sub -g g t
+	assert_equal "$status" 1
+	grep -q '^Mq-Deliver-At: 20' "$MQ_SPOOL"/topics/t/p0/log/*
+	# A waiting consumer wakes when it is due.
+	run --separate-stderr mq-sub -t 5 -F '%s %a\n' -g g t
+	assert_success
+	assert_output 'later 1'
+	local at=$(($(date +%s) + 2))
+	mq-pub -q --at "@$at" t at
+	run --separate-stderr mq-sub -g g t
+	assert_equal "$status" 1
+	run --separate-stderr mq-sub -t 5 -g g t
+	assert_success
+	assert_output at
+	# RFC 3339 in the past: due at once.
+	mq-pub -q --at 2020-01-01T00:00:00Z t past
+	run --separate-stderr mq-sub -g g t
+	assert_output past
+}
+
+@test "mq-pub --delay/--at/--ttl refuse bad values (64), nothing stored" {
+	mkgroup t g
+	local before
+	before=$(spool_snapshot)
+	local -a bad=(
+		"--delay soon"
+		"--at tomorrow"
+		"--at 2026-13-01T00:00:00Z"
+		"--at @x"
+		"--delay 1 --at @1"
+		"--ttl 0"
+	)
+	local b
+	for b in "${bad[@]}"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr mq-pub $b t x
+		assert_equal "$status" 64
+		assert_one_line_error mq-pub
+	done
+	assert_equal "$(spool_snapshot)" "$before"
+}
+
+@test "mq-pub --ttl: an expired message is never delivered; it is dead-lettered, or dropped when the topic says so" {
+	mkgroup t g
+	mq-pub -q --ttl 0.2 t stale
+	mq-pub -q t fresh
+	grep -q '^Mq-Expires: 20' "$MQ_SPOOL"/topics/t/p0/log/00000000000000000000.*
+	MQ_NOW=$(($(date +%s) + 5)) run --separate-stderr mq-sub -g g t
+	assert_success
+	assert_output fresh
+	assert_equal "$(count_dead t g)" 1
+	run cat "$(dlq_dir t g)"/*.why
+	assert_line 'reason=expired'
+	# A topic default: ttl 1 s, expired messages dropped.
+	mq-topic create --ttl 1 --expired drop d
+	mkgroup d g
+	mq-pub -q d gone
+	MQ_NOW=$(($(date +%s) + 5)) run --separate-stderr mq-sub -g g d
+	assert_equal "$status" 1
+	group_empty d g
+	assert_equal "$(count_dead d g)" 0
+}
+
+# head_committed_in TOPIC FILE: records the head's committed value in FILE
+# until FILE.stop exists.
+watch_committed() {
+	while [[ ! -e $2.stop ]]; do
+		head_field "$1" committed >>"$2" 2>/dev/null || true
+	done
+}
+
+@test "mq-pub --atomic: consumers see all of a batch or none of it" {
+	mkgroup t g
+	seq 20000 >"$TD/in"
+	watch_committed t "$TD/seen" &
+	local w=$!
+	run --separate-stderr mq-pub -q -l --atomic t <"$TD/in"
+	assert_success
+	touch "$TD/seen.stop"
+	wait "$w"
+	# The commit record went from 0 to 20000 in one step.
+	run sort -un "$TD/seen"
+	assert_output --regexp '^(0
+)?20000$'
+	assert_equal "$(count_new t g)" 20000
+	# Several partitions and no key: refused, nothing stored.
+	mq-topic create --partitions 3 multi
+	run --separate-stderr mq-pub --atomic multi a b c
+	assert_equal "$status" 64
+	assert_one_line_error mq-pub
+	run mq-topic info --json multi
+	assert_output --partial '"committed":0'
+	run --separate-stderr mq-pub -q --atomic -k same multi a b c
+	assert_success
+}
