@@ -6,7 +6,8 @@
  * microseconds), so no file is opened or stat()ed.  Groups that have not
  * consumed the message still hold links to it: retention removes the
  * log's name only, never a group's pending message.  Unlinking is the
- * whole operation, so a crash leaves nothing to repair.  Dot-named
+ * whole operation, so a crash leaves nothing to repair.  Idempotency
+ * keys older than the topic's dedup window are dropped from the index.  Dot-named
  * temporary files older than an hour (left by a crash while writing a
  * conf) are removed on the way.
  */
@@ -20,14 +21,6 @@
 
 #include "internal.h"
 
-static double
-id_time(const char *key)
-{
-	char hex[14];
-	memcpy(hex, key + MQ_SEQ_DIGITS + 1, 13);
-	hex[13] = 0;
-	return (double)strtoull(hex, NULL, 16) / 1e6;
-}
 
 static void
 sweep_temporaries(int dirfd, double now)
@@ -48,6 +41,31 @@ sweep_temporaries(int dirfd, double now)
 		    now - (double)st.st_mtime > MQ_STALE_TMP)
 			unlinkat(dirfd, de->d_name, 0);
 	closedir(d);
+}
+
+/* Idempotency keys older than the dedup window no longer count. */
+static int
+expire_dedup(int pfd, double now, double window)
+{
+	int fd = openat(pfd, "dedup", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : mq_err_sys("dedup");
+	struct mq_names l = { 0 };
+	int rc = mq_names_read(fd, NULL, &l);
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		char key[MQ_KEY_LEN + 2];
+		ssize_t n = readlinkat(fd, l.v[i], key, sizeof key - 1);
+		if (n != MQ_KEY_LEN)
+			continue;
+		key[n] = 0;
+		if (mq_is_key(key) && now - mq_key_time(key) > window &&
+		    unlinkat(fd, l.v[i], 0) < 0 && errno != ENOENT)
+			rc = mq_err_sys("unlink dedup/%s", l.v[i]);
+	}
+	mq_names_free(&l);
+	close(fd);
+	return rc;
 }
 
 int
@@ -76,7 +94,7 @@ mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 		uint64_t seq;
 		for (size_t i = 0; rc == 0 && i < l.n; i++) {
 			if (mq_seq_of(l.v[i], &seq) < 0 || seq >= h.committed ||
-			    now - id_time(l.v[i]) <= keep)
+			    now - mq_key_time(l.v[i]) <= keep)
 				continue;
 			if (unlinkat(lfd, l.v[i], 0) == 0)
 				(*removed)++;
@@ -84,6 +102,8 @@ mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 				rc = mq_err_sys("unlink log/%s", l.v[i]);
 		}
 		mq_names_free(&l);
+		if (rc == 0)
+			rc = expire_dedup(t.pfd[k], now, t.conf.dedup_window);
 		if (lfd >= 0)
 			close(lfd);
 		if (hfd >= 0)

@@ -76,6 +76,7 @@ void mq_hex_random(char *out, size_t nhex);
 bool mq_is_key(const char *name);
 bool mq_is_entry(const char *name);   /* new/ or cur/ name */
 int mq_seq_of(const char *name, uint64_t *seq);
+double mq_key_time(const char *key);
 struct mq_entry {
 	char key[MQ_KEY_LEN + 1];
 	unsigned attempts;                  /* deliveries */

@@ -114,6 +114,14 @@ hash_hex(const void *body, size_t len, char out[33])
 
 /* Renders the header block of a message, blank line included; the body
  * is written after it as it is. */
+void
+mq_content_key(const void *body, size_t len, char out[48])
+{
+	char hex[33];
+	hash_hex(body, len, hex);
+	snprintf(out, 48, "xxh3-128:%s", hex);
+}
+
 int
 mq_msg_render(const struct mq_topic *t, unsigned k, uint64_t seq,
     const char *id, const struct mq_pub_msg *m, double now, char **out,
@@ -123,7 +131,8 @@ mq_msg_render(const struct mq_topic *t, unsigned k, uint64_t seq,
 	hash_hex(m->body, m->len, hash);
 	mq_time_rfc3339(now, when, sizeof when);
 
-	size_t cap = 640 + strlen(t->name) + (m->key ? strlen(m->key) : 0);
+	size_t cap = 640 + strlen(t->name) + (m->key ? strlen(m->key) : 0) +
+	    (m->idempotency_key ? strlen(m->idempotency_key) : 0);
 	/* The topic's ttl applies to a message that has no expiry of its
 	 * own, counted from its publication. */
 	double expires = m->expires > 0 ? m->expires :
@@ -142,6 +151,9 @@ mq_msg_render(const struct mq_topic *t, unsigned k, uint64_t seq,
 	    "Content-Length: %zu\nContent-Hash: xxh3-128:%s\n", when, m->len,
 	    hash);
 	char at[64];
+	if (m->idempotency_key)
+		o += (size_t)snprintf(buf + o, cap - o, "Mq-Idempotency-Key: %s\n",
+		    m->idempotency_key);
 	if (m->deliver_at > 0) {
 		mq_time_rfc3339(m->deliver_at, at, sizeof at);
 		o += (size_t)snprintf(buf + o, cap - o, "Mq-Deliver-At: %s\n", at);

@@ -67,6 +67,7 @@ struct mq_topic_conf {
 	size_t max_message_size;         /* bytes of body */
 	double retention;                /* seconds the log keeps a message; 0 = forever */
 	double ttl;                      /* default time to live; 0 = none */
+	double dedup_window;             /* seconds an idempotency key counts */
 	int expired_drop;                /* expired: 1 drop, 0 dead-letter */
 };
 void mq_topic_conf_default(struct mq_topic_conf *);
@@ -157,6 +158,10 @@ struct mq_pub_msg {
 	size_t nheaders;
 	double deliver_at;               /* > 0: not delivered before (epoch s) */
 	double expires;                  /* > 0: not delivered after (epoch s) */
+	/* Not NULL: published once within the topic's dedup window; a
+	 * repeat gets the first one's id.  It picks the partition when there
+	 * is no key and no partition, so repeats meet in one partition. */
+	const char *idempotency_key;
 };
 typedef struct mq_pub mq_pub;
 /* With MQ_CREATE the topic is created with default settings if missing. */
@@ -168,6 +173,9 @@ mq_pub *mq_pub_open(mq_spool *, const char *topic, int flags);
  * chunk is stored whole or not at all. */
 size_t mq_pub_send(mq_pub *, const struct mq_pub_msg *msgs, size_t n,
     enum mq_sync, char (*ids)[MQ_ID_LEN + 1]);
+/* The idempotency key of --dedup=content: "xxh3-128:" and the body's
+ * hash in hex. */
+void mq_content_key(const void *body, size_t len, char out[48]);
 /* With on set, each mq_pub_send is one commit: consumers see all of its
  * messages or none.  They must then all go to one partition. */
 void mq_pub_atomic(mq_pub *, int on);
@@ -266,6 +274,17 @@ int mq_dlq_read(mq_spool *, const struct mq_dead *, struct mq_msg **out);
  * or, with to_topic, publishes a copy there. */
 int mq_dlq_redrive(mq_spool *, const struct mq_dead *, const char *to_topic);
 int mq_dlq_purge(mq_spool *, const struct mq_dead *);
+/* Export writes the dead letters of a topic (of one group, or of every
+ * group when group is NULL) to a tar archive at path ("-": standard
+ * output), removing nothing; *count gets how many.  Import reads such an
+ * archive and checks all of it before it changes anything (a damaged,
+ * truncated or foreign archive is EX_DATAERR); it then creates missing
+ * topics and groups with the defaults and makes each one a dead letter
+ * of its group again, skipping those already there: *count gets how many
+ * it added.  See mq-dlq(1) for the archive's layout. */
+int mq_dlq_export(mq_spool *, const char *topic, const char *group,
+    const char *path, size_t *count);
+int mq_dlq_import(mq_spool *, const char *path, size_t *count);
 
 /* Output of a message: JSON object on one line, or a kcat-style format
  * (see mq-sub(1)).  mq_format_check validates a format string. */

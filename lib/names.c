@@ -96,6 +96,16 @@ mq_is_key(const char *name)
 	return key_prefix(name) && name[MQ_KEY_LEN] == 0;
 }
 
+/* When the message was published: its id starts with the microseconds. */
+double
+mq_key_time(const char *key)
+{
+	char hex[14];
+	memcpy(hex, key + MQ_SEQ_DIGITS + 1, 13);
+	hex[13] = 0;
+	return (double)strtoull(hex, NULL, 16) / 1e6;
+}
+
 int
 mq_seq_of(const char *name, uint64_t *seq)
 {

@@ -34,7 +34,7 @@ struct mq_pub {
 	struct mq_topic t;
 	unsigned rr;                    /* next partition for keyless messages */
 	int atomic;                     /* one commit per mq_pub_send */
-	int *hfd, *logfd;               /* per partition, opened on first use */
+	int *hfd, *logfd, *dedupfd;     /* per partition, opened on first use */
 };
 
 int
@@ -69,16 +69,18 @@ mq_pub_open(mq_spool *sp, const char *topic, int flags)
 	p->rr = arc4random_uniform(np);
 	p->hfd = malloc(np * sizeof *p->hfd);
 	p->logfd = malloc(np * sizeof *p->logfd);
-	if (!p->hfd || !p->logfd) {
+	p->dedupfd = malloc(np * sizeof *p->dedupfd);
+	if (!p->hfd || !p->logfd || !p->dedupfd) {
 		mq_err_sys("malloc");
 		free(p->hfd);
 		free(p->logfd);
+		free(p->dedupfd);
 		mq_topic_close(&p->t);
 		free(p);
 		return NULL;
 	}
 	for (unsigned k = 0; k < np; k++)
-		p->hfd[k] = p->logfd[k] = -1;
+		p->hfd[k] = p->logfd[k] = p->dedupfd[k] = -1;
 	return p;
 }
 
@@ -98,9 +100,12 @@ mq_pub_close(mq_pub *p)
 			close(p->hfd[k]);
 		if (p->logfd[k] >= 0)
 			close(p->logfd[k]);
+		if (p->dedupfd[k] >= 0)
+			close(p->dedupfd[k]);
 	}
 	free(p->hfd);
 	free(p->logfd);
+	free(p->dedupfd);
 	mq_topic_close(&p->t);
 	free(p);
 }
@@ -149,7 +154,8 @@ stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
 	bool later = m->deliver_at > now;
 	char key[MQ_KEY_LEN + 1], *hdr;
 	size_t hlen;
-	mq_id_new(id);
+	if (!m->idempotency_key)
+		mq_id_new(id);
 	snprintf(key, sizeof key, "%020" PRIu64 ".%s", seq, id);
 	if (mq_msg_render(&p->t, k, seq, id, m, now, &hdr, &hlen) < 0)
 		return -1;
@@ -239,6 +245,51 @@ open_groups(mq_pub *p, unsigned k, int **gfdp, size_t *ngp)
 	return 0;
 }
 
+/* The dedup index entry of an idempotency key: XXH3-128 of the key. */
+static void
+dedup_name(const char *ikey, char out[33])
+{
+	XXH128_hash_t h = XXH3_128bits(ikey, strlen(ikey));
+	snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, (uint64_t)h.high64,
+	    (uint64_t)h.low64);
+}
+
+/* Records key for the message about to get seq, unless the key was seen
+ * within the window: then returns 1 with the first message's id in id.
+ * The record is a symlink dedup/<hash> -> KEY, made under the partition
+ * lock before the commit, so the repair of a failed publish removes it
+ * with the rest (its target's seq is in the range repaired). */
+static int
+dedup_claim(mq_pub *p, unsigned k, const char *ikey, uint64_t seq,
+    const char *newid, char id[MQ_ID_LEN + 1])
+{
+	char name[33], key[MQ_KEY_LEN + 1], old[MQ_KEY_LEN + 2];
+	if (p->dedupfd[k] < 0 && (mq_mkdir(p->t.pfd[k], "dedup") < 0 ||
+	    (p->dedupfd[k] = mq_dir_open(p->t.pfd[k], "dedup")) < 0))
+		return -1;
+	dedup_name(ikey, name);
+	snprintf(key, sizeof key, "%020" PRIu64 ".%s", seq, newid);
+	for (int tries = 0; tries < 3; tries++) {
+		if (symlinkat(key, p->dedupfd[k], name) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return mq_err_sys("dedup index");
+		ssize_t n = readlinkat(p->dedupfd[k], name, old, sizeof old - 1);
+		if (n == MQ_KEY_LEN) {
+			old[n] = 0;
+			if (mq_is_key(old) &&
+			    mq_now() - mq_key_time(old) <= p->t.conf.dedup_window) {
+				memcpy(id, old + MQ_SEQ_DIGITS + 1, MQ_ID_LEN + 1);
+				return 1;
+			}
+		}
+		/* Expired (or not ours): the key may be used again. */
+		if (unlinkat(p->dedupfd[k], name, 0) < 0 && errno != ENOENT)
+			return mq_err_sys("dedup index");
+	}
+	return mq_err(EX_TEMPFAIL, "dedup index busy");
+}
+
 static int
 publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
     const size_t *idx, size_t n, enum mq_sync sync,
@@ -261,15 +312,32 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 		mq_head_unlock(hfd);
 		return -1;
 	}
+	/* next bounds what this chunk may create; a repeat of an
+	 * idempotency key takes no sequence number, so fewer may commit. */
 	h.next = h.committed + n;
 	rc = mq_head_write(hfd, &h, 0);
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = stage_one(p, k, h.committed + i, &msgs[idx[i]], gfd, ng,
-		    sync, ids[idx[i]]);
+	uint64_t seq = h.committed;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const struct mq_pub_msg *m = &msgs[idx[i]];
+		char *id = ids[idx[i]];
+		if (m->idempotency_key) {
+			mq_id_new(id);
+			rc = dedup_claim(p, k, m->idempotency_key, seq, id, id);
+			if (rc == 1) {
+				rc = 0;
+				continue;
+			}
+			if (rc < 0)
+				break;
+		}
+		rc = stage_one(p, k, seq++, m, gfd, ng, sync, id);
+	}
+	if (rc == 0 && p->dedupfd[k] >= 0 && sync == MQ_SYNC_EACH)
+		rc = mq_fsync_fd(p->dedupfd[k]);
 	if (rc == 0)
 		rc = make_durable(p, k, gfd, ng, sync);
 	if (rc == 0) {
-		struct mq_head done = { h.next, h.next };
+		struct mq_head done = { seq, seq };
 		rc = mq_head_write(hfd, &done, sync != MQ_SYNC_NONE);
 	}
 	if (rc < 0) {
@@ -297,8 +365,9 @@ choose_partition(mq_pub *p, const struct mq_pub_msg *m, unsigned *k)
 			return mq_err(EX_USAGE, "topic '%s' has no partition %d "
 			    "(it has %u)", p->t.name, m->partition, np);
 		*k = (unsigned)m->partition;
-	} else if (m->key) {
-		*k = (unsigned)(XXH3_64bits(m->key, strlen(m->key)) % np);
+	} else if (m->key || m->idempotency_key) {
+		const char *by = m->key ? m->key : m->idempotency_key;
+		*k = (unsigned)(XXH3_64bits(by, strlen(by)) % np);
 	} else {
 		*k = p->rr;
 		p->rr = (p->rr + 1) % np;

@@ -5,9 +5,9 @@
  * lock, means the last holder died between allocating sequence numbers and
  * committing them (a live publisher would still hold the lock).  Every
  * name with a sequence number in [committed, next) is then invisible
- * garbage: it is removed from log/ and from every group's new/ and delay/
- * (consumers never claim or promote such names, so cur/ holds none), and
- * next is set back to committed.  This scans log/ once per crash, never in normal operation.
+ * garbage: it is removed from log/, from every group's new/ and delay/
+ * (consumers never claim or promote such names, so cur/ holds none) and
+ * from the dedup index, and next is set back to committed.  This scans log/ once per crash, never in normal operation.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +45,32 @@ sweep(int dirfd, const char *path, uint64_t from, uint64_t to)
 	return rc;
 }
 
+/* The dedup index: symlinks whose target is the KEY they recorded. */
+static int
+sweep_dedup(int pfd, uint64_t from, uint64_t to)
+{
+	int fd = openat(pfd, "dedup", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : mq_err_sys("dedup");
+	struct mq_names l = { 0 };
+	int rc = mq_names_read(fd, NULL, &l);
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		char key[MQ_KEY_LEN + 2];
+		uint64_t seq;
+		ssize_t n = readlinkat(fd, l.v[i], key, sizeof key - 1);
+		if (n < 0)
+			continue;
+		key[n] = 0;
+		if (mq_seq_of(key, &seq) == 0 && seq >= from && seq < to &&
+		    unlinkat(fd, l.v[i], 0) < 0 && errno != ENOENT)
+			rc = mq_err_sys("unlink dedup/%s", l.v[i]);
+	}
+	mq_names_free(&l);
+	close(fd);
+	return rc;
+}
+
 int
 mq_partition_repair_locked(const struct mq_topic *t, unsigned k, int hfd,
     struct mq_head *h)
@@ -69,6 +95,8 @@ mq_partition_repair_locked(const struct mq_topic *t, unsigned k, int hfd,
 			rc = sweep(pfd, p, h->committed, h->next);
 	}
 	mq_names_free(&groups);
+	if (rc == 0)
+		rc = sweep_dedup(pfd, h->committed, h->next);
 	/* log/ last: it is how a later repair would find the range again. */
 	if (rc == 0)
 		rc = sweep(pfd, "log", h->committed, h->next);

@@ -28,6 +28,7 @@ mq_topic_conf_default(struct mq_topic_conf *c)
 	c->retention = 7 * 86400;
 	c->ttl = 0;
 	c->expired_drop = 0;
+	c->dedup_window = 3600;
 }
 
 static int
@@ -52,7 +53,9 @@ mq_topic_conf_parse(const struct mq_conf *kv, struct mq_topic_conf *c)
 	    "topic.conf") < 0 ||
 	    mq_conf_get_double(kv, "retention", c->retention, &c->retention,
 	    "topic.conf") < 0 ||
-	    mq_conf_get_double(kv, "ttl", 0, &c->ttl, "topic.conf") < 0)
+	    mq_conf_get_double(kv, "ttl", 0, &c->ttl, "topic.conf") < 0 ||
+	    mq_conf_get_double(kv, "dedup-window", c->dedup_window,
+	    &c->dedup_window, "topic.conf") < 0)
 		return -1;
 	const char *exp = mq_conf_get(kv, "expired");
 	if (exp && strcmp(exp, "dlq") && strcmp(exp, "drop"))
@@ -92,7 +95,7 @@ static int
 build_partition(int tfd, unsigned k)
 {
 	char p[64];
-	static const char *const sub[] = { "log", "g", "dlq" };
+	static const char *const sub[] = { "log", "g", "dlq", "dedup" };
 	if (mq_path(p, sizeof p, "p%u", k) < 0 || mq_mkdir(tfd, p) < 0)
 		return -1;
 	int pfd = mq_dir_open(tfd, p);
@@ -136,8 +139,9 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 	if (rc == 0)
 		rc = mq_path(text, sizeof text, "partitions=%u\n"
 		    "max-message-size=%zu\nretention=%.0f\nttl=%.3f\n"
-		    "expired=%s\n", c->partitions, c->max_message_size,
-		    c->retention, c->ttl, c->expired_drop ? "drop" : "dlq");
+		    "expired=%s\ndedup-window=%.0f\n", c->partitions,
+		    c->max_message_size, c->retention, c->ttl,
+		    c->expired_drop ? "drop" : "dlq", c->dedup_window);
 	if (rc == 0)
 		rc = mq_write_file(tfd, "topic.conf", text, strlen(text), 1, 0);
 	if (rc == 0)

@@ -16,7 +16,10 @@
 
 #include "tool.h"
 
-enum { OPT_SYNC = 256, OPT_HELP, OPT_DELAY, OPT_AT, OPT_TTL, OPT_ATOMIC };
+enum {
+	OPT_SYNC = 256, OPT_HELP, OPT_DELAY, OPT_AT, OPT_TTL, OPT_ATOMIC,
+	OPT_DEDUP,
+};
 
 static struct {
 	int split;                      /* 0: whole stdin is one message */
@@ -28,7 +31,8 @@ static struct {
 	struct mq_header *headers;
 	size_t nheaders;
 	double delay, at, ttl;
-	int atomic;
+	int atomic, dedup_content;
+	const char *idem;               /* -i */
 } opt = { .partition = -1 };
 
 static void
@@ -38,7 +42,8 @@ usage(int code)
 	    "usage: %s [-0lq] [-H 'Name: value']... [-k KEY] [-p PARTITION] "
 	    "[-s SPOOL]\n              [--sync=each|batch|none] [--delay SECONDS "
 	    "| --at TIME] [--ttl SECONDS]\n              [--atomic] TOPIC "
-	    "[MESSAGE...]\n", getprogname());
+	    "[MESSAGE...]\n              [-i ID | --dedup=content]\n",
+	    getprogname());
 	exit(code);
 }
 
@@ -50,8 +55,23 @@ send(mq_pub *pub, struct mq_pub_msg *msgs, size_t n)
 	if (n == 0)
 		return;
 	char (*ids)[MQ_ID_LEN + 1] = reallocarray(NULL, n, sizeof *ids);
-	if (!ids)
+	char (*ikeys)[MQ_NAME_MAX + 64] = reallocarray(NULL, n, sizeof *ikeys);
+	if (!ids || !ikeys)
 		err(EX_OSERR, "malloc");
+	/* -i ID names one message; in a batch the n-th is ID.n, so a batch
+	 * sent again is recognised message by message. */
+	static unsigned long nth;
+	for (size_t i = 0; i < n; i++) {
+		if (opt.dedup_content)
+			mq_content_key(msgs[i].body, msgs[i].len, ikeys[i]);
+		else if (opt.idem && !opt.split && nth == 0 && n == 1)
+			snprintf(ikeys[i], sizeof *ikeys, "%s", opt.idem);
+		else if (opt.idem)
+			snprintf(ikeys[i], sizeof *ikeys, "%s.%lu", opt.idem,
+			    ++nth);
+		msgs[i].idempotency_key = opt.dedup_content || opt.idem ?
+		    ikeys[i] : NULL;
+	}
 	size_t stored = mq_pub_send(pub, msgs, n, opt.sync, ids);
 	for (size_t i = 0; !opt.quiet && i < n; i++)
 		if (ids[i][0])
@@ -59,6 +79,7 @@ send(mq_pub *pub, struct mq_pub_msg *msgs, size_t n)
 	if (fflush(stdout) == EOF)
 		err(EX_IOERR, "stdout");
 	free(ids);
+	free(ikeys);
 	if (stored < n)
 		tool_fail();
 }
@@ -76,6 +97,7 @@ msg_init(struct mq_pub_msg *m, const void *body, size_t len)
 	double now = mq_now();
 	m->deliver_at = opt.at > 0 ? opt.at : opt.delay > 0 ? now + opt.delay : 0;
 	m->expires = opt.ttl > 0 ? now + opt.ttl : 0;
+	m->idempotency_key = NULL;
 }
 
 static int
@@ -182,12 +204,13 @@ main(int argc, char *argv[])
 		{ "at", required_argument, NULL, OPT_AT },
 		{ "ttl", required_argument, NULL, OPT_TTL },
 		{ "atomic", no_argument, NULL, OPT_ATOMIC },
+		{ "dedup", required_argument, NULL, OPT_DEDUP },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spool = NULL;
 	int c;
-	while ((c = getopt_long(argc, argv, "0H:k:lp:qs:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "0H:i:k:lp:qs:", longopts, NULL)) != -1) {
 		switch (c) {
 		case '0': opt.split = 1; opt.sep = '\0'; break;
 		case 'H': {
@@ -228,6 +251,17 @@ main(int argc, char *argv[])
 				errx(EX_USAGE, "--ttl: must be more than 0");
 			break;
 		case OPT_ATOMIC: opt.atomic = 1; break;
+		case OPT_DEDUP:
+			if (strcmp(optarg, "content"))
+				errx(EX_USAGE, "--dedup: only 'content' is known");
+			opt.dedup_content = 1;
+			break;
+		case 'i':
+			if (mq_key_check(optarg) < 0 || strlen(optarg) > MQ_NAME_MAX)
+				errx(EX_USAGE, "-i: bad id (1 to %d characters, no "
+				    "control characters)", MQ_NAME_MAX);
+			opt.idem = optarg;
+			break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
@@ -238,6 +272,8 @@ main(int argc, char *argv[])
 		usage(EX_USAGE);
 	if (opt.delay > 0 && opt.at > 0)
 		errx(EX_USAGE, "choose one of --delay and --at");
+	if (opt.idem && opt.dedup_content)
+		errx(EX_USAGE, "choose one of -i and --dedup=content");
 	tool_name("topic", argv[0]);
 
 	mq_spool *sp = tool_spool(spool, MQ_CREATE);

@@ -329,3 +329,53 @@ watch_committed() {
 	run --separate-stderr mq-pub -q --atomic -k same multi a b c
 	assert_success
 }
+
+@test "idempotent publish: 4 processes publishing the same 1,000 ids at once make 1,000 messages" {
+	mkgroup t g
+	local j
+	local -a pids=()
+	for j in 1 2 3 4; do
+		seq 1000 | mq-pub -l -i batch t >"$TD/ids.$j" &
+		pids+=($!)
+	done
+	for j in "${pids[@]}"; do
+		wait "$j"
+	done
+	assert_equal "$(count_new t g)" 1000
+	assert_equal "$(head_field t committed)" 1000
+	# Every process was told the same id for the same message.
+	for j in 2 3 4; do
+		cmp "$TD/ids.1" "$TD/ids.$j"
+	done
+	assert_equal "$(sort -u "$TD/ids.1" | wc -l)" 1000
+	run mq-sub -g g t
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort -n | uniq | wc -l)" 1000
+}
+
+@test "idempotent publish: a repeat returns the first id and exit 0; the window ends it; --dedup=content" {
+	mkgroup t g
+	local a b c
+	a=$(mq-pub -i order-7 t first)
+	b=$(mq-pub -i order-7 t second)
+	assert_equal "$b" "$a"
+	run mq-sub -g g t
+	assert_output first
+	grep -q '^Mq-Idempotency-Key: order-7$' "$MQ_SPOOL"/topics/t/p0/log/*
+	# After the window (an hour by default) the id is new again.
+	c=$(MQ_NOW=$(($(date +%s) + 3601)) mq-pub -i order-7 t third)
+	[[ $c != "$a" ]] || fail "same id after the window"
+	a=$(mq-pub --dedup=content t same)
+	b=$(mq-pub --dedup=content t same)
+	c=$(mq-pub --dedup=content t other)
+	assert_equal "$b" "$a"
+	[[ $c != "$a" ]] || fail "different content, same id"
+	run --separate-stderr mq-pub -i x --dedup=content t y
+	assert_equal "$status" 64
+	run --separate-stderr mq-pub --dedup=body t y
+	assert_equal "$status" 64
+	# gc drops keys older than the window.
+	# order-7 (its second life) and two contents.
+	assert_equal "$(count_entries "$MQ_SPOOL/topics/t/p0/dedup")" 3
+	MQ_NOW=$(($(date +%s) + 7200)) mq-topic gc t
+	assert_equal "$(count_entries "$MQ_SPOOL/topics/t/p0/dedup")" 0
+}
