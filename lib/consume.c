@@ -35,6 +35,7 @@
 struct part {
 	struct mq_gdirs d;              /* new/, cur/ and delay/ */
 	int hfd;
+	int donefd;                     /* the exactly-once ledger, or -1 */
 	DIR *newdir, *curdir, *delaydir; /* their listings */
 	int wd_new, wd_cur, wd_head, wd_delay;
 	struct mq_names cand;           /* sorted names of new/ at last scan */
@@ -53,6 +54,7 @@ struct mq_sub {
 	char *group;
 	double lease, poll;
 	unsigned max_attempts;
+	int exactly_once;
 	int ifd;
 	struct part *ps;
 	unsigned rr;
@@ -126,6 +128,13 @@ open_part(mq_sub *s, unsigned k)
 	    !(p->curdir = mq_dir_stream(p->d.curfd)) ||
 	    !(p->delaydir = mq_dir_stream(p->d.delayfd)))
 		return -1;
+	if (s->exactly_once) {
+		char path[MQ_NAME_MAX + 16];
+		if (mq_path(path, sizeof path, "g/%s/done", s->group) < 0 ||
+		    mq_mkdir(s->t.pfd[k], path) < 0 ||
+		    (p->donefd = mq_dir_open(s->t.pfd[k], path)) < 0)
+			return -1;
+	}
 	uint32_t arrive = IN_MOVED_TO | IN_CREATE | IN_ONLYDIR;
 	if (s->ifd >= 0 &&
 	    ((p->wd_new = watch(s->ifd, p->d.newfd, arrive)) < 0 ||
@@ -160,6 +169,7 @@ group_settings(mq_sub *s, const struct mq_sub_opts *o)
 		return -1;
 	s->lease = o->lease > 0 ? o->lease : gc.lease;
 	s->max_attempts = gc.max_attempts;
+	s->exactly_once = gc.exactly_once;
 	return backfill ? mq_group_backfill(&s->t, s->group) : 0;
 }
 
@@ -196,6 +206,7 @@ mq_sub_open(mq_spool *sp, const char *topic, const char *group,
 	for (unsigned k = 0; k < np; k++) {
 		struct part *p = &s->ps[k];
 		p->d.newfd = p->d.curfd = p->d.delayfd = p->hfd = -1;
+		p->donefd = -1;
 		p->earliest = p->due = INFINITY;
 	}
 	s->wake_fd = o->wake_fd;
@@ -230,6 +241,8 @@ mq_sub_close(mq_sub *s)
 			mq_gdirs_close(&p->d);
 			if (p->hfd >= 0)
 				close(p->hfd);
+			if (p->donefd >= 0)
+				close(p->donefd);
 			if (p->newdir)
 				closedir(p->newdir);
 			if (p->curdir)
@@ -445,6 +458,12 @@ try_claim(mq_sub *s, unsigned k, struct mq_msg **out)
 			if (errno == ENOENT)
 				continue;
 			return mq_err_sys("claim");
+		}
+		/* Processed before (the ack was lost): settle it unseen. */
+		if (p->donefd >= 0 && faccessat(p->donefd,
+		    e.key + MQ_SEQ_DIGITS + 1, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+			unlinkat(p->d.curfd, cur, 0);
+			continue;
 		}
 		struct mq_msg *m;
 		if (mq_claim_read(&s->t, p->d.curfd, cur, &m) < 0) {
@@ -673,10 +692,25 @@ priv_of(const struct mq_msg *m)
 	return m->priv;
 }
 
+/* The ledger entry goes first and is made durable: once it is there, a
+ * delivery of the same message is settled without being seen again. */
+static int
+record_done(struct part *p, const struct mq_msg *m)
+{
+	int fd = openat(p->donefd, m->id, O_WRONLY | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0666);
+	if (fd < 0)
+		return mq_err_sys("ledger");
+	close(fd);
+	return mq_fsync_fd(p->donefd);
+}
+
 int
 mq_sub_ack(mq_sub *s, const struct mq_msg *m)
 {
 	struct msg_priv *pv = priv_of(m);
+	if (s->ps[pv->k].donefd >= 0 && record_done(&s->ps[pv->k], m) < 0)
+		return -1;
 	if (unlinkat(s->ps[pv->k].d.curfd, pv->cur, 0) < 0) {
 		if (errno == ENOENT)
 			return mq_err(EX_NOINPUT, "message %s is no longer "

@@ -7,7 +7,8 @@
  * consumed the message still hold links to it: retention removes the
  * log's name only, never a group's pending message.  Unlinking is the
  * whole operation, so a crash leaves nothing to repair.  Idempotency
- * keys older than the topic's dedup window are dropped from the index.  Dot-named
+ * keys older than the topic's dedup window are dropped from the index,
+ * and so are the ledger entries of exactly-once groups.  Dot-named
  * temporary files older than an hour (left by a crash while writing a
  * conf) are removed on the way.
  */
@@ -68,6 +69,41 @@ expire_dedup(int pfd, double now, double window)
 	return rc;
 }
 
+/* Ledger entries of exactly-once groups last as long as the dedup window:
+ * a redelivery later than that is no longer recognised. */
+static void
+expire_ledgers(int pfd, double now, double window)
+{
+	struct mq_names groups = { 0 };
+	int gfd = openat(pfd, "g", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (gfd < 0 || mq_names_read(gfd, NULL, &groups) < 0)
+		goto out;
+	for (size_t i = 0; i < groups.n; i++) {
+		char path[MQ_NAME_MAX + 8];
+		snprintf(path, sizeof path, "%s/done", groups.v[i]);
+		int dfd = openat(gfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		struct mq_names l = { 0 };
+		if (dfd < 0 || mq_names_read(dfd, NULL, &l) < 0) {
+			if (dfd >= 0)
+				close(dfd);
+			continue;
+		}
+		struct stat st;
+		for (size_t j = 0; j < l.n; j++)
+			if (fstatat(dfd, l.v[j], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    now - (double)st.st_mtime > window)
+				unlinkat(dfd, l.v[j], 0);
+		mq_names_free(&l);
+		close(dfd);
+	}
+out:
+	mq_names_free(&groups);
+	if (gfd >= 0)
+		close(gfd);
+}
+
 int
 mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 {
@@ -104,6 +140,8 @@ mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 		mq_names_free(&l);
 		if (rc == 0)
 			rc = expire_dedup(t.pfd[k], now, t.conf.dedup_window);
+		if (rc == 0)
+			expire_ledgers(t.pfd[k], now, t.conf.dedup_window);
 		if (lfd >= 0)
 			close(lfd);
 		if (hfd >= 0)

@@ -55,6 +55,8 @@ mq_group_settings(const struct mq_topic *t, const char *group,
 	if (rc == 0 && max > 1000000)
 		rc = mq_err(EX_CONFIG, "group conf: max-attempts out of range");
 	c->max_attempts = (unsigned)max;
+	const char *eo = mq_conf_get(&kv, "exactly-once");
+	c->exactly_once = eo && !strcmp(eo, "1");
 	mq_conf_free(&kv);
 	return rc;
 }
@@ -101,8 +103,9 @@ render_conf(const struct mq_topic *t, const struct mq_group_conf *c,
 	if (!buf)
 		return mq_err_sys("malloc");
 	o += (size_t)snprintf(buf + o, cap - o, "created=%.3f\nfrom-start=%d\n"
-	    "lease=%g\nmax-attempts=%u\nstate=%s\n", created,
-	    c->from_start ? 1 : 0, c->lease, c->max_attempts, state);
+	    "lease=%g\nmax-attempts=%u\nexactly-once=%d\nstate=%s\n", created,
+	    c->from_start ? 1 : 0, c->lease, c->max_attempts,
+	    c->exactly_once ? 1 : 0, state);
 	for (unsigned k = 0; k < t->conf.partitions; k++)
 		o += (size_t)snprintf(buf + o, cap - o, "start.p%u=%" PRIu64 "\n",
 		    k, start[k]);

@@ -7,7 +7,8 @@
  * never sees its message delivered to someone else; a handler that dies
  * with its consumer stops the heartbeat and the lease runs out.  Its
  * standard error passes through, and its last bytes are kept for the
- * dead-letter record.
+ * dead-letter record; its standard output passes through too, or is
+ * collected when the caller publishes it (mq-sub --publish-to).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -91,17 +92,39 @@ mono(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Collects the handler's stdout, bounded: an output is a message. */
+static int
+capture_out(int fd, struct mq_handler_result *r, size_t *cap)
+{
+	for (;;) {
+		if (r->out_len == *cap) {
+			if (*cap >= MQ_MESSAGE_MAX_LIMIT)
+				return mq_err(EX_DATAERR, "handler output too large");
+			*cap = *cap ? *cap * 2 : 65536;
+			char *o = realloc(r->out, *cap);
+			if (!o)
+				return mq_err_sys("malloc");
+			r->out = o;
+		}
+		ssize_t n = read(fd, r->out + r->out_len, *cap - r->out_len);
+		if (n <= 0)
+			return 0;
+		r->out_len += (size_t)n;
+	}
+}
+
 int
 mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
-    struct mq_handler_result *r)
+    int capture, struct mq_handler_result *r)
 {
 	double lease = mq_sub_lease(s);
-	int in[2], errp[2];
+	int in[2], errp[2], outp[2] = { -1, -1 };
+	size_t outcap = 0;
 	memset(r, 0, sizeof *r);
 	r->status = -1;
 	if (pipe2(in, O_CLOEXEC) < 0)
 		return mq_err_sys("pipe");
-	if (pipe2(errp, O_CLOEXEC) < 0) {
+	if (pipe2(errp, O_CLOEXEC) < 0 || (capture && pipe2(outp, O_CLOEXEC) < 0)) {
 		close(in[0]);
 		close(in[1]);
 		return mq_err_sys("pipe");
@@ -113,10 +136,17 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 		close(in[0]); close(in[1]); close(errp[0]); close(errp[1]);
 		return -1;
 	}
-	if (pid == 0)
+	if (pid == 0) {
+		if (capture && dup2(outp[1], 1) < 0)
+			_exit(EX_OSERR);
 		child(m, mq_sub_group(s), cmd, in[0], errp[1]);
+	}
 	close(in[0]);
 	close(errp[1]);
+	if (capture) {
+		close(outp[1]);
+		fcntl(outp[0], F_SETFL, O_NONBLOCK);
+	}
 	int pfd = pidfd_open(pid, 0);
 	fcntl(in[1], F_SETFL, O_NONBLOCK);
 	fcntl(errp[0], F_SETFL, O_NONBLOCK);
@@ -129,10 +159,11 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 	double start = mono(), beat = start + lease / 3, killed = 0;
 	int status = -1;
 	for (;;) {
-		struct pollfd p[3] = {
+		struct pollfd p[4] = {
 			{ .fd = pfd, .events = POLLIN },
 			{ .fd = errp[0], .events = POLLIN },
 			{ .fd = in[1], .events = POLLOUT },
+			{ .fd = outp[0], .events = POLLIN },
 		};
 		double now = mono(), next = beat;
 		if (timeout > 0)
@@ -140,10 +171,14 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 		int ms = next <= now ? 0 : (int)ceil((next - now) * 1000);
 		if (pfd < 0)
 			ms = ms > 50 ? 50 : ms;     /* no pidfd: look now and then */
-		if (poll(p, 3, ms) < 0 && errno != EINTR)
+		if (poll(p, 4, ms) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents)
 			pass_stderr(errp[0], r);
+		if (p[3].revents && capture_out(outp[0], r, &outcap) < 0) {
+			kill(pid, SIGKILL);
+			outp[0] = (close(outp[0]), -1);
+		}
 		if (p[2].revents && in[1] >= 0) {
 			ssize_t w = write(in[1], body, left);
 			if (w > 0) {
@@ -179,6 +214,10 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 		}
 	}
 	pass_stderr(errp[0], r);
+	if (outp[0] >= 0) {
+		capture_out(outp[0], r, &outcap);
+		close(outp[0]);
+	}
 	if (in[1] >= 0)
 		close(in[1]);
 	close(errp[0]);

@@ -106,6 +106,7 @@ struct mq_group_conf {
 	int from_start;                  /* backfill what the log still holds */
 	double lease;                    /* default lease, seconds */
 	unsigned max_attempts;           /* failures before dead-lettering; 0: never */
+	int exactly_once;                /* keep a ledger of processed ids */
 };
 void mq_group_conf_default(struct mq_group_conf *);
 /* Creates the topic if needed.  Returns 1 if created, 0 if it existed. */
@@ -225,9 +226,11 @@ struct mq_handler_result {
 	int timed_out;
 	char tail[4096];
 	size_t tail_len;
+	char *out;                       /* with capture: its stdout (free it) */
+	size_t out_len;
 };
 int mq_sub_run(mq_sub *, struct mq_msg *, const char *cmd, double timeout,
-    struct mq_handler_result *);
+    int capture, struct mq_handler_result *);
 /* The delay before the n-th retry: base * 2^(n-1), at most max, with
  * jitter (between half and all of it). */
 double mq_backoff(double base, double max, unsigned n);

@@ -25,11 +25,11 @@
 enum {
 	OPT_EXEC = 256, OPT_FROM_START, OPT_JSON, OPT_LEASE, OPT_MANUAL,
 	OPT_UNSUBSCRIBE, OPT_HELP, OPT_BACKOFF, OPT_HANDLER_TIMEOUT,
-	OPT_MAX_ATTEMPTS,
+	OPT_MAX_ATTEMPTS, OPT_PUBLISH_TO, OPT_EXACTLY_ONCE,
 };
 
 static struct {
-	const char *group, *format, *exec;
+	const char *group, *format, *exec, *publish_to;
 	int follow, json, manual, nul, quiet;
 	unsigned long count;
 	double timeout, handler_timeout;
@@ -37,6 +37,7 @@ static struct {
 } opt = { .backoff = 1, .backoff_max = 300 };
 
 static int handler_failed;
+static mq_pub *output;                  /* --publish-to */
 
 static volatile sig_atomic_t stopping;
 static int wake_pipe[2] = { -1, -1 };
@@ -61,7 +62,8 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-0fq] [-F FORMAT] -g GROUP [-n COUNT] [-s SPOOL] "
 	    "[-t SECONDS]\n              [--exec CMD [--backoff BASE[:MAX]] "
-	    "[--handler-timeout SECONDS]]\n              [--from-start] [--json] "
+	    "[--handler-timeout SECONDS]\n              [--publish-to TOPIC]] "
+	    "[--exactly-once] [--from-start] [--json]\n              "
 	    "[--lease SECONDS] [--manual] [--max-attempts N]\n"
 	    "              [--unsubscribe] TOPIC\n",
 	    getprogname());
@@ -126,15 +128,60 @@ give_back_refused(mq_sub *sub)
 	free(refused.v);
 }
 
-/* Runs the handler for one message and settles it: exit 0 acks, 75 asks
- * for it again later (not a failure), anything else is a failure that
- * comes back after a backoff, or goes to the dead letters at the last. */
+/* Publishes each line the handler printed as a message of the output
+ * topic, with an idempotency key derived from the input: a redelivered
+ * input whose handler runs again yields the same outputs, which the
+ * topic's dedup index drops, so each output exists once. */
+static int
+publish_outputs(const struct mq_msg *in, const char *out, size_t len)
+{
+	size_t n = 0, cap = 0;
+	struct mq_pub_msg *v = NULL;
+	char (*keys)[MQ_ID_LEN + 24] = NULL;
+	for (const char *p = out, *end = out + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			v = reallocarray(v, cap, sizeof *v);
+			keys = reallocarray(keys, cap, sizeof *keys);
+			if (!v || !keys)
+				err(EX_OSERR, "malloc");
+		}
+		snprintf(keys[n], sizeof *keys, "%s.%zu", in->id, n + 1);
+		v[n] = (struct mq_pub_msg){ .partition = -1, .body = p, .len = l,
+		    .idempotency_key = keys[n] };
+		n++;
+		p += l + 1;
+	}
+	char (*ids)[MQ_ID_LEN + 1] = reallocarray(NULL, n ? n : 1, sizeof *ids);
+	if (!ids)
+		err(EX_OSERR, "malloc");
+	int rc = mq_pub_send(output, v, n, MQ_SYNC_BATCH, ids) == n ? 0 : -1;
+	free(ids);
+	free(keys);
+	free(v);
+	return rc;
+}
+
+/* Runs the handler for one message and settles it: exit 0 acks (after
+ * publishing its output with --publish-to), 75 asks for it again later
+ * (not a failure), anything else is a failure that comes back after a
+ * backoff, or goes to the dead letters at the last. */
 static void
 handle(mq_sub *sub, struct mq_msg *m)
 {
 	struct refusal f = { .m = m };
-	if (mq_sub_run(sub, m, opt.exec, opt.handler_timeout, &f.r) < 0)
+	if (mq_sub_run(sub, m, opt.exec, opt.handler_timeout,
+	    opt.publish_to != NULL, &f.r) < 0)
 		warnx("%s", mq_errmsg());
+	if (f.r.status == 0 && opt.publish_to &&
+	    publish_outputs(m, f.r.out, f.r.out_len) < 0) {
+		warnx("--publish-to: %s", mq_errmsg());
+		f.r.status = EX_TEMPFAIL;
+	}
+	free(f.r.out);
+	f.r.out = NULL;
 	if (f.r.status == 0) {
 		settle(sub, m, 1);
 		mq_msg_free(m);
@@ -252,6 +299,8 @@ main(int argc, char *argv[])
 		{ "backoff", required_argument, NULL, OPT_BACKOFF },
 		{ "handler-timeout", required_argument, NULL, OPT_HANDLER_TIMEOUT },
 		{ "max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS },
+		{ "publish-to", required_argument, NULL, OPT_PUBLISH_TO },
+		{ "exactly-once", no_argument, NULL, OPT_EXACTLY_ONCE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -288,6 +337,8 @@ main(int argc, char *argv[])
 			opt.handler_timeout = tool_duration("--handler-timeout",
 			    optarg);
 			break;
+		case OPT_PUBLISH_TO: opt.publish_to = optarg; break;
+		case OPT_EXACTLY_ONCE: so.group.exactly_once = 1; break;
 		case OPT_MAX_ATTEMPTS:
 			so.group.max_attempts = (unsigned)tool_number(
 			    "--max-attempts", optarg, 0, 1000000);
@@ -307,6 +358,10 @@ main(int argc, char *argv[])
 		    "-F, -0 or -q");
 	if ((opt.json != 0) + (opt.format != NULL) + opt.nul > 1)
 		errx(EX_USAGE, "choose one of --json, -F and -0");
+	if ((opt.publish_to || opt.handler_timeout > 0) && !opt.exec)
+		errx(EX_USAGE, "--publish-to and --handler-timeout go with --exec");
+	if (opt.publish_to)
+		tool_name("topic", opt.publish_to);
 	tool_name("topic", argv[0]);
 	tool_name("group", opt.group);
 	if ((e = getenv("MQ_POLL")) && *e)
@@ -325,6 +380,9 @@ main(int argc, char *argv[])
 	mq_sub *sub = mq_sub_open(sp, argv[0], opt.group, &so);
 	if (!sub)
 		tool_fail();
+	if (opt.publish_to && !(output = mq_pub_open(sp, opt.publish_to,
+	    MQ_CREATE)))
+		tool_fail();
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -333,6 +391,7 @@ main(int argc, char *argv[])
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 	unsigned long delivered = consume(sub);
+	mq_pub_close(output);
 	mq_sub_close(sub);
 	mq_spool_close(sp);
 	if (!delivered)

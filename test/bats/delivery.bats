@@ -379,3 +379,37 @@ watch_committed() {
 	MQ_NOW=$(($(date +%s) + 7200)) mq-topic gc t
 	assert_equal "$(count_entries "$MQ_SPOOL/topics/t/p0/dedup")" 0
 }
+
+# pipeline_done: the input group is empty after one more pipeline run.
+pipeline_done() {
+	mq-sub --backoff 0 --exec 'read x; echo "out-$x"; echo "also-$x"' \
+	    --publish-to out -g p in >/dev/null 2>&1 || true
+	group_empty in p
+}
+
+@test "exactly-once pipeline: kill -9 at random over 50 rounds; every output exists exactly once" {
+	mkgroup out o
+	mkgroup in p --exactly-once
+	grep -qx 'exactly-once=1' "$MQ_SPOOL/topics/in/groups/p.conf"
+	seq 300 | mq-pub -q -l in
+	local r pid
+	for ((r = 1; r <= ${MQ_PIPELINE_ROUNDS:-50}; r++)); do
+		spawn "$TD/pipe.$r" mq-sub -f --lease 0.5 --backoff 0 \
+		    --exec 'read x; echo "out-$x"; echo "also-$x"' \
+		    --publish-to out -g p in
+		pid=$SPAWNED
+		# The random sleep only chooses the moment of the kill.
+		sleep "0.$(printf '%03d' $((RANDOM % 150)))"
+		kill -9 -- "-$pid" 2>/dev/null || true
+		wait_for pgroup_gone "$pid"
+	done
+	# Finish: leases of killed runs expire, the rest is processed.
+	wait_for -t 30 pipeline_done
+	run mq-sub -g o out
+	assert_success
+	{ seq 300 | sed 's/^/out-/'; seq 300 | sed 's/^/also-/'; } | sort >"$TD/want"
+	printf '%s\n' "${lines[@]}" | sort >"$TD/got"
+	cmp "$TD/want" "$TD/got"
+	# The ledger holds every input that was processed.
+	assert_equal "$(count_entries "$(group_dir in p)/done")" 300
+}
