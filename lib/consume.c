@@ -61,6 +61,7 @@ struct mq_sub {
 	double earliest;                /* earliest lease deadline, all of cur/ */
 	double last_expire;             /* when cur/ was last looked at (mono) */
 	int wake_fd;                    /* readable: stop waiting */
+	double grace;
 };
 
 struct msg_priv {
@@ -75,6 +76,7 @@ mq_sub_opts_default(struct mq_sub_opts *o)
 	memset(o, 0, sizeof *o);
 	o->create = 1;
 	o->wake_fd = -1;
+	o->grace = 30;
 	mq_group_conf_default(&o->group);
 }
 
@@ -210,6 +212,7 @@ mq_sub_open(mq_spool *sp, const char *topic, const char *group,
 		p->earliest = p->due = INFINITY;
 	}
 	s->wake_fd = o->wake_fd;
+	s->grace = o->grace;
 	if (group_settings(s, o) < 0)
 		goto fail;
 	s->poll = o->poll;
@@ -264,6 +267,18 @@ const char *
 mq_sub_group(const mq_sub *s)
 {
 	return s->group;
+}
+
+int
+mq_sub_wake_fd(const mq_sub *s)
+{
+	return s->wake_fd;
+}
+
+double
+mq_sub_grace(const mq_sub *s)
+{
+	return s->grace;
 }
 
 double

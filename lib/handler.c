@@ -156,23 +156,33 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 		close(in[1]);
 		in[1] = -1;
 	}
+	/* The handler is stopped when it outlives its timeout, or the grace
+	 * period after the consumer was asked to stop (its wake fd). */
 	double start = mono(), beat = start + lease / 3, killed = 0;
-	int status = -1;
+	double stop_at = timeout > 0 ? start + timeout : INFINITY;
+	int status = -1, wake = mq_sub_wake_fd(s);
 	for (;;) {
-		struct pollfd p[4] = {
+		struct pollfd p[5] = {
 			{ .fd = pfd, .events = POLLIN },
 			{ .fd = errp[0], .events = POLLIN },
 			{ .fd = in[1], .events = POLLOUT },
 			{ .fd = outp[0], .events = POLLIN },
+			{ .fd = wake, .events = POLLIN },
 		};
-		double now = mono(), next = beat;
-		if (timeout > 0)
-			next = fmin(next, killed ? killed + 5 : start + timeout);
-		int ms = next <= now ? 0 : (int)ceil((next - now) * 1000);
+		double now = mono(), next = fmin(beat, killed ? killed + 5 : stop_at);
+		int ms = next <= now ? 0 : (int)fmin(ceil((next - now) * 1000), 3.6e6);
 		if (pfd < 0)
 			ms = ms > 50 ? 50 : ms;     /* no pidfd: look now and then */
-		if (poll(p, 4, ms) < 0 && errno != EINTR)
+		if (poll(p, 5, ms) < 0 && errno != EINTR)
 			break;
+		if (p[4].revents) {
+			wake = -1;
+			if (mono() + mq_sub_grace(s) < stop_at) {
+				stop_at = mono() + mq_sub_grace(s);
+				r->stopped = 1;
+				r->timed_out = 0;
+			}
+		}
 		if (p[1].revents)
 			pass_stderr(errp[0], r);
 		if (p[3].revents && capture_out(outp[0], r, &outcap) < 0) {
@@ -203,11 +213,12 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 			mq_sub_extend(s, m, lease);
 			beat = now + lease / 3;
 		}
-		if (timeout > 0 && now >= start + timeout) {
+		if (now >= stop_at) {
 			if (!killed) {
 				kill(pid, SIGTERM);
 				killed = now;
-				r->timed_out = 1;
+				if (!r->stopped)
+					r->timed_out = 1;
 			} else if (now >= killed + 5) {
 				kill(pid, SIGKILL);
 			}

@@ -178,6 +178,8 @@ int mq_claim_extend(const struct mq_gdirs *, const char *curname,
 
 /* consume.c */
 const char *mq_sub_group(const mq_sub *);
+int mq_sub_wake_fd(const mq_sub *);
+double mq_sub_grace(const mq_sub *);
 int mq_claim_read(const struct mq_topic *, int curfd, const char *curname,
     struct mq_msg **out);
 

@@ -189,6 +189,8 @@ struct mq_sub_opts {
 	double poll;                     /* > 0: poll at this interval, no inotify */
 	int create;                      /* subscribe if the group is missing */
 	int wake_fd;                     /* >= 0: readable ends any wait */
+	double grace;                    /* a running handler's time to finish
+					    once wake_fd is readable */
 	struct mq_group_conf group;      /* used when creating */
 };
 void mq_sub_opts_default(struct mq_sub_opts *);
@@ -223,7 +225,8 @@ int mq_sub_extend(mq_sub *, struct mq_msg *, double seconds);
  * stderr passes through to ours; the last 4 KiB are kept in the result. */
 struct mq_handler_result {
 	int status;                      /* exit status, 128 + signal if killed */
-	int timed_out;
+	int timed_out;                   /* stopped after its timeout */
+	int stopped;                     /* stopped when the grace period ended */
 	char tail[4096];
 	size_t tail_len;
 	char *out;                       /* with capture: its stdout (free it) */

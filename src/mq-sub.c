@@ -25,7 +25,7 @@
 enum {
 	OPT_EXEC = 256, OPT_FROM_START, OPT_JSON, OPT_LEASE, OPT_MANUAL,
 	OPT_UNSUBSCRIBE, OPT_HELP, OPT_BACKOFF, OPT_HANDLER_TIMEOUT,
-	OPT_MAX_ATTEMPTS, OPT_PUBLISH_TO, OPT_EXACTLY_ONCE,
+	OPT_MAX_ATTEMPTS, OPT_PUBLISH_TO, OPT_EXACTLY_ONCE, OPT_GRACE,
 };
 
 static struct {
@@ -34,7 +34,11 @@ static struct {
 	unsigned long count;
 	double timeout, handler_timeout;
 	double backoff, backoff_max;
-} opt = { .backoff = 1, .backoff_max = 300 };
+	unsigned long jobs;
+} opt = { .backoff = 1, .backoff_max = 300, .jobs = 1 };
+
+static pid_t *workers;                  /* -j: the other workers */
+static unsigned long nworkers;
 
 static int handler_failed;
 static mq_pub *output;                  /* --publish-to */
@@ -47,13 +51,14 @@ static int wake_pipe[2] = { -1, -1 };
 static void
 on_signal(int sig)
 {
-	(void)sig;
+	int e = errno;
 	stopping = 1;
-	if (wake_pipe[1] >= 0) {
-		int e = errno;
+	if (wake_pipe[1] >= 0)
 		(void)!write(wake_pipe[1], "", 1);
-		errno = e;
-	}
+	for (unsigned long i = 0; i < nworkers; i++)
+		if (workers[i] > 0)
+			kill(workers[i], sig);
+	errno = e;
 }
 
 static void
@@ -61,7 +66,8 @@ usage(int code)
 {
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-0fq] [-F FORMAT] -g GROUP [-n COUNT] [-s SPOOL] "
-	    "[-t SECONDS]\n              [--exec CMD [--backoff BASE[:MAX]] "
+	    "[-t SECONDS]\n              [--exec CMD [-j N] [--backoff BASE[:MAX]] "
+	    "[--grace SECONDS] "
 	    "[--handler-timeout SECONDS]\n              [--publish-to TOPIC]] "
 	    "[--exactly-once] [--from-start] [--json]\n              "
 	    "[--lease SECONDS] [--manual] [--max-attempts N]\n"
@@ -188,7 +194,14 @@ handle(mq_sub *sub, struct mq_msg *m)
 		return;
 	}
 	f.how.status = f.r.status;
-	f.how.deferred = f.r.status == EX_TEMPFAIL;
+	/* Stopped at the end of the grace period: not the message's fault. */
+	f.how.deferred = f.r.status == EX_TEMPFAIL || f.r.stopped;
+	if (f.r.stopped) {
+		handler_failed = 1;
+		give_back(sub, m, &f.how);
+		mq_msg_free(m);
+		return;
+	}
 	f.how.detail = f.r.timed_out ? "handler timed out" : NULL;
 	f.how.tail_len = f.r.tail_len;
 	f.how.delay = mq_backoff(opt.backoff, opt.backoff_max, m->attempts);
@@ -269,6 +282,48 @@ consume(mq_sub *sub)
 	return delivered;
 }
 
+/* -j N: N - 1 more processes, each a consumer of the group like this one
+ * (a worker runs one handler at a time). */
+static void
+start_workers(unsigned long n)
+{
+	if (!(workers = calloc(n, sizeof *workers)))
+		err(EX_OSERR, "malloc");
+	fflush(NULL);
+	for (unsigned long i = 0; i < n; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			err(EX_OSERR, "fork");
+		if (pid == 0) {
+			nworkers = 0;           /* a worker has none of its own */
+			return;
+		}
+		workers[nworkers++] = pid;
+	}
+}
+
+/* The run's status from every worker's: an error first, then 75 (some
+ * message given back), then 0 (something delivered), else 1. */
+static int
+join_workers(int rc)
+{
+	int all[2] = { rc, 0 };
+	for (unsigned long i = 0; i < nworkers; i++) {
+		int st;
+		while (waitpid(workers[i], &st, 0) < 0)
+			if (errno != EINTR)
+				err(EX_OSERR, "waitpid");
+		all[1] = WIFEXITED(st) ? WEXITSTATUS(st) : EX_SOFTWARE;
+		if (all[1] > 1 && all[1] != EX_TEMPFAIL)
+			all[0] = all[0] > 1 && all[0] != EX_TEMPFAIL ?
+			    all[0] : all[1];
+		else if (all[0] <= 1 && (all[1] == EX_TEMPFAIL ||
+		    (all[1] == 0 && all[0] == MQ_EX_EMPTY)))
+			all[0] = all[1];
+	}
+	return all[0];
+}
+
 /* --backoff BASE[:MAX] */
 static void
 backoff(const char *arg)
@@ -301,6 +356,7 @@ main(int argc, char *argv[])
 		{ "max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS },
 		{ "publish-to", required_argument, NULL, OPT_PUBLISH_TO },
 		{ "exactly-once", no_argument, NULL, OPT_EXACTLY_ONCE },
+		{ "grace", required_argument, NULL, OPT_GRACE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -308,7 +364,7 @@ main(int argc, char *argv[])
 	mq_sub_opts_default(&so);
 	const char *spool = NULL, *e;
 	int c, unsubscribe = 0;
-	while ((c = getopt_long(argc, argv, "0F:fg:n:qs:t:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "0F:fg:j:n:qs:t:", longopts, NULL)) != -1) {
 		switch (c) {
 		case '0': opt.nul = 1; break;
 		case 'F':
@@ -339,6 +395,8 @@ main(int argc, char *argv[])
 			break;
 		case OPT_PUBLISH_TO: opt.publish_to = optarg; break;
 		case OPT_EXACTLY_ONCE: so.group.exactly_once = 1; break;
+		case OPT_GRACE: so.grace = tool_duration("--grace", optarg); break;
+		case 'j': opt.jobs = tool_number("-j", optarg, 1, 1024); break;
 		case OPT_MAX_ATTEMPTS:
 			so.group.max_attempts = (unsigned)tool_number(
 			    "--max-attempts", optarg, 0, 1000000);
@@ -358,8 +416,12 @@ main(int argc, char *argv[])
 		    "-F, -0 or -q");
 	if ((opt.json != 0) + (opt.format != NULL) + opt.nul > 1)
 		errx(EX_USAGE, "choose one of --json, -F and -0");
-	if ((opt.publish_to || opt.handler_timeout > 0) && !opt.exec)
-		errx(EX_USAGE, "--publish-to and --handler-timeout go with --exec");
+	if ((opt.publish_to || opt.handler_timeout > 0 || opt.jobs > 1) &&
+	    !opt.exec)
+		errx(EX_USAGE, "-j, --publish-to and --handler-timeout go with "
+		    "--exec");
+	if (opt.jobs > 1 && opt.count)
+		errx(EX_USAGE, "-j and -n cannot be combined");
 	if (opt.publish_to)
 		tool_name("topic", opt.publish_to);
 	tool_name("topic", argv[0]);
@@ -377,16 +439,22 @@ main(int argc, char *argv[])
 		mq_spool_close(sp);
 		return 0;
 	}
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* The group exists before the workers race to create it. */
+	if (mq_group_exists(sp, argv[0], opt.group) != 1 &&
+	    mq_group_subscribe(sp, argv[0], opt.group, &so.group) < 0)
+		tool_fail();
+	if (opt.jobs > 1)
+		start_workers(opt.jobs - 1);
 	mq_sub *sub = mq_sub_open(sp, argv[0], opt.group, &so);
 	if (!sub)
 		tool_fail();
 	if (opt.publish_to && !(output = mq_pub_open(sp, opt.publish_to,
 	    MQ_CREATE)))
 		tool_fail();
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	/* A batch is flushed whole before it is acked; one write suits it. */
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
@@ -394,7 +462,6 @@ main(int argc, char *argv[])
 	mq_pub_close(output);
 	mq_sub_close(sub);
 	mq_spool_close(sp);
-	if (!delivered)
-		return MQ_EX_EMPTY;
-	return handler_failed ? EX_TEMPFAIL : 0;
+	int rc = !delivered ? MQ_EX_EMPTY : handler_failed ? EX_TEMPFAIL : 0;
+	return nworkers ? join_workers(rc) : rc;
 }

@@ -413,3 +413,56 @@ pipeline_done() {
 	# The ledger holds every input that was processed.
 	assert_equal "$(count_entries "$(group_dir in p)/done")" 300
 }
+
+@test "mq-sub --exec -j N runs N handlers at once, each message once" {
+	mkgroup t g
+	seq 40 | mq-pub -q -l t
+	export RUN=$TD/running
+	mkdir "$RUN"
+	# Each handler notes how many run beside it.
+	run --separate-stderr mq-sub -j 4 --exec '
+		x=$(cat); touch "$RUN/$x"; sleep 0.2
+		echo "$x $(ls "$RUN" | wc -l)"; rm "$RUN/$x"' -g g t
+	assert_success
+	assert_equal "${#lines[@]}" 40
+	printf '%s\n' "${lines[@]}" | awk '{ print $1 }' | sort -n | uniq >"$TD/seen"
+	cmp "$TD/seen" <(seq 40)
+	# At some moment more than one handler ran.
+	printf '%s\n' "${lines[@]}" | awk '$2 > 1 { found = 1 } END { exit !found }'
+	group_empty t g
+	run --separate-stderr mq-sub -j 2 -n 1 --exec true -g g t
+	assert_equal "$status" 64
+	run --separate-stderr mq-sub -j 2 -g g t
+	assert_equal "$status" 64
+}
+
+@test "SIGTERM: mq-sub --exec stops claiming, lets the running handler finish within --grace, gives back what it stopped" {
+	mkgroup t g
+	mq-pub -q t quick slow
+	export MARK=$TD/started
+	# A handler that finishes within the grace period is acked.
+	spawn "$TD/a" mq-sub -f --grace 5 --exec 'touch "$MARK"; sleep 0.5; cat' -g g t
+	local pid=$SPAWNED
+	wait_for test -e "$MARK"
+	kill -TERM "$pid"
+	wait_for -t 10 exited "$pid"
+	assert_equal "$(cat "$TD/a")" quick
+	# The other one was never claimed.
+	assert_equal "$(count_new t g)" 1
+	assert_equal "$(count_cur t g)" 0
+	# One that outlives the grace period is stopped and given back at
+	# once, not counted as a failure; the run exits 75.
+	rm -f "$MARK"
+	spawn "$TD/b" mq-sub -f --grace 0.3 --exec 'touch "$MARK"; sleep 30' -g g t
+	pid=$SPAWNED
+	wait_for test -e "$MARK"
+	kill -TERM "$pid"
+	wait_for -t 10 exited "$pid"
+	local rc=0
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 75
+	run ls "$(group_dir t g)/new"
+	assert_output --regexp ',a1,d1$'
+	run --separate-stderr mq-sub -F '%s %a\n' -g g t
+	assert_output 'slow 2'
+}
