@@ -45,28 +45,15 @@ sweep_temporaries(int dirfd, double now)
 }
 
 /* Idempotency keys older than the dedup window no longer count. */
-static int
-expire_dedup(int pfd, double now, double window)
+struct age {
+	double now, window;
+};
+
+static bool
+too_old(const char *key, void *ctx)
 {
-	int fd = openat(pfd, "dedup", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : mq_err_sys("dedup");
-	struct mq_names l = { 0 };
-	int rc = mq_names_read(fd, NULL, &l);
-	for (size_t i = 0; rc == 0 && i < l.n; i++) {
-		char key[MQ_KEY_LEN + 2];
-		ssize_t n = readlinkat(fd, l.v[i], key, sizeof key - 1);
-		if (n != MQ_KEY_LEN)
-			continue;
-		key[n] = 0;
-		if (mq_is_key(key) && now - mq_key_time(key) > window &&
-		    unlinkat(fd, l.v[i], 0) < 0 && errno != ENOENT)
-			rc = mq_err_sys("unlink dedup/%s", l.v[i]);
-	}
-	mq_names_free(&l);
-	close(fd);
-	return rc;
+	const struct age *a = ctx;
+	return a->now - mq_key_time(key) > a->window;
 }
 
 /* Ledger entries of exactly-once groups last as long as the dedup window:
@@ -138,8 +125,9 @@ mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 				rc = mq_err_sys("unlink log/%s", l.v[i]);
 		}
 		mq_names_free(&l);
+		struct age age = { now, t.conf.dedup_window };
 		if (rc == 0)
-			rc = expire_dedup(t.pfd[k], now, t.conf.dedup_window);
+			rc = mq_dedup_sweep(t.pfd[k], too_old, &age);
 		if (rc == 0)
 			expire_ledgers(t.pfd[k], now, t.conf.dedup_window);
 		if (lfd >= 0)

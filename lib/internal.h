@@ -139,6 +139,13 @@ int mq_msg_render(const struct mq_topic *, unsigned k, uint64_t seq,
     size_t *len);
 int mq_msg_parse(char *buf, size_t len, struct mq_msg *);
 
+/* dedup.c */
+int mq_dedup_claim(int dedupfd, const char *ikey, uint64_t seq, double window,
+    char id[MQ_ID_LEN + 1]);
+/* Unlinks the entries whose target KEY drop() chooses. */
+int mq_dedup_sweep(int pfd, bool (*drop)(const char *key, void *ctx),
+    void *ctx);
+
 /* group.c */
 int mq_group_conf_read(const struct mq_topic *, const char *group,
     struct mq_conf *);

@@ -245,51 +245,6 @@ open_groups(mq_pub *p, unsigned k, int **gfdp, size_t *ngp)
 	return 0;
 }
 
-/* The dedup index entry of an idempotency key: XXH3-128 of the key. */
-static void
-dedup_name(const char *ikey, char out[33])
-{
-	XXH128_hash_t h = XXH3_128bits(ikey, strlen(ikey));
-	snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, (uint64_t)h.high64,
-	    (uint64_t)h.low64);
-}
-
-/* Records key for the message about to get seq, unless the key was seen
- * within the window: then returns 1 with the first message's id in id.
- * The record is a symlink dedup/<hash> -> KEY, made under the partition
- * lock before the commit, so the repair of a failed publish removes it
- * with the rest (its target's seq is in the range repaired). */
-static int
-dedup_claim(mq_pub *p, unsigned k, const char *ikey, uint64_t seq,
-    const char *newid, char id[MQ_ID_LEN + 1])
-{
-	char name[33], key[MQ_KEY_LEN + 1], old[MQ_KEY_LEN + 2];
-	if (p->dedupfd[k] < 0 && (mq_mkdir(p->t.pfd[k], "dedup") < 0 ||
-	    (p->dedupfd[k] = mq_dir_open(p->t.pfd[k], "dedup")) < 0))
-		return -1;
-	dedup_name(ikey, name);
-	snprintf(key, sizeof key, "%020" PRIu64 ".%s", seq, newid);
-	for (int tries = 0; tries < 3; tries++) {
-		if (symlinkat(key, p->dedupfd[k], name) == 0)
-			return 0;
-		if (errno != EEXIST)
-			return mq_err_sys("dedup index");
-		ssize_t n = readlinkat(p->dedupfd[k], name, old, sizeof old - 1);
-		if (n == MQ_KEY_LEN) {
-			old[n] = 0;
-			if (mq_is_key(old) &&
-			    mq_now() - mq_key_time(old) <= p->t.conf.dedup_window) {
-				memcpy(id, old + MQ_SEQ_DIGITS + 1, MQ_ID_LEN + 1);
-				return 1;
-			}
-		}
-		/* Expired (or not ours): the key may be used again. */
-		if (unlinkat(p->dedupfd[k], name, 0) < 0 && errno != ENOENT)
-			return mq_err_sys("dedup index");
-	}
-	return mq_err(EX_TEMPFAIL, "dedup index busy");
-}
-
 static int
 publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
     const size_t *idx, size_t n, enum mq_sync sync,
@@ -322,7 +277,15 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 		char *id = ids[idx[i]];
 		if (m->idempotency_key) {
 			mq_id_new(id);
-			rc = dedup_claim(p, k, m->idempotency_key, seq, id, id);
+			if (p->dedupfd[k] < 0 &&
+			    (mq_mkdir(p->t.pfd[k], "dedup") < 0 ||
+			    (p->dedupfd[k] = mq_dir_open(p->t.pfd[k],
+			    "dedup")) < 0)) {
+				rc = -1;
+				break;
+			}
+			rc = mq_dedup_claim(p->dedupfd[k], m->idempotency_key,
+			    seq, p->t.conf.dedup_window, id);
 			if (rc == 1) {
 				rc = 0;
 				continue;

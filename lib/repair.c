@@ -45,30 +45,13 @@ sweep(int dirfd, const char *path, uint64_t from, uint64_t to)
 	return rc;
 }
 
-/* The dedup index: symlinks whose target is the KEY they recorded. */
-static int
-sweep_dedup(int pfd, uint64_t from, uint64_t to)
+/* Dedup entries of the range being undone. */
+static bool
+in_range(const char *key, void *ctx)
 {
-	int fd = openat(pfd, "dedup", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : mq_err_sys("dedup");
-	struct mq_names l = { 0 };
-	int rc = mq_names_read(fd, NULL, &l);
-	for (size_t i = 0; rc == 0 && i < l.n; i++) {
-		char key[MQ_KEY_LEN + 2];
-		uint64_t seq;
-		ssize_t n = readlinkat(fd, l.v[i], key, sizeof key - 1);
-		if (n < 0)
-			continue;
-		key[n] = 0;
-		if (mq_seq_of(key, &seq) == 0 && seq >= from && seq < to &&
-		    unlinkat(fd, l.v[i], 0) < 0 && errno != ENOENT)
-			rc = mq_err_sys("unlink dedup/%s", l.v[i]);
-	}
-	mq_names_free(&l);
-	close(fd);
-	return rc;
+	const uint64_t *range = ctx;
+	uint64_t seq;
+	return mq_seq_of(key, &seq) == 0 && seq >= range[0] && seq < range[1];
 }
 
 int
@@ -95,8 +78,9 @@ mq_partition_repair_locked(const struct mq_topic *t, unsigned k, int hfd,
 			rc = sweep(pfd, p, h->committed, h->next);
 	}
 	mq_names_free(&groups);
+	uint64_t range[2] = { h->committed, h->next };
 	if (rc == 0)
-		rc = sweep_dedup(pfd, h->committed, h->next);
+		rc = mq_dedup_sweep(pfd, in_range, range);
 	/* log/ last: it is how a later repair would find the range again. */
 	if (rc == 0)
 		rc = sweep(pfd, "log", h->committed, h->next);

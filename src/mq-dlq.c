@@ -1,5 +1,6 @@
 /*
- * mq-dlq: list, show, count, redrive and purge a topic's dead letters.
+ * mq-dlq: list, show, count, redrive and purge a topic's dead letters;
+ * export them to a tar archive and import them from one.
  * Made for cron: a run with nothing to do prints nothing and exits 0; two
  * runs at once never redrive or purge a message twice.
  */
@@ -38,7 +39,9 @@ usage(int code)
 	    "       %s [-s SPOOL] [-g GROUP] redrive [--older-than AGE] [--max N] "
 	    "[--rate N]\n                 [--to TOPIC] TOPIC [ID...]\n"
 	    "       %s [-s SPOOL] [-g GROUP] purge [--all | --older-than AGE] "
-	    "[--max N] TOPIC [ID...]\n", p, p, p, p, p);
+	    "[--max N] TOPIC [ID...]\n"
+	    "       %s [-s SPOOL] [-g GROUP] export TOPIC FILE\n"
+	    "       %s [-s SPOOL] import FILE\n", p, p, p, p, p, p, p);
 	exit(code);
 }
 
@@ -161,6 +164,18 @@ act(mq_spool *sp, struct mq_dead *v, size_t n, char **ids, int nids,
 	return worst;
 }
 
+/* Import creates the spool, as it creates topics and groups. */
+static int
+import_file(const char *spool, const char *path)
+{
+	mq_spool *sp = tool_spool(spool, MQ_CREATE);
+	size_t count;
+	if (mq_dlq_import(sp, path, &count) < 0)
+		tool_fail();
+	mq_spool_close(sp);
+	return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -201,13 +216,17 @@ main(int argc, char *argv[])
 		usage(EX_USAGE);
 	const char *cmd = argv[0], *topic = argv[1];
 	int redrive = !strcmp(cmd, "redrive"), purge = !strcmp(cmd, "purge");
-	if (!redrive && !purge && strcmp(cmd, "list") && strcmp(cmd, "count") &&
-	    strcmp(cmd, "show"))
-		errx(EX_USAGE, "unknown command '%s' (list, count, show, redrive "
-		    "or purge)", cmd);
+	int export = !strcmp(cmd, "export"), import = !strcmp(cmd, "import");
+	if (!redrive && !purge && !export && !import && strcmp(cmd, "list") &&
+	    strcmp(cmd, "count") && strcmp(cmd, "show"))
+		errx(EX_USAGE, "unknown command '%s' (list, count, show, redrive, "
+		    "purge, export or import)", cmd);
 	if ((!strcmp(cmd, "show") && argc != 3) ||
-	    ((!strcmp(cmd, "list") || !strcmp(cmd, "count")) && argc != 2))
+	    ((!strcmp(cmd, "list") || !strcmp(cmd, "count")) && argc != 2) ||
+	    (export && argc != 3) || (import && argc != 2))
 		usage(EX_USAGE);
+	if (import && opt.group)
+		errx(EX_USAGE, "-g does not go with import");
 	if (opt.json && strcmp(cmd, "list"))
 		errx(EX_USAGE, "--json goes with list");
 	if ((opt.have_older || opt.max) && !redrive && !purge)
@@ -218,6 +237,8 @@ main(int argc, char *argv[])
 		errx(EX_USAGE, "--all goes with purge");
 	if (purge && !opt.all && !opt.have_older && argc == 2)
 		errx(EX_USAGE, "purge needs --all, --older-than or ids");
+	if (import)
+		return import_file(spool, argv[1]);
 	tool_name("topic", topic);
 	if (opt.group)
 		tool_name("group", opt.group);
@@ -225,6 +246,13 @@ main(int argc, char *argv[])
 		tool_name("topic", opt.to);
 
 	mq_spool *sp = tool_spool(spool, 0);
+	size_t count;
+	if (export) {
+		if (mq_dlq_export(sp, topic, opt.group, argv[2], &count) < 0)
+			tool_fail();
+		mq_spool_close(sp);
+		return 0;
+	}
 	struct mq_dead *v;
 	size_t n;
 	if (mq_dlq_list(sp, topic, opt.group, &v, &n) < 0)
