@@ -18,10 +18,16 @@
  *                              freeing the file).
  *   floor lines N LEN          write N lines of LEN-1 characters plus a
  *                              newline to stdout (input for mq-pub -l).
+ *   floor spawn N              N times: fork, exec /bin/sh -c true in the
+ *                              child, waitpid for it (the least that a
+ *                              handler run per message costs, as mq-sub
+ *                              --exec runs it: fork and sh -c).
  *
- * publish and drain print one line to stdout, key=value:
+ * publish, drain, list and spawn print one line to stdout, key=value:
  *   count=N seconds=S rate=MSGS_PER_S user=S sys=S
  * (drainread prints it to stderr, since its stdout carries the messages).
+ * For spawn, count and rate are of spawns, and user and sys include the
+ * children's CPU time.
  * Names are built like mq's: <seq, 20 digits>.<32 hex>, 53 characters.
  */
 #define _GNU_SOURCE
@@ -34,6 +40,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,18 +67,33 @@ tv(struct timeval t)
 	return (double)t.tv_sec + (double)t.tv_usec / 1e6;
 }
 
+/* c0, when not NULL, is RUSAGE_CHILDREN at the start: the children's CPU
+ * time since then is counted too. */
+static void
+report2(FILE *f, unsigned long long count, double secs,
+    const struct rusage *r0, const struct rusage *c0)
+{
+	struct rusage r1, c1;
+	double user, sys;
+
+	getrusage(RUSAGE_SELF, &r1);
+	user = tv(r1.ru_utime) - tv(r0->ru_utime);
+	sys = tv(r1.ru_stime) - tv(r0->ru_stime);
+	if (c0) {
+		getrusage(RUSAGE_CHILDREN, &c1);
+		user += tv(c1.ru_utime) - tv(c0->ru_utime);
+		sys += tv(c1.ru_stime) - tv(c0->ru_stime);
+	}
+	fprintf(f, "count=%llu seconds=%.6f rate=%.1f user=%.3f sys=%.3f\n",
+	    count, secs, secs > 0 ? (double)count / secs : 0.0, user, sys);
+	fflush(f);
+}
+
 static void
 report(FILE *f, unsigned long long count, double secs,
     const struct rusage *r0)
 {
-	struct rusage r1;
-
-	getrusage(RUSAGE_SELF, &r1);
-	fprintf(f, "count=%llu seconds=%.6f rate=%.1f user=%.3f sys=%.3f\n",
-	    count, secs, secs > 0 ? (double)count / secs : 0.0,
-	    tv(r1.ru_utime) - tv(r0->ru_utime),
-	    tv(r1.ru_stime) - tv(r0->ru_stime));
-	fflush(f);
+	report2(f, count, secs, r0, NULL);
 }
 
 static unsigned long long
@@ -337,6 +359,42 @@ lines(unsigned long long n, size_t len)
 	return 0;
 }
 
+/* fork + exec of /bin/sh -c true, waited for, N times: what mq-sub --exec
+ * pays per message at least (it also makes two pipes, sets the message's
+ * environment and writes the body to the handler's stdin). */
+static int
+spawn(unsigned long long n)
+{
+	struct rusage r0, c0;
+	unsigned long long i;
+	double t0;
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	getrusage(RUSAGE_SELF, &r0);
+	getrusage(RUSAGE_CHILDREN, &c0);
+	t0 = now();
+	for (i = 0; i < n; i++) {
+		if ((pid = fork()) < 0)
+			die("fork", NULL);
+		if (pid == 0) {
+			execl("/bin/sh", "sh", "-c", "true", (char *)NULL);
+			_exit(127);
+		}
+		while (waitpid(pid, &st, 0) < 0)
+			if (errno != EINTR)
+				die("waitpid", NULL);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			fprintf(stderr, "floor: /bin/sh -c true failed "
+			    "(status %d)\n", st);
+			return 1;
+		}
+	}
+	report2(stdout, n, now() - t0, &r0, &c0);
+	return 0;
+}
+
 static void
 usage(void)
 {
@@ -346,7 +404,8 @@ usage(void)
 	    "       floor drainread DIR\n"
 	    "       floor list DIR\n"
 	    "       floor keep DIR\n"
-	    "       floor lines N LEN\n");
+	    "       floor lines N LEN\n"
+	    "       floor spawn N\n");
 	exit(64);
 }
 
@@ -369,6 +428,8 @@ main(int argc, char **argv)
 	if (strcmp(argv[1], "lines") == 0 && argc == 4)
 		return lines(number(argv[2], "count"),
 		    (size_t)number(argv[3], "length"));
+	if (strcmp(argv[1], "spawn") == 0 && argc == 3)
+		return spawn(number(argv[2], "count"));
 	usage();
 	return 64;
 }

@@ -2,15 +2,17 @@
 # bench/run.sh: the mq benchmark (`make bench` runs it after `make`).
 #
 # Prints mq's figures beside baselines measured in the same run, on the same
-# filesystem: the raw syscall floor (bench/floor.c), python3-dirq, and a raw
-# inotify round trip (bench/lat.c).  It measures and reports; it never fails
-# because a figure is slow (only when a tool fails or a build breaks).
+# filesystem: the raw syscall floor (bench/floor.c), python3-dirq, a raw
+# inotify round trip (bench/lat.c) and the raw cost of a process spawn
+# (floor spawn).  It measures and reports; it never fails because a figure
+# is slow (only when a tool fails or a build breaks).
 # bench/README.md says what each figure is.
 #
 # Environment:
 #   BENCH_DIR=DIR     where the scratch directory goes (default /var/tmp)
-#   BENCH_QUICK=1     counts 10x smaller, deep backlog 100k, one run each
-#   BENCH_REPEAT=N    runs per publish/drain/deep figure (median shown);
+#   BENCH_QUICK=1     counts 10x smaller, deep backlog 100k, handlers 1000
+#                     (instead of 5000), one run each
+#   BENCH_REPEAT=N    runs per publish/drain/deep/handler figure (median shown);
 #                     default 3, or 1 with BENCH_QUICK=1
 #   BENCH_KEEP=1      keep the scratch directory
 #   BENCH_DROP_CACHES=auto|0|1
@@ -28,10 +30,10 @@ PY=/usr/bin/python3           # Debian's python: it has python3-dirq
 SIZE=1024                     # bytes per message
 
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
-	N=10000 LATN=200 DEEP=100000 DEEPN=10000 SHALLOW=1000
+	N=10000 LATN=200 DEEP=100000 DEEPN=10000 SHALLOW=1000 N_EXEC=1000
 	REPEAT=${BENCH_REPEAT:-1}
 else
-	N=100000 LATN=2000 DEEP=1000000 DEEPN=100000 SHALLOW=1000
+	N=100000 LATN=2000 DEEP=1000000 DEEPN=100000 SHALLOW=1000 N_EXEC=5000
 	REPEAT=${BENCH_REPEAT:-3}
 fi
 WARMUP=20
@@ -47,8 +49,10 @@ done
 BASE=${BENCH_DIR:-/var/tmp}
 [ -d "$BASE" ] || die "$BASE: no such directory"
 
-# Room: every message file takes at least one 4 KiB block and an inode.
-files=$(( (REPEAT + 2) * N * 2 + REPEAT * N + DEEP + REPEAT * SHALLOW + 4 * LATN ))
+# Room: every message file takes at least one 4 KiB block and an inode
+# (the handlers' topics: a message and an exactly-once ledger entry each).
+files=$(( (REPEAT + 2) * N * 2 + REPEAT * N + DEEP + REPEAT * SHALLOW + 4 * LATN +
+    REPEAT * N_EXEC * 2 ))
 need_kb=$(( files * 5 + N * SIZE / 1024 + 100000 ))
 avail_kb=$(df -Pk "$BASE" | awk 'NR == 2 { print $4 }')
 ifree=$(df -Pi "$BASE" | awk 'NR == 2 { print $4 }')
@@ -113,12 +117,22 @@ run() {
 	"$TIMEIT" "$W/res/$name" "$count" "$@" || rc=$?
 	[ "$rc" = 0 ] || die "$* exited $rc"
 }
-# subscribe TOPIC: creates topic and group "bench" (mq-sub exits 1: nothing
-# delivered).
+# subscribe TOPIC [GROUP [OPTION...]]: creates the topic and the group
+# (default "bench"), with the group's OPTIONs such as --exactly-once
+# (mq-sub -t 0 exits 1: nothing delivered).
 subscribe() {
-	local rc=0
-	"$BIN/mq-sub" -s "$SP" -g bench "$1" > /dev/null || rc=$?
-	[ "$rc" = 0 ] || [ "$rc" = 1 ] || die "subscribe $1: mq-sub exited $rc"
+	local t=$1 g=${2:-bench} rc=0
+	shift
+	[ $# = 0 ] || shift
+	"$BIN/mq-sub" -s "$SP" -g "$g" -t 0 "$@" "$t" > /dev/null || rc=$?
+	[ "$rc" = 0 ] || [ "$rc" = 1 ] ||
+	    die "subscribe $t -g $g: mq-sub exited $rc"
+}
+# left TOPIC GROUP: how many messages the group still holds (pending,
+# claimed or delayed), in every partition; a drain must leave none.
+left() {
+	find "$SP/topics/$1"/p*/g/"$2"/new "$SP/topics/$1"/p*/g/"$2"/cur \
+	    "$SP/topics/$1"/p*/g/"$2"/delay -mindepth 1 2>/dev/null | wc -l
 }
 step() { printf 'bench: %s\n' "$*" >&2; }
 
@@ -213,6 +227,50 @@ done
 "$FLOOR" drainread "$W/floorread" 2> "$W/res/drain.floorread" > /dev/null
 sync
 
+# ---- 5. handlers: publish, then drain at once (nothing above freed an
+# inode, and these drains free none: the log holds every message; the
+# exactly-once drain creates its ledger's files, so it comes before the
+# inode-freeing drain of step 4) ----
+# One topic per run, four groups subscribed before the publish, so every
+# group drains the same N_EXEC messages: plain (mq-sub > /dev/null, also
+# the normal group beside the ledger), eo (--exactly-once), exec1 (--exec
+# true) and exec2 (-j 2 --exec true).
+for r in $(seq "$REPEAT"); do
+	step "handlers: publishing $N_EXEC messages to hand$r"
+	subscribe "hand$r" plain
+	subscribe "hand$r" eo --exactly-once
+	subscribe "hand$r" exec1
+	subscribe "hand$r" exec2
+	"$FLOOR" lines "$N_EXEC" "$SIZE" |
+	    "$BIN/mq-pub" -s "$SP" -q -l --sync=batch "hand$r" ||
+	    die "publish hand$r failed"
+done
+sync
+for r in $(seq "$REPEAT"); do
+	step "handlers run $r/$REPEAT: $N_EXEC messages each"
+	run "h.plain.$r" "$N_EXEC" "$BIN/mq-sub" -s "$SP" -g plain "hand$r" \
+	    > /dev/null
+	sync
+	run "h.eo.$r" "$N_EXEC" "$BIN/mq-sub" -s "$SP" -g eo "hand$r" \
+	    > /dev/null
+	sync
+	run "h.exec1.$r" "$N_EXEC" "$BIN/mq-sub" -s "$SP" -g exec1 \
+	    --exec true "hand$r" > /dev/null
+	sync
+	run "h.exec2.$r" "$N_EXEC" "$BIN/mq-sub" -s "$SP" -j 2 -g exec2 \
+	    --exec true "hand$r" > /dev/null
+	sync
+	"$FLOOR" spawn "$N_EXEC" > "$W/res/h.spawn.$r" ||
+	    die "floor spawn failed"
+	for g in plain eo exec1 exec2; do
+		n=$(left "hand$r" "$g")
+		[ "$n" = 0 ] || die "hand$r -g $g: $n messages left after the drain"
+	done
+done
+# Ledger entries of the last run's exactly-once group (expected: N_EXEC).
+eo_done=$(find "$SP/topics/hand$REPEAT"/p*/g/eo/done -mindepth 1 \
+    2>/dev/null | wc -l)
+
 # ---- 4. deep backlog: DEEP pending vs SHALLOW pending ----
 step "deep backlog: publishing $DEEP messages (--sync=none)"
 subscribe deep
@@ -252,12 +310,14 @@ med() {
 	for f in "$W/res/$1".*; do echo "$(kv "$f" rate) $f"; done |
 	    sort -g | awk '{ l[NR] = $2 } END { print l[int((NR + 1) / 2)] }'
 }
-# runs PREFIX: every run's rate, in k msgs/s, in run order.
+# runs PREFIX [UNIT]: every run's rate, in k msgs/s (UNIT 1: in msgs/s), in
+# run order.
 runs() {
 	local f out=""
 	for r in $(seq "$REPEAT"); do
 		f=$W/res/$1.$r
-		out="$out $(awk -v x="$(kv "$f" rate)" 'BEGIN { printf "%.1fk", x / 1000 }')"
+		out="$out $(awk -v x="$(kv "$f" rate)" -v u="${2:-k}" 'BEGIN {
+		    if (u == "k") printf "%.1fk", x / 1000; else printf "%.0f", x }')"
 	done
 	echo "${out# }"
 }
@@ -356,3 +416,32 @@ awk -v a="$(kv "$k_big" seconds)" -v ca="$(kv "$k_big" count)" \
 printf '  %-42s %9.0f msgs/s (%s s for %s)\n' \
     "context: mq-pub -l --sync=none of the backlog" \
     "$(kv "$W/res/pub.deep" rate)" "$(kv "$W/res/pub.deep" seconds)" "$DEEP"
+
+h_plain=$(med h.plain) h_x1=$(med h.exec1) h_x2=$(med h.exec2)
+h_sp=$(med h.spawn)
+# note LABEL VALUE TEXT: a figure without a target.
+note() { printf '  %-42s %9s   %s\n' "$1" "$2" "${3:-}"; }
+echo "5. handlers, $N_EXEC pending messages, one mq-sub (-j 2: two processes)"
+printf '  %-42s %9s %9s %7s %7s  %s\n' "" "msgs/s" "seconds" "user s" "sys s" "runs (msgs/s)"
+row "mq-sub -g G TOPIC > /dev/null" "$h_plain" "$(runs h.plain)"
+row "mq-sub -g G --exec true TOPIC" "$h_x1" "$(runs h.exec1 1)"
+row "mq-sub -j 2 -g G --exec true TOPIC" "$h_x2" "$(runs h.exec2 1)"
+row "floor: fork+exec sh -c true, wait (spawns/s)" "$h_sp" "$(runs h.spawn 1)"
+note "--exec true / spawn floor" "$(awk -v a="$(kv "$h_x1" rate)" \
+    -v b="$(kv "$h_sp" rate)" 'BEGIN { printf "%.0f%%", a / b * 100 }')"
+note "-j 2 / -j 1" "$(awk -v a="$(kv "$h_x2" rate)" \
+    -v b="$(kv "$h_x1" rate)" 'BEGIN { printf "%.2fx", a / b }')" \
+    "($(nproc) CPUs)"
+note "  context: --exec true less the spawn floor" "$(awk \
+    -v a="$(kv "$h_x1" rate)" -v b="$(kv "$h_sp" rate)" \
+    'BEGIN { printf "%.1f", 1e6 / a - 1e6 / b }')" \
+    "µs/msg (pipes, environment, body, claim and ack)"
+printf '  %-42s %9s %9s %7s %7s  %s\n' "exactly-once ledger" "µs/msg" "seconds" "user s" "sys s" "runs (µs/msg)"
+deeprow "mq-sub -g G, normal group" h.plain
+deeprow "mq-sub -g G, --exactly-once group" h.eo
+h_eo=$(med h.eo)
+note "ledger cost: --exactly-once less normal" "$(awk \
+    -v a="$(kv "$h_eo" seconds)" -v ca="$(kv "$h_eo" count)" \
+    -v b="$(kv "$h_plain" seconds)" -v cb="$(kv "$h_plain" count)" \
+    'BEGIN { printf "%.1f", (a / ca - b / cb) * 1e6 }')" \
+    "µs/msg (create in done/ + fsync of done/; $eo_done entries)"
