@@ -18,6 +18,9 @@ override CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-fPIC $(CFLAGS)
 override CPPFLAGS := -Ilib $(PKG_CFLAGS) $(CPPFLAGS)
 LDLIBS += $(PKG_LIBS) -lm
+# A tool links only the libraries it uses (mq-dlq alone needs libarchive),
+# which keeps fork() for --exec handlers cheap.
+override LDFLAGS := -Wl,--as-needed $(LDFLAGS)
 
 TOOLS = mq-pub mq-sub mq-ack mq-topic mq-dlq
 LIB_SRC = $(wildcard lib/*.c)

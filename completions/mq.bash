@@ -184,7 +184,7 @@ _mq_sub()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-F -g -n -s -t --lease --exec"
+	_mq_parse "-F -g -n -s -t --lease --exec --backoff --handler-timeout --max-attempts"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
@@ -196,11 +196,11 @@ _mq_sub()
 		local IFS=$'\n'
 		COMPREPLY=($(compgen -P "$_mq_pre" -c -- "$cur"))
 		return ;;
-	-F|-n|-t|--lease)
+	-F|-n|-t|--lease|--backoff|--handler-timeout|--max-attempts)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-0\n-F\n-f\n-g\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--unsubscribe\n--help' "$cur"
+		_mq_reply $'-0\n-F\n-f\n-g\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--handler-timeout\n--max-attempts\n--unsubscribe\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	fi
@@ -210,7 +210,7 @@ _mq_ack()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-g -s"
+	_mq_parse "-g -s --delay --reason --extend"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
@@ -218,9 +218,11 @@ _mq_ack()
 	-g)
 		_mq_reply "$(_mq_groups "${_mq_args[0]}")" "$cur"
 		return ;;
+	--delay|--reason|--extend)
+		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-g\n-s\n--nack\n--help' "$cur"
+		_mq_reply $'-g\n-s\n--nack\n--delay\n--reject\n--reason\n--extend\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	else

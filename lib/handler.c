@@ -15,6 +15,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,33 +26,84 @@
 
 #include "internal.h"
 
-static void
-setenv_u(const char *name, unsigned long long v)
+extern char **environ;
+
+/* The handler's environment: ours, less any MQ_* variable we set, plus
+ * the message's.  Strings live in buf; the caller frees env and buf. */
+static int
+handler_env(const struct mq_msg *m, const char *group, char ***envp,
+    char **bufp)
 {
-	char buf[32];
-	snprintf(buf, sizeof buf, "%llu", v);
-	setenv(name, buf, 1);
+	static const char *const ours[] = { "MQ_ID=", "MQ_TOPIC=", "MQ_GROUP=",
+	    "MQ_KEY=", "MQ_RECEIPT=", "MQ_PARTITION=", "MQ_SEQ=",
+	    "MQ_ATTEMPTS=" };
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = calloc(n + 9, sizeof *env), *buf = NULL;
+	if (!env || asprintf(&buf, "MQ_ID=%s%cMQ_TOPIC=%s%cMQ_GROUP=%s%c"
+	    "MQ_KEY=%s%cMQ_RECEIPT=%s%cMQ_PARTITION=%u%cMQ_SEQ=%llu%c"
+	    "MQ_ATTEMPTS=%u", m->id, 0, m->topic ? m->topic : "", 0, group, 0,
+	    m->key ? m->key : "", 0, m->receipt ? m->receipt : "", 0,
+	    m->partition, 0, (unsigned long long)m->seq, 0, m->attempts) < 0) {
+		free(env);
+		return mq_err_sys("malloc");
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool mine = false;
+		for (size_t j = 0; j < 8 && !mine; j++)
+			mine = !strncmp(environ[i], ours[j], strlen(ours[j]));
+		if (!mine)
+			env[o++] = environ[i];
+	}
+	char *p = buf;
+	for (size_t j = 0; j < 8; j++) {
+		env[o++] = p;
+		p += strlen(p) + 1;
+	}
+	env[o] = NULL;
+	*envp = env;
+	*bufp = buf;
+	return 0;
 }
 
-static void __attribute__((noreturn))
-child(const struct mq_msg *m, const char *group, const char *cmd, int in,
-    int errw)
+/* Starts sh -c cmd with posix_spawn, which does not copy our address
+ * space as fork would: a handler per message costs what sh costs. */
+static pid_t
+spawn_handler(const struct mq_msg *m, const char *group, const char *cmd,
+    int in, int out, int errw)
 {
-	if (dup2(in, 0) < 0 || dup2(errw, 2) < 0)
-		_exit(EX_OSERR);
-	close(in);
-	close(errw);
-	setenv("MQ_ID", m->id, 1);
-	setenv("MQ_TOPIC", m->topic ? m->topic : "", 1);
-	setenv("MQ_GROUP", group, 1);
-	setenv("MQ_KEY", m->key ? m->key : "", 1);
-	setenv("MQ_RECEIPT", m->receipt ? m->receipt : "", 1);
-	setenv_u("MQ_PARTITION", m->partition);
-	setenv_u("MQ_SEQ", m->seq);
-	setenv_u("MQ_ATTEMPTS", m->attempts);
-	signal(SIGPIPE, SIG_DFL);
-	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-	_exit(127);
+	char **env = NULL, *buf = NULL;
+	if (handler_env(m, group, &env, &buf) < 0)
+		return -1;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t dflt;
+	sigemptyset(&dflt);
+	sigaddset(&dflt, SIGPIPE);
+	sigaddset(&dflt, SIGINT);
+	sigaddset(&dflt, SIGTERM);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setsigdefault(&at, &dflt);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF);
+	posix_spawn_file_actions_adddup2(&fa, in, 0);
+	if (out >= 0)
+		posix_spawn_file_actions_adddup2(&fa, out, 1);
+	posix_spawn_file_actions_adddup2(&fa, errw, 2);
+	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
+	pid_t pid;
+	int e = posix_spawn(&pid, "/bin/sh", &fa, &at, argv, env);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	free(env);
+	free(buf);
+	if (e) {
+		errno = e;
+		return mq_err_sys("start handler");
+	}
+	return pid;
 }
 
 /* Keeps the last bytes of what the handler wrote to stderr. */
@@ -130,16 +182,15 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 		return mq_err_sys("pipe");
 	}
 	fflush(NULL);
-	pid_t pid = fork();
+	pid_t pid = spawn_handler(m, mq_sub_group(s), cmd, in[0],
+	    capture ? outp[1] : -1, errp[1]);
 	if (pid < 0) {
-		mq_err_sys("fork");
 		close(in[0]); close(in[1]); close(errp[0]); close(errp[1]);
+		if (capture) {
+			close(outp[0]);
+			close(outp[1]);
+		}
 		return -1;
-	}
-	if (pid == 0) {
-		if (capture && dup2(outp[1], 1) < 0)
-			_exit(EX_OSERR);
-		child(m, mq_sub_group(s), cmd, in[0], errp[1]);
 	}
 	close(in[0]);
 	close(errp[1]);
