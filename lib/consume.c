@@ -124,7 +124,9 @@ open_part(mq_sub *s, unsigned k)
 {
 	struct part *p = &s->ps[k];
 	p->scan_new = p->scan_cur = p->scan_delay = true;
+	/* A consumer watches delay/, so it makes it. */
 	if (mq_gdirs_open(&s->t, k, s->group, &p->d) < 0 ||
+	    mq_gdirs_delay(&s->t, k, s->group, &p->d) < 0 ||
 	    (p->hfd = mq_head_open(s->t.pfd[k], 0)) < 0 ||
 	    !(p->newdir = mq_dir_stream(p->d.newfd)) ||
 	    !(p->curdir = mq_dir_stream(p->d.curfd)) ||
@@ -494,7 +496,7 @@ try_claim(mq_sub *s, unsigned k, struct mq_msg **out)
 			struct mq_why why = { "unreadable", mq_errmsg(), -1,
 			    NULL, 0 };
 			if (mq_dlq_put(&s->t, k, s->group, p->d.curfd, cur, &e,
-			    &why) < 0)
+			    &why) < 0 && mq_errcode() != EX_NOINPUT)
 				return -1;
 			continue;
 		}
@@ -546,7 +548,8 @@ drain_events(mq_sub *s)
 					p->scan_new = p->scan_cur = true;
 					p->scan_delay = true;
 				} else if (ev->wd == p->wd_head) {
-					p->scan_new = true;
+					/* A commit may make delayed names count. */
+					p->scan_new = p->scan_delay = true;
 					p->await_commit = false;
 				} else if (ev->wd == p->wd_new) {
 					/* Links of a publish (IN_CREATE) count once
@@ -707,6 +710,18 @@ priv_of(const struct mq_msg *m)
 	return m->priv;
 }
 
+/* The claim's name now: another process (mq-ack --extend with the
+ * receipt) may have renamed it since we made it. */
+static int
+refresh_claim(mq_sub *s, struct msg_priv *pv)
+{
+	char now[sizeof pv->cur];
+	if (mq_claim_find(&s->ps[pv->k].d, pv->cur, now, sizeof now) < 0)
+		return -1;
+	memcpy(pv->cur, now, sizeof now);
+	return 0;
+}
+
 /* The ledger entry goes first and is made durable: once it is there, a
  * delivery of the same message is settled without being seen again. */
 static int
@@ -726,13 +741,15 @@ mq_sub_ack(mq_sub *s, const struct mq_msg *m)
 	struct msg_priv *pv = priv_of(m);
 	if (s->ps[pv->k].donefd >= 0 && record_done(&s->ps[pv->k], m) < 0)
 		return -1;
-	if (unlinkat(s->ps[pv->k].d.curfd, pv->cur, 0) < 0) {
-		if (errno == ENOENT)
-			return mq_err(EX_NOINPUT, "message %s is no longer "
-			    "claimed (its lease expired)", m->id);
+	int fd = s->ps[pv->k].d.curfd;
+	if (unlinkat(fd, pv->cur, 0) == 0)
+		return 0;
+	if (errno != ENOENT)
 		return mq_err_sys("ack");
-	}
-	return 0;
+	if (refresh_claim(s, pv) == 0 && unlinkat(fd, pv->cur, 0) == 0)
+		return 0;
+	return mq_err(EX_NOINPUT, "message %s is no longer claimed (its lease "
+	    "expired)", m->id);
 }
 
 int
@@ -742,6 +759,9 @@ mq_sub_nack(mq_sub *s, const struct mq_msg *m, const struct mq_nack *how)
 	struct part *p = &s->ps[pv->k];
 	int rc = mq_claim_return(&s->t, pv->k, s->group, &p->d, pv->cur, how,
 	    s->max_attempts);
+	if (rc < 0 && mq_errcode() == EX_NOINPUT && refresh_claim(s, pv) == 0)
+		rc = mq_claim_return(&s->t, pv->k, s->group, &p->d, pv->cur, how,
+		    s->max_attempts);
 	if (rc == 0)
 		p->scan_new = true;
 	return rc;
@@ -754,8 +774,12 @@ mq_sub_reject(mq_sub *s, const struct mq_msg *m, const struct mq_nack *how)
 	struct mq_why why = { "rejected", how ? how->detail : NULL,
 	    how ? how->status : -1, how ? how->tail : NULL,
 	    how ? how->tail_len : 0 };
-	return mq_claim_reject(&s->t, pv->k, s->group, &s->ps[pv->k].d, pv->cur,
-	    &why);
+	int rc = mq_claim_reject(&s->t, pv->k, s->group, &s->ps[pv->k].d,
+	    pv->cur, &why);
+	if (rc < 0 && mq_errcode() == EX_NOINPUT && refresh_claim(s, pv) == 0)
+		rc = mq_claim_reject(&s->t, pv->k, s->group, &s->ps[pv->k].d,
+		    pv->cur, &why);
+	return rc;
 }
 
 int
@@ -764,7 +788,9 @@ mq_sub_extend(mq_sub *s, struct mq_msg *m, double seconds)
 	struct msg_priv *pv = priv_of(m);
 	char cur[sizeof pv->cur];
 	if (mq_claim_extend(&s->ps[pv->k].d, pv->cur, seconds, cur,
-	    sizeof cur) < 0)
+	    sizeof cur) < 0 && (mq_errcode() != EX_NOINPUT ||
+	    refresh_claim(s, pv) < 0 || mq_claim_extend(&s->ps[pv->k].d,
+	    pv->cur, seconds, cur, sizeof cur) < 0))
 		return -1;
 	memcpy(pv->cur, cur, sizeof cur);
 	struct mq_entry e;

@@ -116,7 +116,7 @@ render_conf(const struct mq_topic *t, const struct mq_group_conf *c,
 static int
 make_dirs(const struct mq_topic *t, unsigned k, const char *group)
 {
-	static const char *const sub[] = { "tmp", "new", "cur" };
+	static const char *const sub[] = { "tmp", "new", "cur", "delay" };
 	char p[MQ_NAME_MAX + 16];
 	/* Trees without a conf are leftovers of an unfinished unsubscribe:
 	 * a new group of the same name starts empty. */

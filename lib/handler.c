@@ -87,6 +87,10 @@ spawn_handler(const struct mq_msg *m, const char *group, const char *cmd,
 	posix_spawn_file_actions_init(&fa);
 	posix_spawnattr_init(&at);
 	posix_spawnattr_setsigdefault(&at, &dflt);
+	/* The handler stays in our process group: whoever kills the group
+	 * kills both, and a handler never outlives a killed consumer by
+	 * much.  The price: a timeout stops the shell, not what it started
+	 * (mq-sub(1), CAVEATS). */
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF);
 	posix_spawn_file_actions_adddup2(&fa, in, 0);
 	if (out >= 0)
@@ -125,7 +129,8 @@ keep_tail(struct mq_handler_result *r, const char *p, size_t n)
 	r->tail_len += n;
 }
 
-static void
+/* Passes on what is there; returns 0 at end of file, 1 otherwise. */
+static int
 pass_stderr(int fd, struct mq_handler_result *r)
 {
 	char buf[4096];
@@ -134,6 +139,7 @@ pass_stderr(int fd, struct mq_handler_result *r)
 		(void)!write(2, buf, (size_t)n);
 		keep_tail(r, buf, (size_t)n);
 	}
+	return n == 0 ? 0 : 1;
 }
 
 static double
@@ -144,7 +150,8 @@ mono(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Collects the handler's stdout, bounded: an output is a message. */
+/* Collects the handler's stdout, bounded: an output is a message.
+ * Returns 0 at end of file, 1 while more may come, -1 on error. */
 static int
 capture_out(int fd, struct mq_handler_result *r, size_t *cap)
 {
@@ -159,8 +166,10 @@ capture_out(int fd, struct mq_handler_result *r, size_t *cap)
 			r->out = o;
 		}
 		ssize_t n = read(fd, r->out + r->out_len, *cap - r->out_len);
-		if (n <= 0)
-			return 0;
+		if (n == 0)
+			return 0;               /* end of file */
+		if (n < 0)
+			return 1;
 		r->out_len += (size_t)n;
 	}
 }
@@ -234,11 +243,20 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 				r->timed_out = 0;
 			}
 		}
-		if (p[1].revents)
-			pass_stderr(errp[0], r);
-		if (p[3].revents && capture_out(outp[0], r, &outcap) < 0) {
-			kill(pid, SIGKILL);
-			outp[0] = (close(outp[0]), -1);
+		/* A pipe at its end is closed, or poll would report it
+		 * again and again. */
+		if (p[1].revents && pass_stderr(errp[0], r) == 0) {
+			close(errp[0]);
+			errp[0] = -1;
+		}
+		if (p[3].revents) {
+			int c = capture_out(outp[0], r, &outcap);
+			if (c < 0)
+				kill(pid, SIGKILL);
+			if (c <= 0) {
+				close(outp[0]);
+				outp[0] = -1;
+			}
 		}
 		if (p[2].revents && in[1] >= 0) {
 			ssize_t w = write(in[1], body, left);
@@ -275,14 +293,16 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 			}
 		}
 	}
-	pass_stderr(errp[0], r);
+	if (errp[0] >= 0) {
+		pass_stderr(errp[0], r);
+		close(errp[0]);
+	}
 	if (outp[0] >= 0) {
 		capture_out(outp[0], r, &outcap);
 		close(outp[0]);
 	}
 	if (in[1] >= 0)
 		close(in[1]);
-	close(errp[0]);
 	if (pfd >= 0)
 		close(pfd);
 	r->status = status;

@@ -173,6 +173,8 @@ struct mq_gdirs {
 int mq_gdirs_open(const struct mq_topic *, unsigned k, const char *group,
     struct mq_gdirs *);
 void mq_gdirs_close(struct mq_gdirs *);
+int mq_gdirs_delay(const struct mq_topic *, unsigned k, const char *group,
+    struct mq_gdirs *);
 int mq_claim_return(const struct mq_topic *, unsigned k, const char *group,
     const struct mq_gdirs *, const char *curname, const struct mq_nack *,
     unsigned max_attempts);

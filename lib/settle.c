@@ -31,14 +31,32 @@ mq_gdirs_open(const struct mq_topic *t, unsigned k, const char *group,
 	for (size_t i = 0; i < 3; i++) {
 		if (mq_path(path, sizeof path, "g/%s/%s", group, sub[i]) < 0)
 			return -1;
-		/* delay/ came with a later version than some groups. */
-		if (i == 2 && mq_mkdir(t->pfd[k], path) < 0)
-			return -1;
+		/* delay/ came with a later version than some groups: it is
+		 * made when first needed, so an ack works on a read-only
+		 * spool. */
+		if (i == 2 && faccessat(t->pfd[k], path, F_OK,
+		    AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+			continue;
 		if ((*fd[i] = mq_dir_open(t->pfd[k], path)) < 0) {
 			mq_gdirs_close(d);
 			return -1;
 		}
 	}
+	return 0;
+}
+
+/* Opens delay/ of the group, making it if need be. */
+int
+mq_gdirs_delay(const struct mq_topic *t, unsigned k, const char *group,
+    struct mq_gdirs *d)
+{
+	char path[MQ_NAME_MAX + 16];
+	if (d->delayfd >= 0)
+		return 0;
+	if (mq_path(path, sizeof path, "g/%s/delay", group) < 0 ||
+	    mq_mkdir(t->pfd[k], path) < 0 ||
+	    (d->delayfd = mq_dir_open(t->pfd[k], path)) < 0)
+		return -1;
 	return 0;
 }
 
@@ -82,9 +100,17 @@ mq_claim_return(const struct mq_topic *t, unsigned k, const char *group,
 	int rc;
 	if (how->delay > 0) {
 		uint64_t due = (uint64_t)ceil((mq_now() + how->delay) * 1000);
+		struct mq_gdirs dd = *d;
+		if (d->delayfd < 0 && mq_gdirs_delay(t, k, group, &dd) < 0)
+			return -1;
 		rc = mq_entry_delay_name(&e, due, name, sizeof name);
-		if (rc == 0 && renameat(d->curfd, curname, d->delayfd, name) < 0)
+		if (rc == 0 && renameat(d->curfd, curname, dd.delayfd, name) < 0)
 			rc = -1;
+		if (dd.delayfd != d->delayfd) {
+			int saved = errno;
+			close(dd.delayfd);
+			errno = saved;
+		}
 	} else {
 		rc = mq_entry_new_name(&e, name, sizeof name);
 		if (rc == 0 && renameat(d->curfd, curname, d->newfd, name) < 0)

@@ -122,6 +122,18 @@ give_back(mq_sub *sub, struct mq_msg *m, const struct mq_nack *how)
 		    m->attempts);
 }
 
+/* Held refusals keep their leases (the heartbeat of a handler that has
+ * finished), so a long run does not lose them early. */
+static void
+keep_refused(mq_sub *sub)
+{
+	double lease = mq_sub_lease(sub), now = mq_now();
+	for (size_t i = 0; i < refused.n; i++)
+		if (refused.v[i].m->lease_deadline - now < lease / 3 &&
+		    mq_sub_extend(sub, refused.v[i].m, lease) < 0)
+			warnx("%s", mq_errmsg());
+}
+
 static void
 give_back_refused(mq_sub *sub)
 {
@@ -188,14 +200,17 @@ handle(mq_sub *sub, struct mq_msg *m)
 	}
 	free(f.r.out);
 	f.r.out = NULL;
-	if (f.r.status == 0) {
+	/* A handler stopped after its timeout failed, whatever it exited
+	 * with then. */
+	if (f.r.status == 0 && !f.r.timed_out) {
 		settle(sub, m, 1);
 		mq_msg_free(m);
 		return;
 	}
 	f.how.status = f.r.status;
 	/* Stopped at the end of the grace period: not the message's fault. */
-	f.how.deferred = f.r.status == EX_TEMPFAIL || f.r.stopped;
+	f.how.deferred = !f.r.timed_out &&
+	    (f.r.status == EX_TEMPFAIL || f.r.stopped);
 	if (f.r.stopped) {
 		handler_failed = 1;
 		give_back(sub, m, &f.how);
@@ -255,27 +270,38 @@ consume(mq_sub *sub)
 		size_t max = opt.exec ? 1 : BATCH;
 		if (opt.count && opt.count - delivered < max)
 			max = opt.count - delivered;
+		keep_refused(sub);
 		size_t n = receive(sub, timeout, batch, max);
 		if (n == 0)
 			break;
-		int out_ok = 1;
+		int out_ok = 1, out_errno = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (opt.exec) {
 				handle(sub, batch[i]);
 				batch[i] = NULL;
-			} else if (print(batch[i]) < 0) {
+			} else if (out_ok && print(batch[i]) < 0) {
 				out_ok = 0;
+				out_errno = errno;
 			}
 		}
-		if (!opt.exec && fflush(stdout) == EOF)
+		if (!opt.exec && out_ok && fflush(stdout) == EOF) {
 			out_ok = 0;
+			out_errno = errno;
+		}
 		for (size_t i = 0; i < n; i++) {
-			if (!opt.exec && !opt.manual)
-				settle(sub, batch[i], out_ok);
+			/* Output that could not be written is no fault of the
+			 * messages: they come back as deferred, not failed. */
+			if (!opt.exec && !out_ok)
+				give_back(sub, batch[i], &(struct mq_nack){
+				    .deferred = 1, .status = -1 });
+			else if (!opt.exec && !opt.manual)
+				settle(sub, batch[i], 1);
 			mq_msg_free(batch[i]);
 		}
-		if (!out_ok)
+		if (!out_ok) {
+			errno = out_errno;
 			err(EX_IOERR, "stdout");
+		}
 		delivered += n;
 	}
 	give_back_refused(sub);

@@ -466,3 +466,25 @@ pipeline_done() {
 	run --separate-stderr mq-sub -F '%s %a\n' -g g t
 	assert_output 'slow 2'
 }
+
+@test "handlers: one that closes its stderr does not make mq-sub spin; one that extends its own lease is still acked" {
+	mkgroup t g
+	mq-pub -q t quiet
+	TIMEFORMAT='%U %S'
+	{ time mq-sub --exec 'exec 2>&-; sleep 1' -g g t >/dev/null; } 2>"$TD/cpu"
+	awk '{ exit !($1 + $2 < 0.5) }' "$TD/cpu" || fail "CPU time: $(cat "$TD/cpu")"
+	group_empty t g
+	mq-pub -q t extend
+	run --separate-stderr mq-sub --lease 5 --exec 'mq-ack --extend 60 -g g t "$MQ_RECEIPT" && cat' -g g t
+	assert_success
+	assert_output extend
+	group_empty t g
+}
+
+@test "handlers: after --handler-timeout the message failed, whatever the stopped handler exits with" {
+	mkgroup t g --max-attempts 1
+	mq-pub -q t stubborn
+	run --separate-stderr mq-sub --handler-timeout 0.3 --exec 'trap "exit 0" TERM; sleep 10 & wait' -g g t
+	assert_equal "$status" 75
+	assert_equal "$(count_dead t g)" 1
+}
