@@ -1,4 +1,4 @@
-# bash completion for mq-pub, mq-sub, mq-ack and mq-topic.
+# bash completion for mq-pub, mq-sub, mq-ack, mq-topic and mq-dlq.
 #
 # Topics and groups are read from the spool: the value of -s on the command
 # line, else $MQ_SPOOL, else ${XDG_STATE_HOME:-$HOME/.local/state}/mq.  See
@@ -158,7 +158,7 @@ _mq_pub()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-H -k -p -s --sync"
+	_mq_parse "-H -i -k -p -s --sync --delay --at --ttl --dedup"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
@@ -169,11 +169,14 @@ _mq_pub()
 	--sync)
 		_mq_reply $'each\nbatch\nnone' "$cur"
 		return ;;
-	-H|-k)
+	--dedup)
+		_mq_reply 'content' "$cur"
+		return ;;
+	-H|-i|-k|--delay|--at|--ttl)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-0\n-H\n-k\n-l\n-p\n-q\n-s\n--sync=\n--help' "$cur"
+		_mq_reply $'-0\n-H\n-i\n-k\n-l\n-p\n-q\n-s\n--sync=\n--delay\n--at\n--ttl\n--atomic\n--dedup=content\n--help' "$cur"
 		[[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
@@ -184,7 +187,7 @@ _mq_sub()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-F -g -n -s -t --lease --exec --backoff --handler-timeout --max-attempts"
+	_mq_parse "-F -g -j -n -s -t --lease --exec --backoff --handler-timeout --max-attempts --grace --publish-to"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
@@ -196,11 +199,14 @@ _mq_sub()
 		local IFS=$'\n'
 		COMPREPLY=($(compgen -P "$_mq_pre" -c -- "$cur"))
 		return ;;
-	-F|-n|-t|--lease|--backoff|--handler-timeout|--max-attempts)
+	--publish-to)
+		_mq_reply "$(_mq_topics)" "$cur"
+		return ;;
+	-F|-j|-n|-t|--lease|--backoff|--handler-timeout|--max-attempts|--grace)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-0\n-F\n-f\n-g\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--handler-timeout\n--max-attempts\n--unsubscribe\n--help' "$cur"
+		_mq_reply $'-0\n-F\n-f\n-g\n-j\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--grace\n--handler-timeout\n--publish-to\n--exactly-once\n--max-attempts\n--unsubscribe\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	fi
@@ -234,12 +240,15 @@ _mq_topic()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-s --partitions --max-message-size --retention"
+	_mq_parse "-s --partitions --max-message-size --retention --ttl --expired"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
 		return ;;
-	--partitions|--max-message-size|--retention)
+	--expired)
+		_mq_reply $'dlq\ndrop' "$cur"
+		return ;;
+	--partitions|--max-message-size|--retention|--ttl)
 		return ;;
 	esac
 	local cmd=${_mq_args[0]}
@@ -247,7 +256,7 @@ _mq_topic()
 	if [[ $cur == -* ]]; then
 		case $cmd in
 		'')     _mq_reply $'-s\n--help' "$cur" ;;
-		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention' "$cur" ;;
+		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention\n--ttl\n--expired' "$cur" ;;
 		list|info) _mq_reply $'-s\n--json' "$cur" ;;
 		delete|gc) _mq_reply $'-s' "$cur" ;;
 		esac
@@ -260,7 +269,65 @@ _mq_topic()
 	fi
 }
 
+# _mq_dead TOPIC [GROUP]: ids of the dead letters of GROUP, or of every
+# group, in TOPIC.
+_mq_dead()
+{
+	local f g=${2:-*}
+	[[ -n $1 ]] || return
+	# Group names hold no pattern characters; g is left unquoted so that
+	# '*' matches every group.
+	for f in "$_mq_spool/topics/$1"/p*/dlq/$g/*; do
+		[[ -f $f && $f != *.why ]] || continue
+		f=${f##*/}
+		f=${f#*.}
+		printf '%s\n' "${f%%,*}"
+	done | sort -u
+}
+
+_mq_dlq()
+{
+	local cur prev
+	_mq_cur_prev
+	_mq_parse "-g -s --older-than --max --rate --to"
+	case $prev in
+	-s)
+		_mq_dirs "$cur"
+		return ;;
+	-g)
+		_mq_reply "$(_mq_groups "${_mq_args[1]}")" "$cur"
+		return ;;
+	--to)
+		_mq_reply "$(_mq_topics)" "$cur"
+		return ;;
+	--older-than|--max|--rate)
+		return ;;
+	esac
+	local cmd=${_mq_args[0]} n=${#_mq_args[@]}
+	if [[ $cur == -* ]]; then
+		case $cmd in
+		list)    _mq_reply $'-g\n-s\n--json' "$cur" ;;
+		redrive) _mq_reply $'-g\n-s\n--older-than\n--max\n--rate\n--to' "$cur" ;;
+		purge)   _mq_reply $'-g\n-s\n--all\n--older-than\n--max' "$cur" ;;
+		*)       _mq_reply $'-g\n-s\n--help' "$cur" ;;
+		esac
+	elif [[ -z $cmd ]]; then
+		_mq_reply $'list\ncount\nshow\nredrive\npurge\nexport\nimport' "$cur"
+	elif [[ $cmd == import ]]; then
+		((n == 1)) && { compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); }
+	elif ((n == 1)); then
+		_mq_reply "$(_mq_topics)" "$cur"
+	else
+		case $cmd in
+		show)          ((n == 2)) && _mq_reply "$(_mq_dead "${_mq_args[1]}" "$_mq_group")" "$cur" ;;
+		redrive|purge) _mq_reply "$(_mq_dead "${_mq_args[1]}" "$_mq_group")" "$cur" ;;
+		export)        ((n == 2)) && { compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); } ;;
+		esac
+	fi
+}
+
 complete -F _mq_pub mq-pub
 complete -F _mq_sub mq-sub
 complete -F _mq_ack mq-ack
 complete -F _mq_topic mq-topic
+complete -F _mq_dlq mq-dlq

@@ -98,24 +98,6 @@ err_archive(struct archive *a, const char *what, int ours)
 	return mq_err(EX_DATAERR, "%s: damaged archive (%s)", what, s);
 }
 
-/* Quotes an archive's entry name for a message, escaping unprintables. */
-static const char *
-shown(const char *s, char *buf, size_t len)
-{
-	size_t o = 0;
-	for (; *s && o + 5 < len; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c >= 0x20 && c < 0x7f)
-			buf[o++] = (char)c;
-		else
-			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
-	}
-	if (*s && o + 4 < len)
-		o += (size_t)snprintf(buf + o, len - o, "...");
-	buf[o] = 0;
-	return buf;
-}
-
 /* A dead-letter name as dlq.c makes them: KEY,a<n>[,d<m>], canonical. */
 static int
 dead_name(const char *name, struct mq_entry *e)
@@ -448,7 +430,7 @@ parse_path(const struct import *im, const char *path, struct file *f)
 	if (mq_name_check("topic", f->topic) < 0 ||
 	    mq_name_check("group", f->group) < 0)
 		return err_ctx(EX_DATAERR, "%s: entry '%s'", im->what,
-		    shown(path, b, sizeof b));
+		    mq_shown(path, b, sizeof b));
 	const char *d = sep[1] + 1;
 	if (*d++ != 'p' || *d < '0' || *d > '9' || (*d == '0' && d[1] != '/'))
 		goto bad;
@@ -472,7 +454,7 @@ parse_path(const struct import *im, const char *path, struct file *f)
 bad:
 	return mq_err(EX_DATAERR, "%s: unexpected entry '%s' (not mq-dlq/"
 	    "TOPIC/GROUP/pK/DEAD-LETTER[.why])", im->what,
-	    shown(path, b, sizeof b));
+	    mq_shown(path, b, sizeof b));
 }
 
 /* Reads the data of the current entry (at most max bytes, NUL-terminated). */
@@ -484,11 +466,11 @@ entry_data(const struct import *im, struct archive *a,
 	const char *path = archive_entry_pathname(en);
 	if (archive_entry_filetype(en) != AE_IFREG || archive_entry_hardlink(en))
 		return mq_err(EX_DATAERR, "%s: entry '%s' is not a regular file",
-		    im->what, shown(path, b, sizeof b));
+		    im->what, mq_shown(path, b, sizeof b));
 	la_int64_t size = archive_entry_size(en);
 	if (!archive_entry_size_is_set(en) || size < 0 || (uint64_t)size > max)
 		return mq_err(EX_DATAERR, "%s: entry '%s' is too large (at most "
-		    "%zu bytes)", im->what, shown(path, b, sizeof b), max);
+		    "%zu bytes)", im->what, mq_shown(path, b, sizeof b), max);
 	/* One byte more than the header says, to see a longer entry. */
 	size_t want = (size_t)size + 1, len = 0;
 	char *buf = malloc(want);
@@ -506,7 +488,7 @@ entry_data(const struct import *im, struct archive *a,
 		if (len == want) {
 			free(buf);
 			return mq_err(EX_DATAERR, "%s: entry '%s' is longer than "
-			    "its header says", im->what, shown(path, b, sizeof b));
+			    "its header says", im->what, mq_shown(path, b, sizeof b));
 		}
 	}
 	if (len != (size_t)size) {
@@ -554,7 +536,7 @@ stage_file(struct import *im, struct archive *a, struct archive_entry *en)
 	if (rc == 0 && !f->why && (dead_name(f->name, &e) < 0 ||
 	    message_check(buf, f->size, f->topic, f->k, &e) < 0))
 		rc = err_ctx(EX_DATAERR, "%s: entry '%s'", im->what,
-		    shown(path, b, sizeof b));
+		    mq_shown(path, b, sizeof b));
 	free(buf);
 	return rc;
 }
@@ -609,10 +591,10 @@ read_archive(struct import *im, struct archive *a, size_t *end)
 		if (!seen_version && !is_version)
 			return mq_err(EX_DATAERR, "%s: not an mq-dlq archive "
 			    "(it starts with '%s', not " PREFIX "VERSION)",
-			    im->what, shown(path, b, sizeof b));
+			    im->what, mq_shown(path, b, sizeof b));
 		if (seen_end || (seen_version && is_version))
 			return mq_err(EX_DATAERR, "%s: unexpected entry '%s' "
-			    "after " PREFIX "%s", im->what, shown(path, b,
+			    "after " PREFIX "%s", im->what, mq_shown(path, b,
 			    sizeof b), seen_end ? "END" : "VERSION");
 		int rc = is_version || is_end ? read_mark(im, a, en, is_end, end) :
 		    stage_file(im, a, en);

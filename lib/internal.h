@@ -73,6 +73,7 @@ void mq_id_new(char out[MQ_ID_LEN + 1]);
 void mq_hex_random(char *out, size_t nhex);
 
 /* names.c: entry names inside a partition. */
+const char *mq_shown(const char *s, char *buf, size_t len);
 bool mq_is_key(const char *name);
 bool mq_is_entry(const char *name);   /* new/ or cur/ name */
 int mq_seq_of(const char *name, uint64_t *seq);

@@ -24,8 +24,8 @@
 #include "internal.h"
 
 /* Quotes a name for an error message, escaping anything unprintable. */
-static const char *
-shown(const char *s, char *buf, size_t len)
+const char *
+mq_shown(const char *s, char *buf, size_t len)
 {
 	size_t o = 0;
 	for (; *s && o + 5 < len; s++) {
@@ -50,18 +50,18 @@ mq_name_check(const char *kind, const char *name)
 	size_t len = strlen(name);
 	if (len > MQ_NAME_MAX)
 		return mq_err(EX_USAGE, "invalid %s name '%s': longer than %d "
-		    "characters", kind, shown(name, b, sizeof b), MQ_NAME_MAX);
+		    "characters", kind, mq_shown(name, b, sizeof b), MQ_NAME_MAX);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
 		if (!isalnum(c) && c != '_' && c != '.' && c != '-')
 			return mq_err(EX_USAGE, "invalid %s name '%s': only "
 			    "A-Z a-z 0-9 _ . - are allowed", kind,
-			    shown(name, b, sizeof b));
+			    mq_shown(name, b, sizeof b));
 	}
 	if (name[0] == '.' || name[len - 1] == '.' || strstr(name, ".."))
 		return mq_err(EX_USAGE, "invalid %s name '%s': empty level "
 		    "(leading, trailing or double '.')", kind,
-		    shown(name, b, sizeof b));
+		    mq_shown(name, b, sizeof b));
 	return 0;
 }
 
