@@ -727,12 +727,7 @@ refresh_claim(mq_sub *s, struct msg_priv *pv)
 static int
 record_done(struct part *p, const struct mq_msg *m)
 {
-	int fd = openat(p->donefd, m->id, O_WRONLY | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0666);
-	if (fd < 0)
-		return mq_err_sys("ledger");
-	close(fd);
-	return mq_fsync_fd(p->donefd);
+	return mq_ledger_add(p->donefd, m->id);
 }
 
 int

@@ -125,9 +125,13 @@ mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 				rc = mq_err_sys("unlink log/%s", l.v[i]);
 		}
 		mq_names_free(&l);
+		/* Under the publish lock: a publisher may be replacing an
+		 * expired entry with a fresh one. */
 		struct age age = { now, t.conf.dedup_window };
-		if (rc == 0)
+		if (rc == 0 && (rc = mq_head_lock(hfd, 1)) >= 0) {
 			rc = mq_dedup_sweep(t.pfd[k], too_old, &age);
+			mq_head_unlock(hfd);
+		}
 		if (rc == 0)
 			expire_ledgers(t.pfd[k], now, t.conf.dedup_window);
 		if (lfd >= 0)

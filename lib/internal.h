@@ -185,6 +185,9 @@ int mq_claim_find(const struct mq_gdirs *, const char *curname, char *out,
     size_t len);
 int mq_claim_extend(const struct mq_gdirs *, const char *curname,
     double seconds, char *out, size_t len);
+int mq_ledger_add(int donefd, const char *id);
+int mq_ledger_record(const struct mq_topic *, unsigned k, const char *group,
+    const char *id);
 
 /* consume.c */
 const char *mq_sub_group(const mq_sub *);

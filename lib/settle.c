@@ -178,3 +178,32 @@ mq_claim_extend(const struct mq_gdirs *d, const char *curname, double seconds,
 	}
 	return 0;
 }
+
+/* The exactly-once ledger: g/<group>/done/<id>, an empty file, its
+ * directory synced before the ack that it allows. */
+int
+mq_ledger_add(int donefd, const char *id)
+{
+	int fd = openat(donefd, id, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	    0666);
+	if (fd < 0)
+		return mq_err_sys("ledger");
+	close(fd);
+	return mq_fsync_fd(donefd);
+}
+
+int
+mq_ledger_record(const struct mq_topic *t, unsigned k, const char *group,
+    const char *id)
+{
+	char path[MQ_NAME_MAX + 16];
+	if (mq_path(path, sizeof path, "g/%s/done", group) < 0 ||
+	    mq_mkdir(t->pfd[k], path) < 0)
+		return -1;
+	int fd = mq_dir_open(t->pfd[k], path);
+	if (fd < 0)
+		return -1;
+	int rc = mq_ledger_add(fd, id);
+	close(fd);
+	return rc;
+}

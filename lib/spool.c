@@ -223,7 +223,7 @@ mq_time_arg_parse(const char *s, double *out)
 	}
 	struct tm tm = { 0 };
 	int n = 0;
-	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
+	if (sscanf(s, "%4d-%2d-%2d%*1[Tt]%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
 	    &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 ||
 	    n != 19 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
 	    tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
@@ -240,7 +240,7 @@ mq_time_arg_parse(const char *s, double *out)
 			frac += (*p - '0') * scale;
 	}
 	long off = 0;
-	if (*p == 'Z' && !p[1]) {
+	if ((*p == 'Z' || *p == 'z') && !p[1]) {
 		off = 0;
 	} else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':' &&
 	    isdigit((unsigned char)p[1]) && isdigit((unsigned char)p[2]) &&

@@ -31,7 +31,7 @@ static struct {
 	struct mq_header *headers;
 	size_t nheaders;
 	double delay, at, ttl;
-	int atomic, dedup_content;
+	int atomic, dedup_content, have_at;
 	const char *idem;               /* -i */
 } opt = { .partition = -1 };
 
@@ -95,7 +95,8 @@ msg_init(struct mq_pub_msg *m, const void *body, size_t len)
 	m->nheaders = opt.nheaders;
 	/* Times count from when the message is published. */
 	double now = mq_now();
-	m->deliver_at = opt.at > 0 ? opt.at : opt.delay > 0 ? now + opt.delay : 0;
+	/* A time in the past (even @0) means at once. */
+	m->deliver_at = opt.have_at ? opt.at : opt.delay > 0 ? now + opt.delay : 0;
 	m->expires = opt.ttl > 0 ? now + opt.ttl : 0;
 	m->idempotency_key = NULL;
 }
@@ -244,6 +245,7 @@ main(int argc, char *argv[])
 		case OPT_AT:
 			if (mq_time_arg_parse(optarg, &opt.at) < 0)
 				errx(EX_USAGE, "--at: %s", mq_errmsg());
+			opt.have_at = 1;
 			break;
 		case OPT_TTL:
 			opt.ttl = tool_duration("--ttl", optarg);
@@ -270,7 +272,7 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (argc < 1)
 		usage(EX_USAGE);
-	if (opt.delay > 0 && opt.at > 0)
+	if (opt.delay > 0 && opt.have_at)
 		errx(EX_USAGE, "choose one of --delay and --at");
 	if (opt.idem && opt.dedup_content)
 		errx(EX_USAGE, "choose one of -i and --dedup=content");

@@ -193,10 +193,12 @@ handle(mq_sub *sub, struct mq_msg *m)
 	if (mq_sub_run(sub, m, opt.exec, opt.handler_timeout,
 	    opt.publish_to != NULL, &f.r) < 0)
 		warnx("%s", mq_errmsg());
+	/* An output that can never be published (too large, say) fails the
+	 * input; one that cannot be published now defers it. */
 	if (f.r.status == 0 && opt.publish_to &&
 	    publish_outputs(m, f.r.out, f.r.out_len) < 0) {
 		warnx("--publish-to: %s", mq_errmsg());
-		f.r.status = EX_TEMPFAIL;
+		f.r.status = mq_errcode() == EX_DATAERR ? EX_DATAERR : EX_TEMPFAIL;
 	}
 	free(f.r.out);
 	f.r.out = NULL;

@@ -119,10 +119,13 @@ cmd_info(mq_spool *sp, const char *topic, int json)
 			    "name", in.groups[i].name,
 			    "pending", (json_int_t)in.groups[i].pending,
 			    "inflight", (json_int_t)in.groups[i].inflight));
-		print_json(json_pack("{s:s, s:i, s:I, s:I, s:o, s:o}",
+		print_json(json_pack("{s:s, s:i, s:I, s:I, s:f, s:s, s:I, s:o, s:o}",
 		    "name", in.name, "partitions", (int)in.conf.partitions,
 		    "max_message_size", (json_int_t)in.conf.max_message_size,
-		    "retention", (json_int_t)in.conf.retention, "heads", heads,
+		    "retention", (json_int_t)in.conf.retention,
+		    "ttl", in.conf.ttl, "expired",
+		    in.conf.expired_drop ? "drop" : "dlq", "dedup_window",
+		    (json_int_t)in.conf.dedup_window, "heads", heads,
 		    "groups", groups));
 	} else {
 		printf("topic: %s\npartitions: %u\nmax-message-size: %zu\n"

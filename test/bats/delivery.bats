@@ -488,3 +488,18 @@ pipeline_done() {
 	assert_equal "$status" 75
 	assert_equal "$(count_dead t g)" 1
 }
+
+@test "exactly-once groups: mq-ack records the ledger too; a message in the ledger is settled unseen" {
+	mkgroup t g --exactly-once
+	local id r
+	id=$(mq-pub t once)
+	r=$(mq-sub --manual -F '%r' -g g t)
+	run --separate-stderr mq-ack -g g t "$r"
+	assert_success
+	[[ -e $(group_dir t g)/done/$id ]] || fail "no ledger entry for $id"
+	# The same message delivered again (as after a lost ack) is not seen.
+	ln "$MQ_SPOOL"/topics/t/p0/log/*"$id" "$(group_dir t g)/new/"
+	run --separate-stderr mq-sub -g g t
+	assert_equal "$status" 1
+	group_empty t g
+}
