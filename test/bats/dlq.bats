@@ -3,17 +3,6 @@
 
 load helper
 
-# kill_two TOPIC GROUP: publishes a b c d and dead-letters b and d
-# (max-attempts 1, a handler that refuses them), leaving a and c acked.
-kill_two() {
-	mkgroup "$1" "$2" --max-attempts 1
-	mq-pub -q "$1" a b c d
-	run --separate-stderr mq-sub --backoff 0 --exec '
-		x=$(cat); case $x in b|d) echo "refusing $x" >&2; exit 4;; esac' \
-	    -g "$2" "$1"
-	assert_equal "$status" 75
-}
-
 @test "mq-dlq --help prints usage; bad commands and combinations are usage errors (64)" {
 	run mq-dlq --help
 	assert_success
