@@ -201,9 +201,16 @@ main(int argc, char *argv[])
 			opt.have_older = 1;
 			break;
 		case OPT_MAX: opt.max = tool_number("--max", optarg, 1, ~0UL); break;
-		case OPT_RATE:
-			opt.rate = (double)tool_number("--rate", optarg, 1, 1000000);
+		case OPT_RATE: {
+			/* "10" and "10/s" both mean ten a second. */
+			char n[32];
+			snprintf(n, sizeof n, "%s", optarg);
+			size_t l = strlen(n);
+			if (l > 2 && !strcmp(n + l - 2, "/s"))
+				n[l - 2] = 0;
+			opt.rate = (double)tool_number("--rate", n, 1, 1000000);
 			break;
+		}
 		case OPT_TO: opt.to = optarg; break;
 		case OPT_ALL: opt.all = 1; break;
 		case OPT_HELP: usage(0); break;

@@ -166,3 +166,16 @@ for d in v:
 	assert_success
 	assert_output ""
 }
+
+@test "mq-dlq redrive --rate spaces redrives out (N and N/s alike)" {
+	kill_two t g
+	TIMEFORMAT='%R'
+	{ time mq-dlq -g g redrive --rate 4/s t; } 2>"$TD/took"
+	assert_equal "$(mq-dlq count t)" 0
+	# Two redrives at 4 a second: one pause of a quarter second between.
+	awk '{ exit !($1 >= 0.25) }' "$TD/took" || fail "took $(cat "$TD/took") s"
+	run --separate-stderr mq-dlq -g g redrive --rate 0 t
+	assert_equal "$status" 64
+	run --separate-stderr mq-dlq -g g redrive --rate fast/s t
+	assert_equal "$status" 64
+}
