@@ -567,16 +567,6 @@ drain_events(mq_sub *s)
 	}
 }
 
-/* Seconds on a clock no one sets: timeouts must not depend on MQ_NOW or
- * on the wall clock jumping. */
-static double
-mono_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Gives back expired leases and moves due delayed messages to new/, in
  * the partitions where something changed or came due (in every partition
  * when all is set); s->earliest becomes the next deadline or due time. */
@@ -585,7 +575,7 @@ expire_leases(mq_sub *s, bool all)
 {
 	double now = mq_now();
 	if (all)
-		s->last_expire = mono_now();
+		s->last_expire = mq_mono();
 	s->earliest = INFINITY;
 	for (unsigned k = 0; k < s->t.conf.partitions; k++) {
 		struct part *p = &s->ps[k];
@@ -614,7 +604,7 @@ expire_leases(mq_sub *s, bool all)
 static int
 expire_if_due(mq_sub *s)
 {
-	bool periodic = mono_now() - s->last_expire >= 1.0;
+	bool periodic = mq_mono() - s->last_expire >= 1.0;
 	if (!periodic && mq_now() < s->earliest)
 		return 0;
 	return expire_leases(s, periodic);
@@ -626,7 +616,7 @@ expire_if_due(mq_sub *s)
 static int
 wait_for_change(mq_sub *s, double until)
 {
-	double wait = fmin(until - mono_now(), s->earliest - mq_now());
+	double wait = fmin(until - mq_mono(), s->earliest - mq_now());
 	if (s->ifd < 0)
 		wait = fmin(wait, s->poll);
 	int ms = -1;
@@ -655,7 +645,7 @@ int
 mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 {
 	unsigned np = s->t.conf.partitions;
-	double until = timeout < 0 ? INFINITY : mono_now() + timeout;
+	double until = timeout < 0 ? INFINITY : mq_mono() + timeout;
 	bool late_pass = false;
 	for (;;) {
 		if (expire_if_due(s) < 0)
@@ -680,7 +670,7 @@ mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 			again |= s->ps[k].scan_new;
 		/* Past the deadline, one more look at what changed, no more:
 		 * a busy publisher must not keep a timed call spinning. */
-		if (mono_now() >= until) {
+		if (mq_mono() >= until) {
 			if (!again || late_pass)
 				return 0;
 			late_pass = true;
@@ -722,20 +712,12 @@ refresh_claim(mq_sub *s, struct msg_priv *pv)
 	return 0;
 }
 
-/* The ledger entry goes first and is made durable: once it is there, a
- * delivery of the same message is settled without being seen again. */
+/* Removes the claim, finding it under its new name if another process
+ * extended it. */
 static int
-record_done(struct part *p, const struct mq_msg *m)
-{
-	return mq_ledger_add(p->donefd, m->id);
-}
-
-int
-mq_sub_ack(mq_sub *s, const struct mq_msg *m)
+unlink_claim(mq_sub *s, const struct mq_msg *m)
 {
 	struct msg_priv *pv = priv_of(m);
-	if (s->ps[pv->k].donefd >= 0 && record_done(&s->ps[pv->k], m) < 0)
-		return -1;
 	int fd = s->ps[pv->k].d.curfd;
 	if (unlinkat(fd, pv->cur, 0) == 0)
 		return 0;
@@ -745,6 +727,44 @@ mq_sub_ack(mq_sub *s, const struct mq_msg *m)
 		return 0;
 	return mq_err(EX_NOINPUT, "message %s is no longer claimed (its lease "
 	    "expired)", m->id);
+}
+
+/* In an exactly-once group the ledger entries go first and are made
+ * durable, one sync per partition for the whole batch: once an entry is
+ * there, a delivery of the same message is settled without being seen. */
+int
+mq_sub_ack_batch(mq_sub *s, struct mq_msg *const *m, size_t n)
+{
+	unsigned np = s->t.conf.partitions;
+	if (s->exactly_once) {
+		bool *touched = calloc(np, sizeof *touched);
+		if (!touched)
+			return mq_err_sys("malloc");
+		int rc = 0;
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			struct part *p = &s->ps[priv_of(m[i])->k];
+			rc = mq_ledger_add(p->donefd, m[i]->id, 0);
+			touched[priv_of(m[i])->k] = true;
+		}
+		for (unsigned k = 0; rc == 0 && k < np; k++)
+			if (touched[k])
+				rc = mq_fsync_fd(s->ps[k].donefd);
+		free(touched);
+		if (rc < 0)
+			return -1;
+	}
+	int rc = 0;
+	for (size_t i = 0; i < n; i++)
+		if (unlink_claim(s, m[i]) < 0)
+			rc = -1;
+	return rc;
+}
+
+int
+mq_sub_ack(mq_sub *s, const struct mq_msg *m)
+{
+	struct mq_msg *one = (struct mq_msg *)m;
+	return mq_sub_ack_batch(s, &one, 1);
 }
 
 int

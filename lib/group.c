@@ -96,14 +96,14 @@ mq_group_conf_read(const struct mq_topic *t, const char *group,
 
 static int
 render_conf(const struct mq_topic *t, const struct mq_group_conf *c,
-    const uint64_t *start, const char *state, double created, char **out)
+    const uint64_t *start, const char *state, char **out)
 {
 	size_t cap = 256 + (size_t)t->conf.partitions * 40, o = 0;
 	char *buf = malloc(cap);
 	if (!buf)
 		return mq_err_sys("malloc");
 	o += (size_t)snprintf(buf + o, cap - o, "created=%.3f\nfrom-start=%d\n"
-	    "lease=%g\nmax-attempts=%u\nexactly-once=%d\nstate=%s\n", created,
+	    "lease=%g\nmax-attempts=%u\nexactly-once=%d\nstate=%s\n", mq_now(),
 	    c->from_start ? 1 : 0, c->lease, c->max_attempts,
 	    c->exactly_once ? 1 : 0, state);
 	for (unsigned k = 0; k < t->conf.partitions; k++)
@@ -156,7 +156,7 @@ subscribe_locked(const struct mq_topic *t, const char *group,
 	char *text = NULL;
 	if (rc == 0)
 		rc = render_conf(t, c, start, c->from_start ? "backfill" : "ready",
-		    mq_now(), &text);
+		    &text);
 	if (rc == 0) {
 		rc = mq_write_file(t->fd, p, text, strlen(text), 1, 0);
 		rc = rc < 0 ? -1 : rc == 1 ? 0 : 1;

@@ -142,14 +142,6 @@ pass_stderr(int fd, struct mq_handler_result *r)
 	return n == 0 ? 0 : 1;
 }
 
-static double
-mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Collects the handler's stdout, bounded: an output is a message.
  * Returns 0 at end of file, 1 while more may come, -1 on error. */
 static int
@@ -218,7 +210,7 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 	}
 	/* The handler is stopped when it outlives its timeout, or the grace
 	 * period after the consumer was asked to stop (its wake fd). */
-	double start = mono(), beat = start + lease / 3, killed = 0;
+	double start = mq_mono(), beat = start + lease / 3, killed = 0;
 	double stop_at = timeout > 0 ? start + timeout : INFINITY;
 	int status = -1, wake = mq_sub_wake_fd(s);
 	for (;;) {
@@ -229,7 +221,7 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 			{ .fd = outp[0], .events = POLLIN },
 			{ .fd = wake, .events = POLLIN },
 		};
-		double now = mono(), next = fmin(beat, killed ? killed + 5 : stop_at);
+		double now = mq_mono(), next = fmin(beat, killed ? killed + 5 : stop_at);
 		int ms = next <= now ? 0 : (int)fmin(ceil((next - now) * 1000), 3.6e6);
 		if (pfd < 0)
 			ms = ms > 50 ? 50 : ms;     /* no pidfd: look now and then */
@@ -237,8 +229,8 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 			break;
 		if (p[4].revents) {
 			wake = -1;
-			if (mono() + mq_sub_grace(s) < stop_at) {
-				stop_at = mono() + mq_sub_grace(s);
+			if (mq_mono() + mq_sub_grace(s) < stop_at) {
+				stop_at = mq_mono() + mq_sub_grace(s);
 				r->stopped = 1;
 				r->timed_out = 0;
 			}
@@ -276,7 +268,7 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 			    128 + WTERMSIG(ws);
 			break;
 		}
-		now = mono();
+		now = mq_mono();
 		if (now >= beat) {
 			/* The heartbeat: a claim that is gone cannot be kept. */
 			mq_sub_extend(s, m, lease);

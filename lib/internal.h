@@ -16,6 +16,9 @@
 #define MQ_CHUNK_MAX 4096
 #define MQ_STALE_TMP 3600.0
 
+/* spool.c */
+double mq_mono(void);
+
 /* error.c */
 int mq_err(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -185,7 +188,7 @@ int mq_claim_find(const struct mq_gdirs *, const char *curname, char *out,
     size_t len);
 int mq_claim_extend(const struct mq_gdirs *, const char *curname,
     double seconds, char *out, size_t len);
-int mq_ledger_add(int donefd, const char *id);
+int mq_ledger_add(int donefd, const char *id, int sync);
 int mq_ledger_record(const struct mq_topic *, unsigned k, const char *group,
     const char *id);
 

@@ -201,6 +201,9 @@ mq_sub *mq_sub_open(mq_spool *, const char *topic, const char *group,
  * of the options ended the wait), -1 on error. */
 int mq_sub_receive(mq_sub *, double timeout, struct mq_msg **out);
 int mq_sub_ack(mq_sub *, const struct mq_msg *);
+/* Acks n messages; in an exactly-once group their ledger entries share
+ * one sync.  Returns -1 (with the last error) if any could not be acked. */
+int mq_sub_ack_batch(mq_sub *, struct mq_msg *const *, size_t n);
 
 /* How a message is given back (NULL: at once, as a failure). */
 struct mq_nack {

@@ -180,16 +180,17 @@ mq_claim_extend(const struct mq_gdirs *d, const char *curname, double seconds,
 }
 
 /* The exactly-once ledger: g/<group>/done/<id>, an empty file, its
- * directory synced before the ack that it allows. */
+ * directory synced before the ack that it allows (the caller may sync once
+ * for a batch: sync 0). */
 int
-mq_ledger_add(int donefd, const char *id)
+mq_ledger_add(int donefd, const char *id, int sync)
 {
 	int fd = openat(donefd, id, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
 	    0666);
 	if (fd < 0)
 		return mq_err_sys("ledger");
 	close(fd);
-	return mq_fsync_fd(donefd);
+	return sync ? mq_fsync_fd(donefd) : 0;
 }
 
 int
@@ -203,7 +204,7 @@ mq_ledger_record(const struct mq_topic *t, unsigned k, const char *group,
 	int fd = mq_dir_open(t->pfd[k], path);
 	if (fd < 0)
 		return -1;
-	int rc = mq_ledger_add(fd, id);
+	int rc = mq_ledger_add(fd, id, 1);
 	close(fd);
 	return rc;
 }

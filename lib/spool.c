@@ -178,6 +178,16 @@ mq_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Seconds on a clock no one sets: timeouts must not depend on MQ_NOW or
+ * on the wall clock jumping. */
+double
+mq_mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int
 mq_duration_parse(const char *s, double *out)
 {

@@ -290,16 +290,16 @@ consume(mq_sub *sub)
 			out_ok = 0;
 			out_errno = errno;
 		}
-		for (size_t i = 0; i < n; i++) {
-			/* Output that could not be written is no fault of the
-			 * messages: they come back as deferred, not failed. */
-			if (!opt.exec && !out_ok)
-				give_back(sub, batch[i], &(struct mq_nack){
-				    .deferred = 1, .status = -1 });
-			else if (!opt.exec && !opt.manual)
-				settle(sub, batch[i], 1);
+		/* Output that could not be written is no fault of the
+		 * messages: they come back as deferred, not failed. */
+		for (size_t i = 0; !opt.exec && !out_ok && i < n; i++)
+			give_back(sub, batch[i], &(struct mq_nack){
+			    .deferred = 1, .status = -1 });
+		if (!opt.exec && !opt.manual && out_ok &&
+		    mq_sub_ack_batch(sub, batch, n) < 0)
+			warnx("%s", mq_errmsg());
+		for (size_t i = 0; i < n; i++)
 			mq_msg_free(batch[i]);
-		}
 		if (!out_ok) {
 			errno = out_errno;
 			err(EX_IOERR, "stdout");
