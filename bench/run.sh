@@ -444,4 +444,4 @@ note "ledger cost: --exactly-once less normal" "$(awk \
     -v a="$(kv "$h_eo" seconds)" -v ca="$(kv "$h_eo" count)" \
     -v b="$(kv "$h_plain" seconds)" -v cb="$(kv "$h_plain" count)" \
     'BEGIN { printf "%.1f", (a / ca - b / cb) * 1e6 }')" \
-    "µs/msg (create in done/ + fsync of done/; $eo_done entries)"
+    "µs/msg (create in done/; one fsync of done/ per batch; $eo_done entries)"
