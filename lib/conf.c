@@ -5,6 +5,8 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
@@ -132,6 +134,75 @@ mq_conf_set(struct mq_conf *c, const char *key, const char *val)
 		found = 1;
 	}
 	return found ? 0 : mq_err(EX_SOFTWARE, "no key %s to set", key);
+}
+
+/* Appends a line. */
+int
+mq_conf_add(struct mq_conf *c, const char *key, const char *val)
+{
+	char **k = reallocarray(c->keys, c->n + 1, sizeof *k);
+	if (k)
+		c->keys = k;
+	char **v = k ? reallocarray(c->vals, c->n + 1, sizeof *v) : NULL;
+	if (v)
+		c->vals = v;
+	if (!k || !v)
+		return mq_err_sys("malloc");
+	c->keys[c->n] = strdup(key);
+	c->vals[c->n] = strdup(val);
+	c->n++;
+	return c->keys[c->n - 1] && c->vals[c->n - 1] ? 0 : mq_err_sys("malloc");
+}
+
+int
+mq_conf_addf(struct mq_conf *c, const char *key, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof buf)
+		return mq_err(EX_SOFTWARE, "conf value for %s too long", key);
+	return mq_conf_add(c, key, buf);
+}
+
+/* A value on one line: backslash and newline become \\ and \n. */
+char *
+mq_conf_escape(const char *s)
+{
+	char *out = malloc(2 * strlen(s) + 1), *o = out;
+	if (!out) {
+		mq_err_sys("malloc");
+		return NULL;
+	}
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '\n')
+			*o++ = '\\';
+		*o++ = *s == '\n' ? 'n' : *s;
+	}
+	*o = 0;
+	return out;
+}
+
+char *
+mq_conf_unescape(const char *s)
+{
+	char *out = malloc(strlen(s) + 1), *o = out;
+	if (!out) {
+		mq_err_sys("malloc");
+		return NULL;
+	}
+	for (; *s; s++) {
+		if (*s == '\\' && s[1]) {
+			s++;
+			*o++ = *s == 'n' ? '\n' : *s;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = 0;
+	return out;
 }
 
 /* Writes the lines back in their order, unknown keys included. */

@@ -35,6 +35,7 @@ mq_group_conf_default(struct mq_group_conf *c)
 	c->from_start = 0;
 	c->lease = MQ_LEASE_DEFAULT;
 	c->max_attempts = MQ_MAX_ATTEMPTS_DEFAULT;
+	c->session = MQ_SESSION_DEFAULT;
 }
 
 /* The settings consumers and receipts need: lease and max-attempts. */
@@ -57,6 +58,15 @@ mq_group_settings(const struct mq_topic *t, const char *group,
 	c->max_attempts = (unsigned)max;
 	const char *eo = mq_conf_get(&kv, "exactly-once");
 	c->exactly_once = eo && !strcmp(eo, "1");
+	const char *mode = mq_conf_get(&kv, "mode");
+	if (rc == 0 && mode && strcmp(mode, "ordered") && strcmp(mode, "shared"))
+		rc = mq_err(EX_CONFIG, "group conf: mode must be shared or ordered");
+	c->ordered = mode && !strcmp(mode, "ordered");
+	if (rc == 0)
+		rc = mq_conf_get_double(&kv, "session", c->session, &c->session,
+		    "group conf");
+	if (rc == 0 && c->session <= 0)
+		rc = mq_err(EX_CONFIG, "group conf: session must be more than 0");
 	mq_conf_free(&kv);
 	return rc;
 }
@@ -94,27 +104,87 @@ mq_group_conf_read(const struct mq_topic *t, const char *group,
 	return 0;
 }
 
+/* Checks what a subscription asks for against the topic. */
 static int
-render_conf(const struct mq_topic *t, const struct mq_group_conf *c,
-    const uint64_t *start, const char *state, char **out)
+conf_check(const struct mq_topic *t, const struct mq_group_conf *c)
 {
-	size_t cap = 256 + (size_t)t->conf.partitions * 40, o = 0;
-	char *buf = malloc(cap);
-	if (!buf)
-		return mq_err_sys("malloc");
-	o += (size_t)snprintf(buf + o, cap - o, "created=%.3f\nfrom-start=%d\n"
-	    "lease=%g\nmax-attempts=%u\nexactly-once=%d\nstate=%s\n", mq_now(),
-	    c->from_start ? 1 : 0, c->lease, c->max_attempts,
-	    c->exactly_once ? 1 : 0, state);
-	for (unsigned k = 0; k < t->conf.partitions; k++)
-		o += (size_t)snprintf(buf + o, cap - o, "start.p%u=%" PRIu64 "\n",
-		    k, start[k]);
-	*out = buf;
+	if (c->ordered && c->session <= 0)
+		return mq_err(EX_USAGE, "the session timeout must be more than 0");
+	for (size_t i = 0; i < c->nfrom_offset; i++)
+		if (c->from_offset[i].partition >= t->conf.partitions)
+			return mq_err(EX_USAGE, "topic '%s' has no partition %u "
+			    "(it has %u)", t->name, c->from_offset[i].partition,
+			    t->conf.partitions);
+	for (size_t i = 0; i < c->nmatch; i++)
+		if (strchr(c->match[i], '\n'))
+			return mq_err(EX_USAGE, "a header condition is one line");
 	return 0;
 }
 
+static bool
+backfills(const struct mq_group_conf *c)
+{
+	return c->from_start || c->nfrom_offset || c->from_time > 0;
+}
+
+/* The conf's lines; see mq-spool(5), GROUPS.  from.p<k> is where the
+ * backfill of partition k starts (start.p<k>: nothing to backfill). */
 static int
-make_dirs(const struct mq_topic *t, unsigned k, const char *group)
+render_conf(const struct mq_topic *t, const struct mq_group_conf *c,
+    const uint64_t *start, char **out)
+{
+	struct mq_conf kv = { 0 };
+	int rc = mq_conf_addf(&kv, "created", "%.3f", mq_now());
+	if (rc == 0)
+		rc = mq_conf_addf(&kv, "mode", "%s", c->ordered ? "ordered" :
+		    "shared");
+	if (rc == 0 && c->ordered)
+		rc = mq_conf_addf(&kv, "session", "%g", c->session);
+	if (rc == 0)
+		rc = mq_conf_addf(&kv, "from-start", "%d", c->from_start ? 1 : 0);
+	if (rc == 0)
+		rc = mq_conf_addf(&kv, "lease", "%g", c->lease);
+	if (rc == 0)
+		rc = mq_conf_addf(&kv, "max-attempts", "%u", c->max_attempts);
+	if (rc == 0)
+		rc = mq_conf_addf(&kv, "exactly-once", "%d",
+		    c->exactly_once ? 1 : 0);
+	if (rc == 0 && c->filter) {
+		char *esc = mq_conf_escape(c->filter);
+		rc = esc ? mq_conf_add(&kv, "filter", esc) : -1;
+		free(esc);
+	}
+	for (size_t i = 0; rc == 0 && i < c->nmatch; i++)
+		rc = mq_conf_add(&kv, "match", c->match[i]);
+	if (rc == 0 && c->from_time > 0)
+		rc = mq_conf_addf(&kv, "from-time", "%.6f", c->from_time);
+	if (rc == 0)
+		rc = mq_conf_add(&kv, "state", backfills(c) ? "backfill" :
+		    "ready");
+	for (unsigned k = 0; rc == 0 && k < t->conf.partitions; k++) {
+		char key[32];
+		uint64_t from = c->from_start || c->from_time > 0 ? 0 : start[k];
+		for (size_t i = 0; i < c->nfrom_offset; i++)
+			if (c->from_offset[i].partition == k)
+				from = c->from_offset[i].offset < start[k] ?
+				    c->from_offset[i].offset : start[k];
+		snprintf(key, sizeof key, "start.p%u", k);
+		rc = mq_conf_addf(&kv, key, "%" PRIu64, start[k]);
+		snprintf(key, sizeof key, "from.p%u", k);
+		if (rc == 0 && from < start[k])
+			rc = mq_conf_addf(&kv, key, "%" PRIu64, from);
+	}
+	if (rc == 0)
+		rc = mq_conf_render(&kv, out);
+	mq_conf_free(&kv);
+	return rc;
+}
+
+/* Makes the group's directories in partition k; an ordered group also
+ * gets its ownership token, free (see ordered.c). */
+int
+mq_group_dirs_make(const struct mq_topic *t, unsigned k, const char *group,
+    int ordered)
 {
 	static const char *const sub[] = { "tmp", "new", "cur", "delay" };
 	char p[MQ_NAME_MAX + 16];
@@ -129,6 +199,8 @@ make_dirs(const struct mq_topic *t, unsigned k, const char *group)
 		if (mq_path(p, sizeof p, "g/%s/%s", group, sub[i]) < 0 ||
 		    mq_mkdir(t->pfd[k], p) < 0)
 			return -1;
+	if (ordered && mq_owner_init(t, k, group) < 0)
+		return -1;
 	return mq_fsync_at(t->pfd[k], "g");
 }
 
@@ -141,6 +213,8 @@ subscribe_locked(const struct mq_topic *t, const char *group,
 		return -1;
 	if (faccessat(t->fd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0;
+	if (conf_check(t, c) < 0)
+		return -1;
 	unsigned np = t->conf.partitions;
 	uint64_t *start = calloc(np, sizeof *start);
 	if (!start)
@@ -151,12 +225,11 @@ subscribe_locked(const struct mq_topic *t, const char *group,
 		rc = mq_head_read(hfds[k], &h);
 		start[k] = h.committed;
 		if (rc == 0)
-			rc = make_dirs(t, k, group);
+			rc = mq_group_dirs_make(t, k, group, c->ordered);
 	}
 	char *text = NULL;
 	if (rc == 0)
-		rc = render_conf(t, c, start, c->from_start ? "backfill" : "ready",
-		    &text);
+		rc = render_conf(t, c, start, &text);
 	if (rc == 0) {
 		rc = mq_write_file(t->fd, p, text, strlen(text), 1, 0);
 		rc = rc < 0 ? -1 : rc == 1 ? 0 : 1;
@@ -186,7 +259,7 @@ mq_group_subscribe(mq_spool *sp, const char *topic, const char *group,
 		rc = subscribe_locked(&t, group, c, hfds);
 		mq_unlock_all(&t, hfds);
 	}
-	if (rc == 1 && c->from_start && mq_group_backfill(&t, group) < 0)
+	if (rc == 1 && backfills(c) && mq_group_backfill(&t, group) < 0)
 		rc = -1;
 	free(hfds);
 	mq_topic_close(&t);
@@ -197,7 +270,7 @@ mq_group_subscribe(mq_spool *sp, const char *topic, const char *group,
  * new/.  See the comment at the top for why this cannot re-deliver. */
 static int
 backfill_partition(const struct mq_topic *t, unsigned k, const char *group,
-    uint64_t start)
+    uint64_t from, uint64_t start, double from_time)
 {
 	char p[MQ_NAME_MAX + 16];
 	if (mq_path(p, sizeof p, "g/%s/new", group) < 0)
@@ -207,9 +280,15 @@ backfill_partition(const struct mq_topic *t, unsigned k, const char *group,
 	struct mq_names l = { 0 };
 	int rc = lfd < 0 ? -1 : mq_names_read(lfd, mq_is_key, &l);
 	uint64_t seq;
+	bool reached = from_time <= 0;
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
-		if (mq_seq_of(l.v[i], &seq) < 0 || seq >= start)
+		if (mq_seq_of(l.v[i], &seq) < 0 || seq < from || seq >= start)
 			continue;
+		/* From the first message published at or after from_time on,
+		 * as an offset would: ids carry the publisher's clock. */
+		if (!reached && mq_key_time(l.v[i]) < from_time)
+			continue;
+		reached = true;
 		if (linkat(lfd, l.v[i], nfd, l.v[i], 0) < 0 && errno != EEXIST &&
 		    errno != ENOENT)
 			rc = mq_err_sys("backfill %s", l.v[i]);
@@ -247,11 +326,19 @@ mq_group_backfill(const struct mq_topic *t, const char *group)
 	if (rc == 0 && state && !strcmp(state, "backfill")) {
 		for (unsigned k = 0; rc == 0 && k < t->conf.partitions; k++) {
 			char key[32];
-			uint64_t start;
+			uint64_t start, from;
+			double from_time;
 			snprintf(key, sizeof key, "start.p%u", k);
 			rc = mq_conf_get_u64(&kv, key, 0, &start, p);
+			snprintf(key, sizeof key, "from.p%u", k);
 			if (rc == 0)
-				rc = backfill_partition(t, k, group, start);
+				rc = mq_conf_get_u64(&kv, key, start, &from, p);
+			if (rc == 0)
+				rc = mq_conf_get_double(&kv, "from-time", 0,
+				    &from_time, p);
+			if (rc == 0)
+				rc = backfill_partition(t, k, group, from, start,
+				    from_time);
 		}
 		char *text = NULL;
 		if (rc == 0)

@@ -68,6 +68,11 @@ int mq_conf_get_u64(const struct mq_conf *, const char *key, uint64_t dflt,
 int mq_conf_get_double(const struct mq_conf *, const char *key, double dflt,
     double *out, const char *what);
 int mq_conf_set(struct mq_conf *, const char *key, const char *val);
+int mq_conf_add(struct mq_conf *, const char *key, const char *val);
+int mq_conf_addf(struct mq_conf *, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+char *mq_conf_escape(const char *s);
+char *mq_conf_unescape(const char *s);
 int mq_conf_render(const struct mq_conf *, char **out);
 void mq_conf_free(struct mq_conf *);
 
@@ -156,6 +161,14 @@ int mq_group_conf_read(const struct mq_topic *, const char *group,
 int mq_group_backfill(const struct mq_topic *, const char *group);
 int mq_group_settings(const struct mq_topic *, const char *group,
     struct mq_group_conf *);
+int mq_group_dirs_make(const struct mq_topic *, unsigned k, const char *group,
+    int ordered);
+
+/* ordered.c: members and partition owners of ordered groups. */
+#define MQ_MEMBER_MAX 128
+int mq_owner_init(const struct mq_topic *, unsigned k, const char *group);
+int mq_owner_parse(const char *name, char *member, size_t len,
+    uint64_t *deadline_ms);
 
 /* dlq.c */
 struct mq_why {

@@ -102,11 +102,34 @@ int mq_topic_info(mq_spool *, const char *topic, struct mq_topic_info *out);
 void mq_topic_info_free(struct mq_topic_info *);
 
 /* Groups (subscriptions) */
+struct mq_offset {
+	unsigned partition;
+	uint64_t offset;                 /* a sequence number */
+};
+#define MQ_SESSION_DEFAULT 10.0
 struct mq_group_conf {
 	int from_start;                  /* backfill what the log still holds */
 	double lease;                    /* default lease, seconds */
 	unsigned max_attempts;           /* failures before dead-lettering; 0: never */
 	int exactly_once;                /* keep a ledger of processed ids */
+	/* Ordered (Kafka-style): each partition has one live owner at a
+	 * time and is processed strictly in sequence.  Else shared
+	 * (SQS-style): every consumer claims from every partition. */
+	int ordered;
+	double session;                  /* ordered: seconds a silent member
+					    keeps its partitions */
+	/* Messages that do not match never enter the group's queue: a jq
+	 * expression over the JSON body (NULL: none) and header conditions
+	 * "Name=glob" (all must hold). */
+	const char *filter;
+	const char *const *match;
+	size_t nmatch;
+	/* Start positions besides from_start: the listed partitions start at
+	 * these sequence numbers, and/or every partition at the first
+	 * message published at or after from_time (> 0). */
+	const struct mq_offset *from_offset;
+	size_t nfrom_offset;
+	double from_time;
 };
 void mq_group_conf_default(struct mq_group_conf *);
 /* Creates the topic if needed.  Returns 1 if created, 0 if it existed. */
