@@ -136,6 +136,19 @@ void mq_group_conf_default(struct mq_group_conf *);
 int mq_group_subscribe(mq_spool *, const char *topic, const char *group,
     const struct mq_group_conf *);
 int mq_group_unsubscribe(mq_spool *, const char *topic, const char *group);
+/* A topic or group name that holds '*' or '>' is a wildcard pattern:
+ * subscribing (and unsubscribing) a pattern does so for every topic it
+ * matches, those created later included; mq_sub_open on a pattern reads
+ * them all.  See mq-spool(5), WILDCARDS. */
+int mq_is_pattern(const char *name);
+/* Checks a pattern: levels are names, '*' or a last '>'. */
+int mq_pattern_check(const char *pattern);
+/* "PARTITION:OFFSET" */
+int mq_offset_parse(const char *s, struct mq_offset *out);
+/* Acks every message of the group in at->partition with a sequence
+ * number below at->offset; *acked gets how many. */
+int mq_group_commit(mq_spool *, const char *topic, const char *group,
+    const struct mq_offset *at, uint64_t *acked);
 /* Returns 1 if the group exists, 0 if not, -1 on error. */
 int mq_group_exists(mq_spool *, const char *topic, const char *group);
 

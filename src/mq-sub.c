@@ -26,6 +26,7 @@ enum {
 	OPT_EXEC = 256, OPT_FROM_START, OPT_JSON, OPT_LEASE, OPT_MANUAL,
 	OPT_UNSUBSCRIBE, OPT_HELP, OPT_BACKOFF, OPT_HANDLER_TIMEOUT,
 	OPT_MAX_ATTEMPTS, OPT_PUBLISH_TO, OPT_EXACTLY_ONCE, OPT_GRACE,
+	OPT_ORDERED, OPT_SESSION, OPT_FROM_OFFSET, OPT_FROM_TIME,
 };
 
 static struct {
@@ -71,7 +72,9 @@ usage(int code)
 	    "[--handler-timeout SECONDS]\n              [--publish-to TOPIC]] "
 	    "[--exactly-once] [--from-start] [--json]\n              "
 	    "[--lease SECONDS] [--manual] [--max-attempts N]\n"
-	    "              [--unsubscribe] TOPIC\n",
+	    "              [--ordered [--session SECONDS]] "
+	    "[--from-offset P:N]... [--from-time TIME]\n"
+	    "              [--unsubscribe] TOPIC|PATTERN\n",
 	    getprogname());
 	exit(code);
 }
@@ -385,6 +388,10 @@ main(int argc, char *argv[])
 		{ "publish-to", required_argument, NULL, OPT_PUBLISH_TO },
 		{ "exactly-once", no_argument, NULL, OPT_EXACTLY_ONCE },
 		{ "grace", required_argument, NULL, OPT_GRACE },
+		{ "ordered", no_argument, NULL, OPT_ORDERED },
+		{ "session", required_argument, NULL, OPT_SESSION },
+		{ "from-offset", required_argument, NULL, OPT_FROM_OFFSET },
+		{ "from-time", required_argument, NULL, OPT_FROM_TIME },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -392,6 +399,7 @@ main(int argc, char *argv[])
 	mq_sub_opts_default(&so);
 	const char *spool = NULL, *e;
 	int c, unsubscribe = 0;
+	struct mq_offset *from = NULL;
 	while ((c = getopt_long(argc, argv, "0F:fg:j:n:qs:t:", longopts, NULL)) != -1) {
 		switch (c) {
 		case '0': opt.nul = 1; break;
@@ -430,6 +438,26 @@ main(int argc, char *argv[])
 			    "--max-attempts", optarg, 0, 1000000);
 			break;
 		case OPT_UNSUBSCRIBE: unsubscribe = 1; break;
+		case OPT_ORDERED: so.group.ordered = 1; break;
+		case OPT_SESSION:
+			so.group.session = tool_duration("--session", optarg);
+			if (so.group.session <= 0)
+				errx(EX_USAGE, "--session: must be more than 0");
+			break;
+		case OPT_FROM_OFFSET:
+			from = reallocarray(from, so.group.nfrom_offset + 1,
+			    sizeof *from);
+			if (!from)
+				err(EX_OSERR, "malloc");
+			if (mq_offset_parse(optarg,
+			    &from[so.group.nfrom_offset++]) < 0)
+				errx(mq_errcode(), "--from-offset: %s", mq_errmsg());
+			so.group.from_offset = from;
+			break;
+		case OPT_FROM_TIME:
+			if (mq_time_arg_parse(optarg, &so.group.from_time) < 0)
+				errx(mq_errcode(), "--from-time: %s", mq_errmsg());
+			break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
@@ -452,7 +480,11 @@ main(int argc, char *argv[])
 		errx(EX_USAGE, "-j and -n cannot be combined");
 	if (opt.publish_to)
 		tool_name("topic", opt.publish_to);
-	tool_name("topic", argv[0]);
+	if (so.group.from_start + (so.group.nfrom_offset > 0) +
+	    (so.group.from_time > 0) > 1)
+		errx(EX_USAGE, "choose one of --from-start, --from-offset and "
+		    "--from-time");
+	tool_topic_or_pattern(argv[0]);
 	tool_name("group", opt.group);
 	if ((e = getenv("MQ_POLL")) && *e)
 		so.poll = tool_duration("MQ_POLL", e);
