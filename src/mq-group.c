@@ -191,10 +191,13 @@ cmd_info(mq_spool *sp, const char *topic, const char *group, int json)
 				tool_fail();
 			continue;               /* unsubscribed meanwhile */
 		}
-		if (json)
+		if (json) {
 			json_array_append_new(arr, info_json(&g));
-		else
-			printf("%s", shown ? "\n" : ""), info_text(&g);
+		} else {
+			if (shown)
+				putchar('\n');
+			info_text(&g);
+		}
 		shown++;
 		mq_group_info_free(&g);
 	}
