@@ -1,4 +1,4 @@
-# bash completion for mq-pub, mq-sub, mq-ack, mq-topic and mq-dlq.
+# bash completion for mq-pub, mq-sub, mq-ack, mq-topic, mq-dlq and mq-group.
 #
 # Topics and groups are read from the spool: the value of -s on the command
 # line, else $MQ_SPOOL, else ${XDG_STATE_HOME:-$HOME/.local/state}/mq.  See
@@ -264,8 +264,45 @@ _mq_topic()
 		_mq_reply $'create\nlist\ninfo\ndelete\ngc' "$cur"
 	elif ((${#_mq_args[@]} == 1)); then
 		case $cmd in
-		info|delete|gc) _mq_reply "$(_mq_topics)" "$cur" ;;
+		list|info|delete|gc) _mq_reply "$(_mq_topics)" "$cur" ;;
 		esac
+	fi
+}
+
+_mq_group()
+{
+	local cur prev
+	_mq_cur_prev
+	_mq_parse "-s -t --session --lease --max-attempts --filter --match --from-offset --from-time"
+	case $prev in
+	-s)
+		_mq_dirs "$cur"
+		return ;;
+	-t)
+		_mq_reply "$(_mq_topics)" "$cur"
+		return ;;
+	--session|--lease|--max-attempts|--filter|--match|--from-offset|--from-time)
+		return ;;
+	esac
+	local cmd=${_mq_args[0]} n=${#_mq_args[@]}
+	# Options may come before or after the command (getopt_long permutes).
+	if [[ $cur == -* ]]; then
+		case $cmd in
+		'')     _mq_reply $'-s\n--help' "$cur" ;;
+		list)   _mq_reply $'-s\n--json' "$cur" ;;
+		info)   _mq_reply $'-s\n-t\n--json' "$cur" ;;
+		create) _mq_reply $'-s\n--ordered\n--session\n--lease\n--max-attempts\n--exactly-once\n--filter\n--match\n--from-start\n--from-offset\n--from-time' "$cur" ;;
+		delete) _mq_reply $'-s' "$cur" ;;
+		esac
+	elif [[ -z $cmd ]]; then
+		_mq_reply $'list\ninfo\ncreate\ndelete' "$cur"
+	elif ((n == 1)); then
+		case $cmd in
+		info) _mq_reply "$(_mq_groups)" "$cur" ;;
+		*)    _mq_reply "$(_mq_topics)" "$cur" ;;
+		esac
+	elif ((n == 2)) && [[ $cmd == delete ]]; then
+		_mq_reply "$(_mq_groups "${_mq_args[1]}")" "$cur"
 	fi
 }
 
@@ -331,3 +368,4 @@ complete -F _mq_sub mq-sub
 complete -F _mq_ack mq-ack
 complete -F _mq_topic mq-topic
 complete -F _mq_dlq mq-dlq
+complete -F _mq_group mq-group

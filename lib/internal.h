@@ -175,6 +175,10 @@ int mq_owner_init(const struct mq_topic *, unsigned k, const char *group);
 int mq_owner_parse(const char *name, char *member, size_t len,
     uint64_t *deadline_ms);
 
+/* groupinfo.c */
+uint64_t mq_log_bytes(int pfd, uint64_t committed);
+int mq_group_stat_fill(const struct mq_topic *, struct mq_group_stat *);
+
 /* dlq.c */
 struct mq_why {
 	const char *reason;                 /* unreadable, max-attempts, ... */
