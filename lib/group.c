@@ -32,6 +32,7 @@
 void
 mq_group_conf_default(struct mq_group_conf *c)
 {
+	memset(c, 0, sizeof *c);
 	c->from_start = 0;
 	c->lease = MQ_LEASE_DEFAULT;
 	c->max_attempts = MQ_MAX_ATTEMPTS_DEFAULT;
