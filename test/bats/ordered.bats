@@ -235,3 +235,29 @@ ordered_check() {
 	echo two | mq-pub -q -p 2 t
 	wait_for -t 5 grep -qx 2:two "$TD/out"
 }
+
+@test "lag: head minus committed offset, exact per partition, after commits and acks" {
+	mq-topic create --partitions 2 t
+	mkgroup t g --ordered
+	seq 0 9 | mq-pub -q -l -p 0 t
+	seq 0 4 | mq-pub -q -l -p 1 t
+	mq-ack -g g --commit 0:4 t
+	# One claimed and not yet acked still counts as lag.
+	run -0 mq-sub -g g --manual -n 1 -F '%p:%o' t
+	local got=$output
+	run -0 mq-group info --json g
+	local lags
+	lags=$(echo "$output" | "$PY" -c 'import json,sys
+d = json.load(sys.stdin)[0]
+print(" ".join("%d:%d:%d:%d" % (p["partition"], p["offset"], p["lag"], p["inflight"]) for p in d["partitions"]), d["total"]["lag"])')
+	if [[ $got == 0:4 ]]; then
+		assert_equal "$lags" "0:4:6:1 1:0:5:0 11"
+	else
+		assert_equal "$got" 1:0
+		assert_equal "$lags" "0:4:6:0 1:0:5:1 11"
+	fi
+	# Acking everything leaves no lag.
+	mq-ack -g g --commit 0:10 --commit 1:5 t
+	run -0 mq-group info --json g
+	assert_equal "$(echo "$output" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)[0]["total"]["lag"])')" 0
+}
