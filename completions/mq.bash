@@ -187,7 +187,7 @@ _mq_sub()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-F -g -j -n -s -t --lease --exec --backoff --handler-timeout --max-attempts --grace --publish-to"
+	_mq_parse "-F -g -j -n -s -t --lease --exec --backoff --handler-timeout --max-attempts --grace --publish-to --session --from-offset --from-time"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
@@ -202,11 +202,11 @@ _mq_sub()
 	--publish-to)
 		_mq_reply "$(_mq_topics)" "$cur"
 		return ;;
-	-F|-j|-n|-t|--lease|--backoff|--handler-timeout|--max-attempts|--grace)
+	-F|-j|-n|-t|--lease|--backoff|--handler-timeout|--max-attempts|--grace|--session|--from-offset|--from-time)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-0\n-F\n-f\n-g\n-j\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--grace\n--handler-timeout\n--publish-to\n--exactly-once\n--max-attempts\n--unsubscribe\n--help' "$cur"
+		_mq_reply $'-0\n-F\n-f\n-g\n-j\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--grace\n--handler-timeout\n--publish-to\n--exactly-once\n--max-attempts\n--ordered\n--session\n--from-offset\n--from-time\n--unsubscribe\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	fi
@@ -216,7 +216,7 @@ _mq_ack()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-g -s --delay --reason --extend"
+	_mq_parse "-g -s --delay --reason --extend --commit"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
@@ -224,11 +224,11 @@ _mq_ack()
 	-g)
 		_mq_reply "$(_mq_groups "${_mq_args[0]}")" "$cur"
 		return ;;
-	--delay|--reason|--extend)
+	--delay|--reason|--extend|--commit)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-g\n-s\n--nack\n--delay\n--reject\n--reason\n--extend\n--help' "$cur"
+		_mq_reply $'-g\n-s\n--nack\n--delay\n--reject\n--reason\n--extend\n--commit\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	else

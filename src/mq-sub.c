@@ -497,6 +497,7 @@ main(int argc, char *argv[])
 		if (mq_group_unsubscribe(sp, argv[0], opt.group) < 0)
 			tool_fail();
 		mq_spool_close(sp);
+		free(from);
 		return 0;
 	}
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -522,6 +523,7 @@ main(int argc, char *argv[])
 	mq_pub_close(output);
 	mq_sub_close(sub);
 	mq_spool_close(sp);
+	free(from);
 	int rc = !delivered ? MQ_EX_EMPTY : handler_failed ? EX_TEMPFAIL : 0;
 	return nworkers ? join_workers(rc) : rc;
 }
