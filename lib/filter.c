@@ -189,7 +189,7 @@ mq_filter_eval(mq_filter *f, struct mq_fmsg *m)
 	if (!f->jq)
 		return 1;
 	if (!m->parsed) {
-		jv v = m->len <= INT_MAX ?
+		jv v = m->len > 0 && m->len <= INT_MAX ?
 		    jv_parse_sized((const char *)m->body, (int)m->len) :
 		    jv_invalid();
 		m->parsed = -1;
