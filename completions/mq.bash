@@ -1,4 +1,4 @@
-# bash completion for mq-pub, mq-sub, mq-ack, mq-topic and mq-dlq.
+# bash completion for mq-pub, mq-sub, mq-ack, mq-topic, mq-dlq and mq-group.
 #
 # Topics and groups are read from the spool: the value of -s on the command
 # line, else $MQ_SPOOL, else ${XDG_STATE_HOME:-$HOME/.local/state}/mq.  See
@@ -187,7 +187,7 @@ _mq_sub()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-F -g -j -n -s -t --lease --exec --backoff --handler-timeout --max-attempts --grace --publish-to --filter --match --group-filter --group-match"
+	_mq_parse "-F -g -j -n -s -t --lease --exec --backoff --handler-timeout --max-attempts --grace --publish-to --filter --match --group-filter --group-match --session --from-offset --from-time"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
@@ -202,11 +202,11 @@ _mq_sub()
 	--publish-to)
 		_mq_reply "$(_mq_topics)" "$cur"
 		return ;;
-	-F|-j|-n|-t|--lease|--backoff|--handler-timeout|--max-attempts|--grace|--filter|--match|--group-filter|--group-match)
+	-F|-j|-n|-t|--lease|--backoff|--handler-timeout|--max-attempts|--grace|--filter|--match|--group-filter|--group-match|--session|--from-offset|--from-time)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-0\n-F\n-f\n-g\n-j\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--grace\n--handler-timeout\n--publish-to\n--exactly-once\n--max-attempts\n--filter\n--match\n--group-filter\n--group-match\n--unsubscribe\n--help' "$cur"
+		_mq_reply $'-0\n-F\n-f\n-g\n-j\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--grace\n--handler-timeout\n--publish-to\n--exactly-once\n--max-attempts\n--filter\n--match\n--group-filter\n--group-match\n--ordered\n--session\n--from-offset\n--from-time\n--unsubscribe\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	fi
@@ -216,7 +216,7 @@ _mq_ack()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-g -s --delay --reason --extend"
+	_mq_parse "-g -s --delay --reason --extend --commit"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
@@ -224,11 +224,11 @@ _mq_ack()
 	-g)
 		_mq_reply "$(_mq_groups "${_mq_args[0]}")" "$cur"
 		return ;;
-	--delay|--reason|--extend)
+	--delay|--reason|--extend|--commit)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-g\n-s\n--nack\n--delay\n--reject\n--reason\n--extend\n--help' "$cur"
+		_mq_reply $'-g\n-s\n--nack\n--delay\n--reject\n--reason\n--extend\n--commit\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	else
@@ -264,8 +264,45 @@ _mq_topic()
 		_mq_reply $'create\nlist\ninfo\ndelete\ngc' "$cur"
 	elif ((${#_mq_args[@]} == 1)); then
 		case $cmd in
-		info|delete|gc) _mq_reply "$(_mq_topics)" "$cur" ;;
+		list|info|delete|gc) _mq_reply "$(_mq_topics)" "$cur" ;;
 		esac
+	fi
+}
+
+_mq_group()
+{
+	local cur prev
+	_mq_cur_prev
+	_mq_parse "-s -t --session --lease --max-attempts --filter --match --from-offset --from-time"
+	case $prev in
+	-s)
+		_mq_dirs "$cur"
+		return ;;
+	-t)
+		_mq_reply "$(_mq_topics)" "$cur"
+		return ;;
+	--session|--lease|--max-attempts|--filter|--match|--from-offset|--from-time)
+		return ;;
+	esac
+	local cmd=${_mq_args[0]} n=${#_mq_args[@]}
+	# Options may come before or after the command (getopt_long permutes).
+	if [[ $cur == -* ]]; then
+		case $cmd in
+		'')     _mq_reply $'-s\n--help' "$cur" ;;
+		list)   _mq_reply $'-s\n--json' "$cur" ;;
+		info)   _mq_reply $'-s\n-t\n--json' "$cur" ;;
+		create) _mq_reply $'-s\n--ordered\n--session\n--lease\n--max-attempts\n--exactly-once\n--filter\n--match\n--from-start\n--from-offset\n--from-time' "$cur" ;;
+		delete) _mq_reply $'-s' "$cur" ;;
+		esac
+	elif [[ -z $cmd ]]; then
+		_mq_reply $'list\ninfo\ncreate\ndelete' "$cur"
+	elif ((n == 1)); then
+		case $cmd in
+		info) _mq_reply "$(_mq_groups)" "$cur" ;;
+		*)    _mq_reply "$(_mq_topics)" "$cur" ;;
+		esac
+	elif ((n == 2)) && [[ $cmd == delete ]]; then
+		_mq_reply "$(_mq_groups "${_mq_args[1]}")" "$cur"
 	fi
 }
 
@@ -331,3 +368,4 @@ complete -F _mq_sub mq-sub
 complete -F _mq_ack mq-ack
 complete -F _mq_topic mq-topic
 complete -F _mq_dlq mq-dlq
+complete -F _mq_group mq-group

@@ -15,6 +15,11 @@
  * whose lease it must watch), no longer than the earliest lease deadline
  * it knows.  Where inotify cannot see other hosts (NFS and the like) or
  * when asked, it polls instead.
+ *
+ * The partitions are those of one topic or of every topic a wildcard
+ * matches (subparts.c).  In an ordered group a consumer claims only in
+ * the partitions it owns, and only the oldest message of each, once the
+ * one before it is settled (ordered.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,42 +35,10 @@
 #include <sysexits.h>
 #include <unistd.h>
 
-#include "internal.h"
-
-struct part {
-	struct mq_gdirs d;              /* new/, cur/ and delay/ */
-	int hfd;
-	int donefd;                     /* the exactly-once ledger, or -1 */
-	DIR *newdir, *curdir, *delaydir; /* their listings */
-	int wd_new, wd_cur, wd_head, wd_delay;
-	struct mq_names cand;           /* sorted names of new/ at last scan */
-	size_t pos;
-	uint64_t committed;
-	bool scan_new, scan_cur;
-	bool await_commit;              /* saw an uncommitted name in new/ */
-	double earliest;                /* earliest lease deadline in cur/ */
-	bool scan_delay;
-	double due;                     /* earliest due time in delay/ */
-};
-
-struct mq_sub {
-	mq_spool *sp;
-	struct mq_topic t;
-	char *group;
-	double lease, poll;
-	unsigned max_attempts;
-	int exactly_once;
-	int ifd;
-	struct part *ps;
-	unsigned rr;
-	double earliest;                /* earliest lease deadline, all of cur/ */
-	double last_expire;             /* when cur/ was last looked at (mono) */
-	int wake_fd;                    /* readable: stop waiting */
-	double grace;
-};
+#include "sub.h"
 
 struct msg_priv {
-	unsigned k;
+	size_t part;                    /* index into the subscription's parts */
 	char cur[MQ_KEY_LEN + 64];
 	char buf[];
 };
@@ -109,72 +82,37 @@ network_fs(int fd)
 }
 
 static int
-watch(int ifd, int fd, uint32_t mask)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	int wd = inotify_add_watch(ifd, path, mask);
-	if (wd < 0)
-		return mq_err_sys("inotify");
-	return wd;
-}
-
-static int
-open_part(mq_sub *s, unsigned k)
-{
-	struct part *p = &s->ps[k];
-	p->scan_new = p->scan_cur = p->scan_delay = true;
-	/* A consumer watches delay/, so it makes it. */
-	if (mq_gdirs_open(&s->t, k, s->group, &p->d) < 0 ||
-	    mq_gdirs_delay(&s->t, k, s->group, &p->d) < 0 ||
-	    (p->hfd = mq_head_open(s->t.pfd[k], 0)) < 0 ||
-	    !(p->newdir = mq_dir_stream(p->d.newfd)) ||
-	    !(p->curdir = mq_dir_stream(p->d.curfd)) ||
-	    !(p->delaydir = mq_dir_stream(p->d.delayfd)))
-		return -1;
-	if (s->exactly_once) {
-		char path[MQ_NAME_MAX + 16];
-		if (mq_path(path, sizeof path, "g/%s/done", s->group) < 0 ||
-		    mq_mkdir(s->t.pfd[k], path) < 0 ||
-		    (p->donefd = mq_dir_open(s->t.pfd[k], path)) < 0)
-			return -1;
-	}
-	uint32_t arrive = IN_MOVED_TO | IN_CREATE | IN_ONLYDIR;
-	if (s->ifd >= 0 &&
-	    ((p->wd_new = watch(s->ifd, p->d.newfd, arrive)) < 0 ||
-	    (p->wd_cur = watch(s->ifd, p->d.curfd, arrive)) < 0 ||
-	    (p->wd_delay = watch(s->ifd, p->d.delayfd, arrive)) < 0 ||
-	    (p->wd_head = watch(s->ifd, p->hfd, IN_MODIFY)) < 0))
-		return -1;
-	return mq_partition_repair_try(&s->t, k);
-}
-
-static int
 group_settings(mq_sub *s, const struct mq_sub_opts *o)
 {
-	char path[MQ_NAME_MAX + 16];
-	if (mq_path(path, sizeof path, "groups/%s.conf", s->group) < 0)
+	if (s->wildcard)
+		return mq_wildcard_settings(s->sp, s->name, s->group, o->create ?
+		    &o->group : NULL, &s->gc);
+	struct mq_topic t;
+	if (mq_topic_open(s->sp, s->name, o->create, &t) < 0)
 		return -1;
-	if (faccessat(s->t.fd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+	char path[MQ_NAME_MAX + 16];
+	int rc = mq_path(path, sizeof path, "groups/%s.conf", s->group);
+	if (rc == 0 && faccessat(t.fd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (!o->create)
-			return mq_err(EX_NOINPUT, "no group '%s' on topic '%s'",
-			    s->group, s->t.name);
-		if (mq_group_subscribe(s->sp, s->t.name, s->group, &o->group) < 0)
-			return -1;
+			rc = mq_err(EX_NOINPUT, "no group '%s' on topic '%s'",
+			    s->group, t.name);
+		else
+			rc = mq_group_subscribe(s->sp, t.name, s->group, &o->group);
+		rc = rc < 0 ? -1 : 0;
 	}
 	struct mq_conf kv;
-	if (mq_group_conf_read(&s->t, s->group, &kv) < 0)
-		return -1;
-	const char *state = mq_conf_get(&kv, "state");
-	bool backfill = state && !strcmp(state, "backfill");
-	mq_conf_free(&kv);
-	struct mq_group_conf gc;
-	if (mq_group_settings(&s->t, s->group, &gc) < 0)
-		return -1;
-	s->lease = o->lease > 0 ? o->lease : gc.lease;
-	s->max_attempts = gc.max_attempts;
-	s->exactly_once = gc.exactly_once;
-	return backfill ? mq_group_backfill(&s->t, s->group) : 0;
+	if (rc == 0)
+		rc = mq_group_conf_read(&t, s->group, &kv);
+	if (rc == 0) {
+		const char *state = mq_conf_get(&kv, "state");
+		bool backfill = state && !strcmp(state, "backfill");
+		mq_conf_free(&kv);
+		rc = mq_group_settings(&t, s->group, &s->gc);
+		if (rc == 0 && backfill)
+			rc = mq_group_backfill(&t, s->group);
+	}
+	mq_topic_close(&t);
+	return rc;
 }
 
 mq_sub *
@@ -186,7 +124,9 @@ mq_sub_open(mq_spool *sp, const char *topic, const char *group,
 		mq_sub_opts_default(&dflt);
 		o = &dflt;
 	}
-	if (mq_name_check("topic", topic) < 0 ||
+	bool wildcard = mq_is_pattern(topic);
+	if ((wildcard ? mq_pattern_check(topic) :
+	    mq_name_check("topic", topic)) < 0 ||
 	    mq_name_check("group", group) < 0)
 		return NULL;
 	mq_sub *s = calloc(1, sizeof *s);
@@ -194,41 +134,47 @@ mq_sub_open(mq_spool *sp, const char *topic, const char *group,
 		mq_err_sys("malloc");
 		return NULL;
 	}
-	s->ifd = -1;
+	s->ifd = s->wd_topics = s->membersfd = s->wd_members = -1;
 	s->sp = sp;
+	s->wildcard = wildcard;
 	s->earliest = INFINITY;
-	if (mq_topic_open(sp, topic, o->create, &s->t) < 0) {
-		free(s);
-		return NULL;
-	}
-	unsigned np = s->t.conf.partitions;
-	if (!(s->group = strdup(group)) ||
-	    !(s->ps = calloc(np, sizeof *s->ps))) {
+	s->opts = *o;
+	s->wake_fd = o->wake_fd;
+	s->grace = o->grace;
+	if (!(s->name = strdup(topic)) || !(s->group = strdup(group))) {
 		mq_err_sys("malloc");
 		goto fail;
 	}
-	for (unsigned k = 0; k < np; k++) {
-		struct part *p = &s->ps[k];
-		p->d.newfd = p->d.curfd = p->d.delayfd = p->hfd = -1;
-		p->donefd = -1;
-		p->earliest = p->due = INFINITY;
-	}
-	s->wake_fd = o->wake_fd;
-	s->grace = o->grace;
 	if (group_settings(s, o) < 0)
 		goto fail;
+	s->lease = o->lease > 0 ? o->lease : s->gc.lease;
 	s->poll = o->poll;
-	for (unsigned k = 0; s->poll <= 0 && k < np; k++)
-		if (network_fs(s->t.pfd[k]))
-			s->poll = 1.0;
+	if (s->poll <= 0 && (network_fs(sp->fd) || network_fs(sp->topics)))
+		s->poll = 1.0;
 	if (s->poll <= 0 &&
 	    (s->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
 		mq_err_sys("inotify");
 		goto fail;
 	}
-	for (unsigned k = 0; k < np; k++)
-		if (open_part(s, k) < 0)
-			goto fail;
+	if (mq_sub_parts_open(s) < 0)
+		goto fail;
+	/* A partition on a network filesystem makes us poll them all. */
+	for (size_t i = 0; s->ifd >= 0 && i < s->np; i++)
+		if (network_fs(s->ps[i].t->pfd[s->ps[i].k])) {
+			mq_sub_parts_close(s);
+			s->ps = NULL;
+			s->topics = NULL;
+			s->np = s->ntopics = 0;
+			close(s->ifd);
+			s->ifd = -1;
+			s->poll = 1.0;
+			if (mq_sub_parts_open(s) < 0)
+				goto fail;
+			break;
+		}
+	s->last_refresh = mq_mono();
+	if (s->gc.ordered && mq_member_join(s) < 0)
+		goto fail;
 	return s;
 fail:
 	mq_sub_close(s);
@@ -240,28 +186,13 @@ mq_sub_close(mq_sub *s)
 {
 	if (!s)
 		return;
-	if (s->ps) {
-		for (unsigned k = 0; k < s->t.conf.partitions; k++) {
-			struct part *p = &s->ps[k];
-			mq_gdirs_close(&p->d);
-			if (p->hfd >= 0)
-				close(p->hfd);
-			if (p->donefd >= 0)
-				close(p->donefd);
-			if (p->newdir)
-				closedir(p->newdir);
-			if (p->curdir)
-				closedir(p->curdir);
-			if (p->delaydir)
-				closedir(p->delaydir);
-			mq_names_free(&p->cand);
-		}
-		free(s->ps);
-	}
+	if (s->gc.ordered)
+		mq_member_leave(s);
+	mq_sub_parts_close(s);
 	if (s->ifd >= 0)
 		close(s->ifd);
 	free(s->group);
-	mq_topic_close(&s->t);
+	free(s->name);
 	free(s);
 }
 
@@ -289,10 +220,18 @@ mq_sub_lease(const mq_sub *s)
 	return s->lease;
 }
 
+/* How often a handler's heartbeat runs: a third of the lease, and of
+ * an ordered group's session. */
+double
+mq_sub_beat_every(const mq_sub *s)
+{
+	return (s->gc.ordered ? fmin(s->lease, s->gc.session) : s->lease) / 3;
+}
+
 unsigned
 mq_sub_max_attempts(const mq_sub *s)
 {
-	return s->max_attempts;
+	return s->gc.max_attempts;
 }
 
 int
@@ -350,16 +289,16 @@ mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
 	return 0;
 }
 
-/* Gives back every claim in partition k whose lease has passed (an
+/* Gives back every claim in the partition whose lease has passed (an
  * expired lease is a failed delivery: the last one goes to the dead
  * letters); p->earliest gets the earliest deadline still to come.
- * Returns how many went back to new/. */
+ * Returns how many went back to new/.  In an ordered group claims stay
+ * where they are: the partition's owner takes them again (ordered.c). */
 static int
-expire_partition(mq_sub *s, unsigned k, double now)
+expire_partition(mq_sub *s, struct part *p, double now)
 {
 	static const struct mq_nack expired = { .status = -1,
 	    .detail = "lease expired" };
-	struct part *p = &s->ps[k];
 	struct mq_names l = { 0 };
 	if (mq_names_reread(p->curdir, NULL, &l) < 0) {
 		mq_names_free(&l);
@@ -376,8 +315,12 @@ expire_partition(mq_sub *s, unsigned k, double now)
 			p->earliest = fmin(p->earliest, (double)e.deadline_ms / 1000);
 			continue;
 		}
-		int rc = mq_claim_return(&s->t, k, s->group, &p->d, l.v[i],
-		    &expired, s->max_attempts);
+		if (s->gc.ordered) {
+			p->scan_new = true;     /* the owner looks again */
+			continue;
+		}
+		int rc = mq_claim_return(p->t, p->k, s->group, &p->d, l.v[i],
+		    &expired, &s->gc);
 		if (rc == 0)
 			returned++;
 		else if (rc < 0 && mq_errcode() != EX_NOINPUT)
@@ -389,9 +332,8 @@ expire_partition(mq_sub *s, unsigned k, double now)
 
 /* Moves what is due in delay/ to new/; p->due gets the next due time. */
 static int
-promote_due(mq_sub *s, unsigned k, double now)
+promote_due(struct part *p, double now)
 {
-	struct part *p = &s->ps[k];
 	struct mq_names l = { 0 };
 	if (mq_names_reread(p->delaydir, NULL, &l) < 0) {
 		mq_names_free(&l);
@@ -423,12 +365,13 @@ promote_due(mq_sub *s, unsigned k, double now)
 			moved++;
 	}
 	mq_names_free(&l);
-	(void)s;
+	if (moved)
+		p->resort = true;       /* older than what new/ holds */
 	return moved;
 }
 
 static int
-scan_new(mq_sub *s, struct part *p)
+scan_new(struct part *p)
 {
 	struct mq_head h;
 	if (mq_head_read(p->hfd, &h) < 0)
@@ -436,20 +379,96 @@ scan_new(mq_sub *s, struct part *p)
 	p->committed = h.committed;
 	mq_names_free(&p->cand);
 	p->pos = 0;
-	p->scan_new = false;
-	(void)s;
+	p->scan_new = p->resort = false;
 	return mq_names_reread(p->newdir, NULL, &p->cand);
 }
 
+/* Delivers the claim cur/CUR (entry e) of partition i: returns 1 with
+ * *out set, or 0 when it was settled unseen (processed before, unreadable,
+ * expired) and the caller should look for another. */
 static int
-try_claim(mq_sub *s, unsigned k, struct mq_msg **out)
+deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
+    struct mq_msg **out)
 {
-	struct part *p = &s->ps[k];
+	struct part *p = &s->ps[i];
+	/* Processed before (the ack was lost): settle it unseen. */
+	if (p->donefd >= 0 && faccessat(p->donefd, e->key + MQ_SEQ_DIGITS + 1,
+	    F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		unlinkat(p->d.curfd, cur, 0);
+		return 0;
+	}
+	struct mq_msg *m;
+	if (mq_claim_read(p->t, p->d.curfd, cur, &m) < 0) {
+		/* Never deliver what cannot be proven whole; give back what
+		 * only failed to be read (out of memory, ...). */
+		if (mq_errcode() != EX_DATAERR) {
+			char back[MQ_KEY_LEN + 32];
+			e->attempts--;
+			if (!s->gc.ordered &&
+			    mq_entry_new_name(e, back, sizeof back) == 0)
+				renameat(p->d.curfd, cur, p->d.newfd, back);
+			return -1;
+		}
+		struct mq_why why = { "unreadable", mq_errmsg(), -1, NULL, 0 };
+		if (mq_dlq_put(p->t, p->k, s->group, p->d.curfd, cur, e, &why) < 0 &&
+		    mq_errcode() != EX_NOINPUT)
+			return -1;
+		return 0;
+	}
+	/* Past its deadline: never delivered; dead-lettered or dropped as
+	 * the topic says. */
+	if (m->expires > 0 && mq_now() > m->expires) {
+		mq_msg_free(m);
+		struct mq_why why = { "expired", NULL, -1, NULL, 0 };
+		bool drop = p->t->conf.expired_drop;
+		int rc = drop ? unlinkat(p->d.curfd, cur, 0) :
+		    mq_dlq_put(p->t, p->k, s->group, p->d.curfd, cur, e, &why);
+		if (rc < 0 && drop)
+			return mq_err_sys("drop expired message");
+		return rc < 0 ? -1 : 0;
+	}
+	struct msg_priv *pv = m->priv;
+	pv->part = i;
+	snprintf(pv->cur, sizeof pv->cur, "%s", cur);
+	m->attempts = e->attempts;
+	m->lease_deadline = (double)e->deadline_ms / 1000;
+	cur[strlen(cur) - 3] = 0;       /* drop ":2," */
+	if (mq_receipt_make(p->t->name, s->group, p->k, cur, &m->receipt) < 0) {
+		mq_msg_free(m);
+		return -1;
+	}
+	*out = m;
+	return 1;
+}
+
+/* Claims new/NAME: its next attempt, with a fresh lease and token. */
+static int
+claim_new(mq_sub *s, struct part *p, const char *name, struct mq_entry *e,
+    char *cur, size_t len)
+{
+	e->attempts++;
+	e->deadline_ms = (uint64_t)((mq_now() + s->lease) * 1000);
+	mq_hex_random(e->token, 8);
+	e->claimed = 1;
+	if (mq_entry_cur_name(e, cur, len) < 0)
+		return -1;
+	if (renameat(p->d.newfd, name, p->d.curfd, cur) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return mq_err_sys("claim");
+	}
+	return 1;
+}
+
+/* The next committed, unclaimed name in the partition's listing, or NULL
+ * (an uncommitted one ends the listing until the head moves). */
+static const char *
+next_candidate(struct part *p, struct mq_entry *e)
+{
 	while (p->pos < p->cand.n) {
 		const char *name = p->cand.v[p->pos];
-		struct mq_entry e;
 		uint64_t seq;
-		if (mq_entry_parse(name, &e) < 0 || e.claimed ||
+		if (mq_entry_parse(name, e) < 0 || e->claimed ||
 		    mq_seq_of(name, &seq) < 0) {
 			p->pos++;
 			continue;
@@ -460,72 +479,66 @@ try_claim(mq_sub *s, unsigned k, struct mq_msg **out)
 		if (seq >= p->committed) {
 			p->pos = p->cand.n;
 			p->await_commit = true;
-			break;
+			return NULL;
 		}
 		p->pos++;
-		double now = mq_now();
-		char cur[MQ_KEY_LEN + 64];
-		e.attempts++;
-		e.deadline_ms = (uint64_t)((now + s->lease) * 1000);
-		mq_hex_random(e.token, 8);
-		e.claimed = 1;
-		if (mq_entry_cur_name(&e, cur, sizeof cur) < 0)
+		return name;
+	}
+	return NULL;
+}
+
+/* Ordered groups: only in a partition we own, the claim waiting in cur/
+ * first, else the oldest of new/, and nothing while one is in flight. */
+static int
+try_claim_ordered(mq_sub *s, size_t i, struct mq_msg **out)
+{
+	struct part *p = &s->ps[i];
+	char cur[MQ_KEY_LEN + 64];
+	struct mq_entry e;
+	for (;;) {
+		int rc = mq_ordered_next(s, p, cur, sizeof cur, &e);
+		if (rc < 0)
 			return -1;
-		if (renameat(p->d.newfd, name, p->d.curfd, cur) < 0) {
-			if (errno == ENOENT)
+		if (rc == 2)
+			return 0;
+		if (rc == 0) {
+			/* cur/ is empty: the oldest of new/. */
+			if (p->resort && scan_new(p) < 0)
+				return -1;
+			const char *name = next_candidate(p, &e);
+			if (!name)
+				return 0;
+			if ((rc = mq_owner_confirm(s, p)) <= 0)
+				return rc;
+			if ((rc = claim_new(s, p, name, &e, cur, sizeof cur)) < 0)
+				return -1;
+			if (rc == 0) {
+				p->resort = true;
 				continue;
-			return mq_err_sys("claim");
-		}
-		/* Processed before (the ack was lost): settle it unseen. */
-		if (p->donefd >= 0 && faccessat(p->donefd,
-		    e.key + MQ_SEQ_DIGITS + 1, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-			unlinkat(p->d.curfd, cur, 0);
-			continue;
-		}
-		struct mq_msg *m;
-		if (mq_claim_read(&s->t, p->d.curfd, cur, &m) < 0) {
-			/* Never deliver what cannot be proven whole; give back
-			 * what only failed to be read (out of memory, ...). */
-			if (mq_errcode() != EX_DATAERR) {
-				char back[MQ_KEY_LEN + 32];
-				e.attempts--;
-				if (mq_entry_new_name(&e, back, sizeof back) == 0)
-					renameat(p->d.curfd, cur, p->d.newfd, back);
-				return -1;
 			}
-			struct mq_why why = { "unreadable", mq_errmsg(), -1,
-			    NULL, 0 };
-			if (mq_dlq_put(&s->t, k, s->group, p->d.curfd, cur, &e,
-			    &why) < 0 && mq_errcode() != EX_NOINPUT)
-				return -1;
-			continue;
 		}
-		/* Past its deadline: never delivered; dead-lettered or dropped
-		 * as the topic says. */
-		if (m->expires > 0 && mq_now() > m->expires) {
-			mq_msg_free(m);
-			struct mq_why why = { "expired", NULL, -1, NULL, 0 };
-			int rc = s->t.conf.expired_drop ?
-			    unlinkat(p->d.curfd, cur, 0) :
-			    mq_dlq_put(&s->t, k, s->group, p->d.curfd, cur, &e, &why);
-			if (rc < 0 && s->t.conf.expired_drop)
-				return mq_err_sys("drop expired message");
-			if (rc < 0)
-				return -1;
+		if (rc == 1 && (rc = deliver(s, i, cur, &e, out)) != 0)
+			return rc;
+	}
+}
+
+static int
+try_claim(mq_sub *s, size_t i, struct mq_msg **out)
+{
+	if (s->gc.ordered)
+		return try_claim_ordered(s, i, out);
+	struct part *p = &s->ps[i];
+	char cur[MQ_KEY_LEN + 64];
+	struct mq_entry e;
+	const char *name;
+	while ((name = next_candidate(p, &e))) {
+		int rc = claim_new(s, p, name, &e, cur, sizeof cur);
+		if (rc == 0)
 			continue;
-		}
-		struct msg_priv *pv = m->priv;
-		pv->k = k;
-		snprintf(pv->cur, sizeof pv->cur, "%s", cur);
-		m->attempts = e.attempts;
-		m->lease_deadline = (double)e.deadline_ms / 1000;
-		cur[strlen(cur) - 3] = 0;       /* drop ":2," */
-		if (mq_receipt_make(s->t.name, s->group, k, cur, &m->receipt) < 0) {
-			mq_msg_free(m);
+		if (rc < 0)
 			return -1;
-		}
-		*out = m;
-		return 1;
+		if ((rc = deliver(s, i, cur, &e, out)) != 0)
+			return rc;
 	}
 	return 0;
 }
@@ -535,18 +548,25 @@ static void
 drain_events(mq_sub *s)
 {
 	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
-	unsigned np = s->t.conf.partitions;
 	for (;;) {
 		ssize_t r = read(s->ifd, buf, sizeof buf);
 		if (r <= 0)
 			return;
 		for (char *q = buf; q < buf + r;) {
 			struct inotify_event *ev = (struct inotify_event *)q;
-			for (unsigned k = 0; k < np; k++) {
+			if (ev->wd == s->wd_topics)
+				s->refresh = true;
+			if (ev->wd == s->wd_members)
+				s->rebalance = true;
+			for (size_t i = 0; i < s->ntopics; i++)
+				if (ev->wd == s->wd_topic[i])
+					s->refresh = true;
+			for (size_t k = 0; k < s->np; k++) {
 				struct part *p = &s->ps[k];
 				if (ev->mask & IN_Q_OVERFLOW) {
 					p->scan_new = p->scan_cur = true;
-					p->scan_delay = true;
+					p->scan_delay = p->resort = true;
+					s->refresh = s->rebalance = true;
 				} else if (ev->wd == p->wd_head) {
 					/* A commit may make delayed names count. */
 					p->scan_new = p->scan_delay = true;
@@ -556,10 +576,16 @@ drain_events(mq_sub *s)
 					 * it commits; returns (IN_MOVED_TO) now. */
 					if (!p->await_commit || (ev->mask & IN_MOVED_TO))
 						p->scan_new = true;
+					if (ev->mask & IN_MOVED_TO)
+						p->resort = true;
 				} else if (ev->wd == p->wd_cur) {
 					p->scan_cur = true;
+					if (s->gc.ordered)
+						p->scan_new = true;
 				} else if (ev->wd == p->wd_delay) {
 					p->scan_delay = true;
+				} else if (ev->wd == p->wd_own) {
+					s->rebalance = true;
 				}
 			}
 			q += sizeof *ev + ev->len;
@@ -577,10 +603,10 @@ expire_leases(mq_sub *s, bool all)
 	if (all)
 		s->last_expire = mq_mono();
 	s->earliest = INFINITY;
-	for (unsigned k = 0; k < s->t.conf.partitions; k++) {
+	for (size_t k = 0; k < s->np; k++) {
 		struct part *p = &s->ps[k];
 		if (all || p->scan_cur || now >= p->earliest) {
-			int n = expire_partition(s, k, now);
+			int n = expire_partition(s, p, now);
 			if (n < 0)
 				return -1;
 			if (n > 0)
@@ -588,7 +614,7 @@ expire_leases(mq_sub *s, bool all)
 			p->scan_cur = false;
 		}
 		if (all || p->scan_delay || now >= p->due) {
-			int n = promote_due(s, k, now);
+			int n = promote_due(p, now);
 			if (n < 0)
 				return -1;
 			if (n > 0)
@@ -596,15 +622,22 @@ expire_leases(mq_sub *s, bool all)
 		}
 		s->earliest = fmin(s->earliest, fmin(p->earliest, p->due));
 	}
+	if (s->gc.ordered)
+		s->earliest = fmin(s->earliest, s->next_beat);
 	return 0;
 }
 
 /* A busy consumer still looks at all of cur/ once a second, so a crashed
- * peer's claims come back even while messages keep flowing. */
+ * peer's claims come back even while messages keep flowing; and it counts
+ * topics and partitions again. */
 static int
 expire_if_due(mq_sub *s)
 {
 	bool periodic = mq_mono() - s->last_expire >= 1.0;
+	if ((periodic || s->refresh) && mq_sub_parts_refresh(s) < 0)
+		return -1;
+	if (s->gc.ordered && mq_member_beat(s, s->rebalance) < 0)
+		return -1;
 	if (!periodic && mq_now() < s->earliest)
 		return 0;
 	return expire_leases(s, periodic);
@@ -634,40 +667,47 @@ wait_for_change(mq_sub *s, double until)
 	if (s->ifd >= 0) {
 		drain_events(s);
 	} else {
-		for (unsigned k = 0; k < s->t.conf.partitions; k++)
+		for (size_t k = 0; k < s->np; k++)
 			s->ps[k].scan_new = s->ps[k].scan_cur =
-			    s->ps[k].scan_delay = true;
+			    s->ps[k].scan_delay = s->ps[k].resort = true;
+		s->refresh = s->rebalance = true;
 	}
 	return 0;
+}
+
+static bool
+any_scan(const mq_sub *s)
+{
+	bool again = s->refresh || s->rebalance;
+	for (size_t k = 0; k < s->np; k++)
+		again |= s->ps[k].scan_new;
+	return again;
 }
 
 int
 mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 {
-	unsigned np = s->t.conf.partitions;
 	double until = timeout < 0 ? INFINITY : mq_mono() + timeout;
 	bool late_pass = false;
 	for (;;) {
 		if (expire_if_due(s) < 0)
 			return -1;
-		for (unsigned i = 0; i < np; i++) {
-			unsigned k = (s->rr + i) % np;
+		size_t np = s->np;
+		for (size_t i = 0; i < np; i++) {
+			size_t k = (s->rr + i) % np;
 			struct part *p = &s->ps[k];
-			if (p->pos >= p->cand.n && p->scan_new &&
-			    scan_new(s, p) < 0)
+			if (p->pos >= p->cand.n && p->scan_new && scan_new(p) < 0)
 				return -1;
 			int rc = try_claim(s, k, out);
 			if (rc != 0) {
-				s->rr = (k + 1) % np;
+				s->rr = (unsigned)((k + 1) % np);
 				return rc;
 			}
 		}
 		/* Nothing claimable: look at what changed, then sleep. */
 		if (s->ifd >= 0)
 			drain_events(s);
-		bool again = false;
-		for (unsigned k = 0; k < np; k++)
-			again |= s->ps[k].scan_new;
+		bool again = any_scan(s);
 		/* Past the deadline, one more look at what changed, no more:
 		 * a busy publisher must not keep a timed call spinning. */
 		if (mq_mono() >= until) {
@@ -682,9 +722,7 @@ mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 		 * claim seen in cur/ is a lease to watch). */
 		if (expire_leases(s, false) < 0)
 			return -1;
-		for (unsigned k = 0; k < np; k++)
-			again |= s->ps[k].scan_new;
-		if (again)
+		if (any_scan(s))
 			continue;
 		/* A signal ends the wait as a timeout would: the caller
 		 * decides whether to stop. */
@@ -700,13 +738,19 @@ priv_of(const struct mq_msg *m)
 	return m->priv;
 }
 
+static struct part *
+part_of(mq_sub *s, const struct mq_msg *m)
+{
+	return &s->ps[priv_of(m)->part];
+}
+
 /* The claim's name now: another process (mq-ack --extend with the
  * receipt) may have renamed it since we made it. */
 static int
 refresh_claim(mq_sub *s, struct msg_priv *pv)
 {
 	char now[sizeof pv->cur];
-	if (mq_claim_find(&s->ps[pv->k].d, pv->cur, now, sizeof now) < 0)
+	if (mq_claim_find(&s->ps[pv->part].d, pv->cur, now, sizeof now) < 0)
 		return -1;
 	memcpy(pv->cur, now, sizeof now);
 	return 0;
@@ -718,7 +762,7 @@ static int
 unlink_claim(mq_sub *s, const struct mq_msg *m)
 {
 	struct msg_priv *pv = priv_of(m);
-	int fd = s->ps[pv->k].d.curfd;
+	int fd = part_of(s, m)->d.curfd;
 	if (unlinkat(fd, pv->cur, 0) == 0)
 		return 0;
 	if (errno != ENOENT)
@@ -735,18 +779,16 @@ unlink_claim(mq_sub *s, const struct mq_msg *m)
 int
 mq_sub_ack_batch(mq_sub *s, struct mq_msg *const *m, size_t n)
 {
-	unsigned np = s->t.conf.partitions;
-	if (s->exactly_once) {
-		bool *touched = calloc(np, sizeof *touched);
+	if (s->gc.exactly_once) {
+		bool *touched = calloc(s->np ? s->np : 1, sizeof *touched);
 		if (!touched)
 			return mq_err_sys("malloc");
 		int rc = 0;
 		for (size_t i = 0; rc == 0 && i < n; i++) {
-			struct part *p = &s->ps[priv_of(m[i])->k];
-			rc = mq_ledger_add(p->donefd, m[i]->id, 0);
-			touched[priv_of(m[i])->k] = true;
+			rc = mq_ledger_add(part_of(s, m[i])->donefd, m[i]->id, 0);
+			touched[priv_of(m[i])->part] = true;
 		}
-		for (unsigned k = 0; rc == 0 && k < np; k++)
+		for (size_t k = 0; rc == 0 && k < s->np; k++)
 			if (touched[k])
 				rc = mq_fsync_fd(s->ps[k].donefd);
 		free(touched);
@@ -771,14 +813,14 @@ int
 mq_sub_nack(mq_sub *s, const struct mq_msg *m, const struct mq_nack *how)
 {
 	struct msg_priv *pv = priv_of(m);
-	struct part *p = &s->ps[pv->k];
-	int rc = mq_claim_return(&s->t, pv->k, s->group, &p->d, pv->cur, how,
-	    s->max_attempts);
+	struct part *p = part_of(s, m);
+	int rc = mq_claim_return(p->t, p->k, s->group, &p->d, pv->cur, how,
+	    &s->gc);
 	if (rc < 0 && mq_errcode() == EX_NOINPUT && refresh_claim(s, pv) == 0)
-		rc = mq_claim_return(&s->t, pv->k, s->group, &p->d, pv->cur, how,
-		    s->max_attempts);
+		rc = mq_claim_return(p->t, p->k, s->group, &p->d, pv->cur, how,
+		    &s->gc);
 	if (rc == 0)
-		p->scan_new = true;
+		p->scan_new = p->resort = true;
 	return rc;
 }
 
@@ -786,14 +828,13 @@ int
 mq_sub_reject(mq_sub *s, const struct mq_msg *m, const struct mq_nack *how)
 {
 	struct msg_priv *pv = priv_of(m);
+	struct part *p = part_of(s, m);
 	struct mq_why why = { "rejected", how ? how->detail : NULL,
 	    how ? how->status : -1, how ? how->tail : NULL,
 	    how ? how->tail_len : 0 };
-	int rc = mq_claim_reject(&s->t, pv->k, s->group, &s->ps[pv->k].d,
-	    pv->cur, &why);
+	int rc = mq_claim_reject(p->t, p->k, s->group, &p->d, pv->cur, &why);
 	if (rc < 0 && mq_errcode() == EX_NOINPUT && refresh_claim(s, pv) == 0)
-		rc = mq_claim_reject(&s->t, pv->k, s->group, &s->ps[pv->k].d,
-		    pv->cur, &why);
+		rc = mq_claim_reject(p->t, p->k, s->group, &p->d, pv->cur, &why);
 	return rc;
 }
 
@@ -801,15 +842,18 @@ int
 mq_sub_extend(mq_sub *s, struct mq_msg *m, double seconds)
 {
 	struct msg_priv *pv = priv_of(m);
+	struct part *p = part_of(s, m);
 	char cur[sizeof pv->cur];
-	if (mq_claim_extend(&s->ps[pv->k].d, pv->cur, seconds, cur,
-	    sizeof cur) < 0 && (mq_errcode() != EX_NOINPUT ||
-	    refresh_claim(s, pv) < 0 || mq_claim_extend(&s->ps[pv->k].d,
-	    pv->cur, seconds, cur, sizeof cur) < 0))
+	if (mq_claim_extend(&p->d, pv->cur, seconds, cur, sizeof cur) < 0 &&
+	    (mq_errcode() != EX_NOINPUT || refresh_claim(s, pv) < 0 ||
+	    mq_claim_extend(&p->d, pv->cur, seconds, cur, sizeof cur) < 0))
 		return -1;
 	memcpy(pv->cur, cur, sizeof cur);
 	struct mq_entry e;
 	if (mq_entry_parse(cur, &e) == 0)
 		m->lease_deadline = (double)e.deadline_ms / 1000;
+	/* A long handler keeps its membership too. */
+	if (s->gc.ordered && mq_member_beat(s, false) < 0)
+		return -1;
 	return 0;
 }

@@ -32,41 +32,52 @@
 void
 mq_group_conf_default(struct mq_group_conf *c)
 {
+	memset(c, 0, sizeof *c);
 	c->from_start = 0;
 	c->lease = MQ_LEASE_DEFAULT;
 	c->max_attempts = MQ_MAX_ATTEMPTS_DEFAULT;
 	c->session = MQ_SESSION_DEFAULT;
 }
 
-/* The settings consumers and receipts need: lease and max-attempts. */
+/* The settings consumers and receipts need, from a group's conf lines. */
+int
+mq_group_conf_parse(const struct mq_conf *kv, struct mq_group_conf *c)
+{
+	uint64_t max;
+	mq_group_conf_default(c);
+	int rc = mq_conf_get_double(kv, "lease", c->lease, &c->lease,
+	    "group conf");
+	if (rc == 0)
+		rc = mq_conf_get_u64(kv, "max-attempts", c->max_attempts, &max,
+		    "group conf");
+	if (rc == 0 && max > 1000000)
+		rc = mq_err(EX_CONFIG, "group conf: max-attempts out of range");
+	c->max_attempts = (unsigned)max;
+	const char *eo = mq_conf_get(kv, "exactly-once");
+	c->exactly_once = eo && !strcmp(eo, "1");
+	const char *fs = mq_conf_get(kv, "from-start");
+	c->from_start = fs && !strcmp(fs, "1");
+	const char *mode = mq_conf_get(kv, "mode");
+	if (rc == 0 && mode && strcmp(mode, "ordered") && strcmp(mode, "shared"))
+		rc = mq_err(EX_CONFIG, "group conf: mode must be shared or ordered");
+	c->ordered = mode && !strcmp(mode, "ordered");
+	if (rc == 0)
+		rc = mq_conf_get_double(kv, "session", c->session, &c->session,
+		    "group conf");
+	if (rc == 0 && c->session <= 0)
+		rc = mq_err(EX_CONFIG, "group conf: session must be more than 0");
+	return rc;
+}
+
 int
 mq_group_settings(const struct mq_topic *t, const char *group,
     struct mq_group_conf *c)
 {
 	struct mq_conf kv;
-	uint64_t max;
 	mq_group_conf_default(c);
 	if (mq_group_conf_read(t, group, &kv) < 0)
 		return -1;
-	int rc = mq_conf_get_double(&kv, "lease", c->lease, &c->lease,
-	    "group conf");
-	if (rc == 0)
-		rc = mq_conf_get_u64(&kv, "max-attempts", c->max_attempts, &max,
-		    "group conf");
-	if (rc == 0 && max > 1000000)
-		rc = mq_err(EX_CONFIG, "group conf: max-attempts out of range");
-	c->max_attempts = (unsigned)max;
-	const char *eo = mq_conf_get(&kv, "exactly-once");
-	c->exactly_once = eo && !strcmp(eo, "1");
-	const char *mode = mq_conf_get(&kv, "mode");
-	if (rc == 0 && mode && strcmp(mode, "ordered") && strcmp(mode, "shared"))
-		rc = mq_err(EX_CONFIG, "group conf: mode must be shared or ordered");
-	c->ordered = mode && !strcmp(mode, "ordered");
-	if (rc == 0)
-		rc = mq_conf_get_double(&kv, "session", c->session, &c->session,
-		    "group conf");
-	if (rc == 0 && c->session <= 0)
-		rc = mq_err(EX_CONFIG, "group conf: session must be more than 0");
+	int rc = mq_group_conf_parse(&kv, c);
 	mq_conf_free(&kv);
 	return rc;
 }
@@ -77,7 +88,7 @@ conf_path(const char *group, char *buf, size_t len)
 	return mq_path(buf, len, "groups/%s.conf", group);
 }
 
-/* Checks both names, then opens the topic. */
+/* Checks both names, then opens the topic (a pattern is no topic). */
 static int
 open_for_group(mq_spool *sp, const char *topic, const char *group,
     int create, struct mq_topic *t)
@@ -108,10 +119,13 @@ mq_group_conf_read(const struct mq_topic *t, const char *group,
 static int
 conf_check(const struct mq_topic *t, const struct mq_group_conf *c)
 {
+	if (!t && c->nfrom_offset)
+		return mq_err(EX_USAGE, "a wildcard subscription cannot start at "
+		    "an offset");
 	if (c->ordered && c->session <= 0)
 		return mq_err(EX_USAGE, "the session timeout must be more than 0");
 	for (size_t i = 0; i < c->nfrom_offset; i++)
-		if (c->from_offset[i].partition >= t->conf.partitions)
+		if (t && c->from_offset[i].partition >= t->conf.partitions)
 			return mq_err(EX_USAGE, "topic '%s' has no partition %u "
 			    "(it has %u)", t->name, c->from_offset[i].partition,
 			    t->conf.partitions);
@@ -128,13 +142,19 @@ backfills(const struct mq_group_conf *c)
 }
 
 /* The conf's lines; see mq-spool(5), GROUPS.  from.p<k> is where the
- * backfill of partition k starts (start.p<k>: nothing to backfill). */
-static int
-render_conf(const struct mq_topic *t, const struct mq_group_conf *c,
-    const uint64_t *start, char **out)
+ * backfill of partition k starts (start.p<k>: nothing to backfill).  A
+ * wildcard subscription's conf has no topic (t NULL) and no positions; a
+ * group it made in a topic names it (pattern). */
+int
+mq_group_conf_render(const struct mq_topic *t, const struct mq_group_conf *c,
+    const uint64_t *start, const char *pattern, char **out)
 {
 	struct mq_conf kv = { 0 };
+	if (conf_check(t, c) < 0)
+		return -1;
 	int rc = mq_conf_addf(&kv, "created", "%.3f", mq_now());
+	if (rc == 0 && pattern)
+		rc = mq_conf_add(&kv, "pattern", pattern);
 	if (rc == 0)
 		rc = mq_conf_addf(&kv, "mode", "%s", c->ordered ? "ordered" :
 		    "shared");
@@ -158,10 +178,10 @@ render_conf(const struct mq_topic *t, const struct mq_group_conf *c,
 		rc = mq_conf_add(&kv, "match", c->match[i]);
 	if (rc == 0 && c->from_time > 0)
 		rc = mq_conf_addf(&kv, "from-time", "%.6f", c->from_time);
-	if (rc == 0)
+	if (rc == 0 && t)
 		rc = mq_conf_add(&kv, "state", backfills(c) ? "backfill" :
 		    "ready");
-	for (unsigned k = 0; rc == 0 && k < t->conf.partitions; k++) {
+	for (unsigned k = 0; rc == 0 && t && k < t->conf.partitions; k++) {
 		char key[32];
 		uint64_t from = c->from_start || c->from_time > 0 ? 0 : start[k];
 		for (size_t i = 0; i < c->nfrom_offset; i++)
@@ -206,7 +226,7 @@ mq_group_dirs_make(const struct mq_topic *t, unsigned k, const char *group,
 
 static int
 subscribe_locked(const struct mq_topic *t, const char *group,
-    const struct mq_group_conf *c, int *hfds)
+    const struct mq_group_conf *c, const char *pattern, int *hfds)
 {
 	char p[MQ_NAME_MAX + 16];
 	if (conf_path(group, p, sizeof p) < 0)
@@ -229,7 +249,7 @@ subscribe_locked(const struct mq_topic *t, const char *group,
 	}
 	char *text = NULL;
 	if (rc == 0)
-		rc = render_conf(t, c, start, &text);
+		rc = mq_group_conf_render(t, c, start, pattern, &text);
 	if (rc == 0) {
 		rc = mq_write_file(t->fd, p, text, strlen(text), 1, 0);
 		rc = rc < 0 ? -1 : rc == 1 ? 0 : 1;
@@ -253,13 +273,23 @@ mq_group_subscribe(mq_spool *sp, const char *topic, const char *group,
 	/* Before anything is made: a filter that does not compile. */
 	if (mq_filter_check(c) < 0)
 		return -1;
+	if (mq_is_pattern(topic))
+		return mq_wildcard_subscribe(sp, topic, group, c);
+	return mq_group_subscribe_as(sp, topic, group, c, NULL);
+}
+
+/* Subscribes; a group made for a wildcard subscription names it. */
+int
+mq_group_subscribe_as(mq_spool *sp, const char *topic, const char *group,
+    const struct mq_group_conf *c, const char *pattern)
+{
 	struct mq_topic t;
 	if (open_for_group(sp, topic, group, 1, &t) < 0)
 		return -1;
 	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
 	int rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
 	if (rc == 0) {
-		rc = subscribe_locked(&t, group, c, hfds);
+		rc = subscribe_locked(&t, group, c, pattern, hfds);
 		mq_unlock_all(&t, hfds);
 	}
 	if (rc == 1 && backfills(c) && mq_group_backfill(&t, group) < 0)
@@ -376,6 +406,8 @@ mq_group_backfill(const struct mq_topic *t, const char *group)
 int
 mq_group_unsubscribe(mq_spool *sp, const char *topic, const char *group)
 {
+	if (mq_is_pattern(topic))
+		return mq_wildcard_unsubscribe(sp, topic, group);
 	struct mq_topic t;
 	if (open_for_group(sp, topic, group, 0, &t) < 0)
 		return -1;
@@ -392,6 +424,8 @@ mq_group_unsubscribe(mq_spool *sp, const char *topic, const char *group)
 			rc = mq_fsync_at(t.fd, "groups");
 		mq_unlock_all(&t, hfds);
 	}
+	if (rc == 0 && mq_path(p, sizeof p, "groups/%s.members", group) == 0)
+		mq_rmtree(t.fd, p);
 	for (unsigned k = 0; rc == 0 && k < t.conf.partitions; k++) {
 		if (mq_path(p, sizeof p, "g/%s", group) < 0 ||
 		    mq_rmtree(t.pfd[k], p) < 0 ||
@@ -407,6 +441,8 @@ mq_group_unsubscribe(mq_spool *sp, const char *topic, const char *group)
 int
 mq_group_exists(mq_spool *sp, const char *topic, const char *group)
 {
+	if (mq_is_pattern(topic))
+		return mq_wildcard_exists(sp, topic, group);
 	struct mq_topic t;
 	if (open_for_group(sp, topic, group, 0, &t) < 0)
 		return mq_errcode() == EX_NOINPUT ? 0 : -1;

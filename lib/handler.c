@@ -170,7 +170,7 @@ int
 mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
     int capture, struct mq_handler_result *r)
 {
-	double lease = mq_sub_lease(s);
+	double lease = mq_sub_lease(s), every = mq_sub_beat_every(s);
 	int in[2], errp[2], outp[2] = { -1, -1 };
 	size_t outcap = 0;
 	memset(r, 0, sizeof *r);
@@ -210,7 +210,7 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 	}
 	/* The handler is stopped when it outlives its timeout, or the grace
 	 * period after the consumer was asked to stop (its wake fd). */
-	double start = mq_mono(), beat = start + lease / 3, killed = 0;
+	double start = mq_mono(), beat = start + every, killed = 0;
 	double stop_at = timeout > 0 ? start + timeout : INFINITY;
 	int status = -1, wake = mq_sub_wake_fd(s);
 	for (;;) {
@@ -272,7 +272,7 @@ mq_sub_run(mq_sub *s, struct mq_msg *m, const char *cmd, double timeout,
 		if (now >= beat) {
 			/* The heartbeat: a claim that is gone cannot be kept. */
 			mq_sub_extend(s, m, lease);
-			beat = now + lease / 3;
+			beat = now + every;
 		}
 		if (now >= stop_at) {
 			if (!killed) {

@@ -62,6 +62,7 @@ mq_head_read(int fd, struct mq_head *h)
 				continue;
 			return mq_err_sys("read head");
 		}
+		buf[r] = 0;             /* head_parse uses sscanf */
 		if (head_parse(buf, (size_t)r, h) == 0)
 			return 0;
 		/* An empty head is one whose creator has not written it yet. */

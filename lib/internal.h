@@ -161,6 +161,11 @@ int mq_group_conf_read(const struct mq_topic *, const char *group,
 int mq_group_backfill(const struct mq_topic *, const char *group);
 int mq_group_settings(const struct mq_topic *, const char *group,
     struct mq_group_conf *);
+int mq_group_conf_parse(const struct mq_conf *, struct mq_group_conf *);
+int mq_group_conf_render(const struct mq_topic *, const struct mq_group_conf *,
+    const uint64_t *start, const char *pattern, char **out);
+int mq_group_subscribe_as(mq_spool *, const char *topic, const char *group,
+    const struct mq_group_conf *, const char *pattern);
 int mq_group_dirs_make(const struct mq_topic *, unsigned k, const char *group,
     int ordered);
 
@@ -189,6 +194,10 @@ int mq_owner_init(const struct mq_topic *, unsigned k, const char *group);
 int mq_owner_parse(const char *name, char *member, size_t len,
     uint64_t *deadline_ms);
 
+/* groupinfo.c */
+uint64_t mq_log_bytes(int pfd, uint64_t committed);
+int mq_group_stat_fill(const struct mq_topic *, struct mq_group_stat *);
+
 /* dlq.c */
 struct mq_why {
 	const char *reason;                 /* unreadable, max-attempts, ... */
@@ -213,7 +222,7 @@ int mq_gdirs_delay(const struct mq_topic *, unsigned k, const char *group,
     struct mq_gdirs *);
 int mq_claim_return(const struct mq_topic *, unsigned k, const char *group,
     const struct mq_gdirs *, const char *curname, const struct mq_nack *,
-    unsigned max_attempts);
+    const struct mq_group_conf *);
 int mq_claim_reject(const struct mq_topic *, unsigned k, const char *group,
     const struct mq_gdirs *, const char *curname, const struct mq_why *);
 int mq_claim_find(const struct mq_gdirs *, const char *curname, char *out,
@@ -228,8 +237,22 @@ int mq_ledger_record(const struct mq_topic *, unsigned k, const char *group,
 const char *mq_sub_group(const mq_sub *);
 int mq_sub_wake_fd(const mq_sub *);
 double mq_sub_grace(const mq_sub *);
+double mq_sub_beat_every(const mq_sub *);
 int mq_claim_read(const struct mq_topic *, int curfd, const char *curname,
     struct mq_msg **out);
+
+/* wildcard.c: subscriptions to topic patterns. */
+bool mq_pattern_match(const char *pattern, const char *topic);
+int mq_wildcard_join(mq_spool *, const char *pattern, const char *group,
+    const char *topic);
+int mq_wildcard_settings(mq_spool *, const char *pattern, const char *group,
+    const struct mq_group_conf *create, struct mq_group_conf *out);
+int mq_wildcard_topic_created(mq_spool *, const char *topic);
+int mq_wildcard_subscribe(mq_spool *, const char *pattern, const char *group,
+    const struct mq_group_conf *);
+int mq_wildcard_unsubscribe(mq_spool *, const char *pattern,
+    const char *group);
+int mq_wildcard_exists(mq_spool *, const char *pattern, const char *group);
 
 /* receipt.c */
 int mq_receipt_make(const char *topic, const char *group, unsigned k,

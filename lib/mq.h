@@ -86,10 +86,16 @@ struct mq_group_stat {
 	char *name;
 	uint64_t pending;                /* committed messages in new/ */
 	uint64_t inflight;               /* claimed, in cur/ */
+	int ordered;                     /* mode=ordered */
+	uint64_t delayed;                /* in delay/ */
+	uint64_t dead;                   /* dead letters */
+	uint64_t lag;                    /* summed over partitions; see
+					    struct mq_group_info */
 };
 struct mq_partition_stat {
 	uint64_t committed;              /* next sequence number to commit */
 	uint64_t log_messages;           /* committed messages retained in log/ */
+	uint64_t log_bytes;              /* their files' sizes, summed */
 };
 struct mq_topic_info {
 	char *name;
@@ -136,8 +142,69 @@ void mq_group_conf_default(struct mq_group_conf *);
 int mq_group_subscribe(mq_spool *, const char *topic, const char *group,
     const struct mq_group_conf *);
 int mq_group_unsubscribe(mq_spool *, const char *topic, const char *group);
+/* A topic or group name that holds '*' or '>' is a wildcard pattern:
+ * subscribing (and unsubscribing) a pattern does so for every topic it
+ * matches, those created later included; mq_sub_open on a pattern reads
+ * them all.  See mq-spool(5), WILDCARDS. */
+int mq_is_pattern(const char *name);
+/* Checks a pattern: levels are names, '*' or a last '>'. */
+int mq_pattern_check(const char *pattern);
+/* "PARTITION:OFFSET" */
+int mq_offset_parse(const char *s, struct mq_offset *out);
+/* Acks every message of the group in at->partition with a sequence
+ * number below at->offset; *acked gets how many. */
+int mq_group_commit(mq_spool *, const char *topic, const char *group,
+    const struct mq_offset *at, uint64_t *acked);
 /* Returns 1 if the group exists, 0 if not, -1 on error. */
 int mq_group_exists(mq_spool *, const char *topic, const char *group);
+
+/* Where a group stands, read without a lock (a snapshot).  Per partition:
+ * head = the head's committed; offset = the lowest sequence number of the
+ * group's committed names in new/, cur/ and delay/ (the oldest message it
+ * has not settled), head when none; lag = head - offset. */
+struct mq_partition_group {
+	uint64_t head, offset, lag;
+	uint64_t pending, inflight, delayed, dead;
+	char *owner;                     /* ordered: the live owner, or NULL */
+	uint64_t owner_deadline_ms;      /* its deadline; 0 with no owner */
+};
+struct mq_group_member {                 /* a live member of an ordered group */
+	char *name;
+	uint64_t deadline_ms;
+	unsigned *partitions;            /* those it owns, ascending */
+	size_t npartitions;
+};
+struct mq_group_info {
+	char *topic, *group;
+	int ordered, from_start, exactly_once;
+	double session, lease, created;  /* created: 0 if unknown */
+	unsigned max_attempts;
+	char *filter;                    /* unescaped; NULL: none */
+	char **match;                    /* "Name=glob" conditions */
+	size_t nmatch;
+	char *pattern;                   /* the wildcard that made it, or NULL */
+	char *state;                     /* "ready" or "backfill" */
+	unsigned npartitions;
+	struct mq_partition_group *partitions;
+	struct mq_partition_group total; /* sums (offset and owner unused) */
+	struct mq_group_member *members;
+	size_t nmembers;
+};
+int mq_group_info(mq_spool *, const char *topic, const char *group,
+    struct mq_group_info *);
+void mq_group_info_free(struct mq_group_info *);
+/* The groups of the topics whose names match the fnmatch(3) pattern glob
+ * (NULL: all), by topic and group, then the wildcard subscriptions
+ * (SPOOL/wildcards/) whose pattern matches glob, with wildcard set and
+ * the pattern as topic. */
+struct mq_group_ref {
+	char *topic, *group;
+	int wildcard;
+	int ordered;                     /* wildcard subscriptions only */
+};
+int mq_group_list(mq_spool *, const char *glob, struct mq_group_ref **out,
+    size_t *n);
+void mq_group_ref_free(struct mq_group_ref *, size_t n);
 
 /* Messages */
 struct mq_header {

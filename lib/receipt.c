@@ -129,8 +129,7 @@ receipt_settle(mq_spool *sp, const char *topic, const char *group,
 				    mq_err_sys("ack");
 			break;
 		case NACK:
-			rc = mq_claim_return(&t, r.k, group, &d, cur, how,
-			    gc.max_attempts);
+			rc = mq_claim_return(&t, r.k, group, &d, cur, how, &gc);
 			rc = rc < 0 ? -1 : 0;
 			break;
 		case REJECT:

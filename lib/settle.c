@@ -6,7 +6,8 @@
  * group's max-attempts times, to the group's dead letters.  Each is one
  * rename, the commit point, so the claim is in exactly one place.  A
  * delivery a handler deferred (exit 75) counts as an attempt but not as a
- * failure.  Extending: a rename of cur/NAME to the same claim with a later
+ * failure.  In an ordered group a claim given back stays in cur/ (see
+ * ordered.c).  Extending: a rename of cur/NAME to the same claim with a later
  * deadline.  The claim keeps its attempts and token, so its receipt finds
  * it still (mq_claim_find).
  */
@@ -80,8 +81,9 @@ failures(const struct mq_entry *e)
 int
 mq_claim_return(const struct mq_topic *t, unsigned k, const char *group,
     const struct mq_gdirs *d, const char *curname, const struct mq_nack *how,
-    unsigned max_attempts)
+    const struct mq_group_conf *gc)
 {
+	unsigned max_attempts = gc->max_attempts;
 	static const struct mq_nack plain = { .status = -1 };
 	struct mq_entry e;
 	char name[MQ_KEY_LEN + 64];
@@ -98,7 +100,17 @@ mq_claim_return(const struct mq_topic *t, unsigned k, const char *group,
 		    -1 : 1;
 	}
 	int rc;
-	if (how->delay > 0) {
+	if (gc->ordered) {
+		/* The partition's head stays in cur/ until its retry is due,
+		 * under a new token: the owner claims it there again, before
+		 * anything newer (ordered.c). */
+		e.deadline_ms = (uint64_t)ceil((mq_now() + fmax(how->delay, 0)) *
+		    1000);
+		mq_hex_random(e.token, 8);
+		rc = mq_entry_cur_name(&e, name, sizeof name);
+		if (rc == 0 && renameat(d->curfd, curname, d->curfd, name) < 0)
+			rc = -1;
+	} else if (how->delay > 0) {
 		uint64_t due = (uint64_t)ceil((mq_now() + how->delay) * 1000);
 		struct mq_gdirs dd = *d;
 		if (d->delayfd < 0 && mq_gdirs_delay(t, k, group, &dd) < 0)

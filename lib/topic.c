@@ -165,6 +165,10 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 	}
 	if (rc != 1)
 		mq_rmtree(sp->fd, stage);
+	/* In place: now it gets the groups of the wildcard subscriptions
+	 * that match it (wildcard.c says why this order misses none). */
+	if (rc == 1 && mq_wildcard_topic_created(sp, name) < 0)
+		return -1;
 	return rc;
 }
 
@@ -396,6 +400,8 @@ mq_topic_info(mq_spool *sp, const char *name, struct mq_topic_info *info)
 		info->partitions[k].committed = h.committed;
 		info->partitions[k].log_messages =
 		    count_committed(t.pfd[k], "log", h.committed);
+		info->partitions[k].log_bytes = mq_log_bytes(t.pfd[k],
+		    h.committed);
 		for (size_t i = 0; i < groups.n; i++) {
 			char p[MQ_NAME_MAX + 16];
 			snprintf(p, sizeof p, "g/%s/new", groups.v[i]);
@@ -411,6 +417,9 @@ mq_topic_info(mq_spool *sp, const char *name, struct mq_topic_info *info)
 		groups.v[i] = NULL;
 	}
 	info->ngroups = groups.n;
+	for (size_t i = 0; i < groups.n; i++)
+		if (mq_group_stat_fill(&t, &info->groups[i]) < 0)
+			goto fail;
 	mq_names_free(&groups);
 	mq_topic_close(&t);
 	return 0;

@@ -1,7 +1,8 @@
 /*
  * mq-ack: acknowledge messages claimed with mq-sub --manual, by their
  * receipts; or give them back (--nack), dead-letter them (--reject), or
- * extend their leases (--extend).
+ * extend their leases (--extend); or ack everything before an offset
+ * (--commit).
  */
 #include <err.h>
 #include <stdlib.h>
@@ -13,12 +14,17 @@
 
 #include "tool.h"
 
-enum { OPT_NACK = 256, OPT_HELP, OPT_DELAY, OPT_REJECT, OPT_REASON, OPT_EXTEND };
+enum {
+	OPT_NACK = 256, OPT_HELP, OPT_DELAY, OPT_REJECT, OPT_REASON, OPT_EXTEND,
+	OPT_COMMIT,
+};
 
 static struct {
 	int op;                         /* OPT_NACK, OPT_REJECT, OPT_EXTEND or 0 */
 	double seconds;                 /* --extend */
 	struct mq_nack how;
+	struct mq_offset *commit;       /* --commit */
+	size_t ncommit;
 } opt = { .how = { .status = -1 } };
 
 static void
@@ -27,7 +33,8 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] -g GROUP [--nack [--delay SECONDS] | "
 	    "--reject [--reason TEXT] |\n              --extend SECONDS] TOPIC "
-	    "[RECEIPT...]\n", getprogname());
+	    "[RECEIPT...]\n       %s [-s SPOOL] -g GROUP --commit "
+	    "PARTITION:OFFSET... TOPIC\n", getprogname(), getprogname());
 	exit(code);
 }
 
@@ -64,6 +71,7 @@ main(int argc, char *argv[])
 		{ "reject", no_argument, NULL, OPT_REJECT },
 		{ "reason", required_argument, NULL, OPT_REASON },
 		{ "extend", required_argument, NULL, OPT_EXTEND },
+		{ "commit", required_argument, NULL, OPT_COMMIT },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -97,6 +105,14 @@ main(int argc, char *argv[])
 			opt.how.detail = optarg;
 			reason = 1;
 			break;
+		case OPT_COMMIT:
+			opt.commit = reallocarray(opt.commit, opt.ncommit + 1,
+			    sizeof *opt.commit);
+			if (!opt.commit)
+				err(EX_OSERR, "malloc");
+			if (mq_offset_parse(optarg, &opt.commit[opt.ncommit++]) < 0)
+				errx(mq_errcode(), "--commit: %s", mq_errmsg());
+			break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
@@ -109,11 +125,25 @@ main(int argc, char *argv[])
 		errx(EX_USAGE, "--delay goes with --nack");
 	if (reason && opt.op != OPT_REJECT)
 		errx(EX_USAGE, "--reason goes with --reject");
+	if (opt.ncommit && (opt.op || argc > 1))
+		errx(EX_USAGE, "--commit takes no receipts and goes with no other "
+		    "operation");
 	tool_name("topic", argv[0]);
 	tool_name("group", group);
 
 	mq_spool *sp = tool_spool(spool, 0);
 	int worst = 0, rc;
+	if (opt.ncommit) {
+		for (size_t i = 0; i < opt.ncommit; i++) {
+			uint64_t acked;
+			if (mq_group_commit(sp, argv[0], group, &opt.commit[i],
+			    &acked) < 0)
+				tool_fail();
+		}
+		free(opt.commit);
+		mq_spool_close(sp);
+		return 0;
+	}
 	if (argc > 1) {
 		for (int i = 1; i < argc; i++)
 			if ((rc = settle(sp, argv[0], group, argv[i])) > worst)

@@ -27,6 +27,7 @@ enum {
 	OPT_UNSUBSCRIBE, OPT_HELP, OPT_BACKOFF, OPT_HANDLER_TIMEOUT,
 	OPT_MAX_ATTEMPTS, OPT_PUBLISH_TO, OPT_EXACTLY_ONCE, OPT_GRACE,
 	OPT_FILTER, OPT_MATCH, OPT_GROUP_FILTER, OPT_GROUP_MATCH,
+	OPT_ORDERED, OPT_SESSION, OPT_FROM_OFFSET, OPT_FROM_TIME,
 };
 
 static struct {
@@ -82,7 +83,9 @@ usage(int code)
 	    "[--lease SECONDS] [--manual] [--max-attempts N]\n"
 	    "              [--filter EXPR] [--match NAME=GLOB] "
 	    "[--group-filter EXPR]\n              [--group-match NAME=GLOB] "
-	    "[--unsubscribe] TOPIC\n",
+	    "[--ordered [--session SECONDS]]\n"
+	    "              [--from-offset P:N]... [--from-time TIME] "
+	    "[--unsubscribe] TOPIC|PATTERN\n",
 	    getprogname());
 	exit(code);
 }
@@ -446,6 +449,10 @@ main(int argc, char *argv[])
 		{ "match", required_argument, NULL, OPT_MATCH },
 		{ "group-filter", required_argument, NULL, OPT_GROUP_FILTER },
 		{ "group-match", required_argument, NULL, OPT_GROUP_MATCH },
+		{ "ordered", no_argument, NULL, OPT_ORDERED },
+		{ "session", required_argument, NULL, OPT_SESSION },
+		{ "from-offset", required_argument, NULL, OPT_FROM_OFFSET },
+		{ "from-time", required_argument, NULL, OPT_FROM_TIME },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -453,6 +460,7 @@ main(int argc, char *argv[])
 	mq_sub_opts_default(&so);
 	const char *spool = NULL, *e;
 	int c, unsubscribe = 0;
+	struct mq_offset *from = NULL;
 	while ((c = getopt_long(argc, argv, "0F:fg:j:n:qs:t:", longopts, NULL)) != -1) {
 		switch (c) {
 		case '0': opt.nul = 1; break;
@@ -497,6 +505,26 @@ main(int argc, char *argv[])
 		case OPT_GROUP_MATCH:
 			push_match(&flt.group_match, &flt.ngroup_match, optarg);
 			break;
+		case OPT_ORDERED: so.group.ordered = 1; break;
+		case OPT_SESSION:
+			so.group.session = tool_duration("--session", optarg);
+			if (so.group.session <= 0)
+				errx(EX_USAGE, "--session: must be more than 0");
+			break;
+		case OPT_FROM_OFFSET:
+			from = reallocarray(from, so.group.nfrom_offset + 1,
+			    sizeof *from);
+			if (!from)
+				err(EX_OSERR, "malloc");
+			if (mq_offset_parse(optarg,
+			    &from[so.group.nfrom_offset++]) < 0)
+				errx(mq_errcode(), "--from-offset: %s", mq_errmsg());
+			so.group.from_offset = from;
+			break;
+		case OPT_FROM_TIME:
+			if (mq_time_arg_parse(optarg, &so.group.from_time) < 0)
+				errx(mq_errcode(), "--from-time: %s", mq_errmsg());
+			break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
@@ -519,7 +547,11 @@ main(int argc, char *argv[])
 		errx(EX_USAGE, "-j and -n cannot be combined");
 	if (opt.publish_to)
 		tool_name("topic", opt.publish_to);
-	tool_name("topic", argv[0]);
+	if (so.group.from_start + (so.group.nfrom_offset > 0) +
+	    (so.group.from_time > 0) > 1)
+		errx(EX_USAGE, "choose one of --from-start, --from-offset and "
+		    "--from-time");
+	tool_topic_or_pattern(argv[0]);
 	tool_name("group", opt.group);
 	if ((e = getenv("MQ_POLL")) && *e)
 		so.poll = tool_duration("MQ_POLL", e);
@@ -546,6 +578,7 @@ main(int argc, char *argv[])
 		if (mq_group_unsubscribe(sp, argv[0], opt.group) < 0)
 			tool_fail();
 		mq_spool_close(sp);
+		free(from);
 		return 0;
 	}
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -572,6 +605,7 @@ main(int argc, char *argv[])
 	mq_filter_free(flt.f);
 	mq_sub_close(sub);
 	mq_spool_close(sp);
+	free(from);
 	int rc = !delivered ? MQ_EX_EMPTY : handler_failed ? EX_TEMPFAIL : 0;
 	return nworkers ? join_workers(rc) : rc;
 }

@@ -2,6 +2,7 @@
  * mq-topic: create, list, describe and delete topics.
  */
 #include <err.h>
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -25,7 +26,7 @@ usage(int code)
 	    "usage: %s [-s SPOOL] create [--partitions N] [--max-message-size "
 	    "BYTES]\n                [--retention SECONDS] [--ttl SECONDS] "
 	    "[--expired dlq|drop] TOPIC\n"
-	    "       %s [-s SPOOL] list [--json]\n"
+	    "       %s [-s SPOOL] list [--json] [GLOB]\n"
 	    "       %s [-s SPOOL] info [--json] TOPIC\n"
 	    "       %s [-s SPOOL] delete TOPIC\n"
 	    "       %s [-s SPOOL] gc [TOPIC]\n",
@@ -55,7 +56,7 @@ cmd_create(mq_spool *sp, const char *topic, const struct mq_topic_conf *c)
 }
 
 static int
-cmd_list(mq_spool *sp, int json)
+cmd_list(mq_spool *sp, const char *glob, int json)
 {
 	size_t n;
 	char **names;
@@ -64,6 +65,8 @@ cmd_list(mq_spool *sp, int json)
 	json_t *arr = json ? json_array() : NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct mq_topic_conf c;
+		if (glob && fnmatch(glob, names[i], 0))
+			continue;
 		if (mq_topic_conf_read(sp, names[i], &c) < 0) {
 			warnx("%s", mq_errmsg());
 			continue;
@@ -110,15 +113,20 @@ cmd_info(mq_spool *sp, const char *topic, int json)
 	if (json) {
 		json_t *heads = json_array(), *groups = json_array();
 		for (unsigned k = 0; k < in.conf.partitions; k++)
-			json_array_append_new(heads, json_pack("{s:i, s:I, s:I}",
+			json_array_append_new(heads, json_pack("{s:i, s:I, s:I, s:I}",
 			    "partition", (int)k,
 			    "committed", (json_int_t)in.partitions[k].committed,
-			    "messages", (json_int_t)in.partitions[k].log_messages));
+			    "messages", (json_int_t)in.partitions[k].log_messages,
+			    "bytes", (json_int_t)in.partitions[k].log_bytes));
 		for (size_t i = 0; i < in.ngroups; i++)
-			json_array_append_new(groups, json_pack("{s:s, s:I, s:I}",
-			    "name", in.groups[i].name,
+			json_array_append_new(groups, json_pack("{s:s, s:s, s:I, "
+			    "s:I, s:I, s:I, s:I}", "name", in.groups[i].name,
+			    "mode", in.groups[i].ordered ? "ordered" : "shared",
 			    "pending", (json_int_t)in.groups[i].pending,
-			    "inflight", (json_int_t)in.groups[i].inflight));
+			    "inflight", (json_int_t)in.groups[i].inflight,
+			    "delayed", (json_int_t)in.groups[i].delayed,
+			    "dead", (json_int_t)in.groups[i].dead,
+			    "lag", (json_int_t)in.groups[i].lag));
 		print_json(json_pack("{s:s, s:i, s:I, s:I, s:f, s:s, s:I, s:o, s:o}",
 		    "name", in.name, "partitions", (int)in.conf.partitions,
 		    "max_message_size", (json_int_t)in.conf.max_message_size,
@@ -133,16 +141,22 @@ cmd_info(mq_spool *sp, const char *topic, int json)
 		    in.conf.partitions, in.conf.max_message_size,
 		    in.conf.retention, in.conf.ttl,
 		    in.conf.expired_drop ? "drop" : "dlq");
-		printf("%-10s %12s %12s\n", "PARTITION", "COMMITTED", "MESSAGES");
+		printf("%-10s %12s %12s %12s\n", "PARTITION", "COMMITTED",
+		    "MESSAGES", "BYTES");
 		for (unsigned k = 0; k < in.conf.partitions; k++)
-			printf("%-10u %12" PRIu64 " %12" PRIu64 "\n", k,
-			    in.partitions[k].committed,
-			    in.partitions[k].log_messages);
-		printf("%-24s %12s %12s\n", "GROUP", "PENDING", "IN-FLIGHT");
+			printf("%-10u %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n",
+			    k, in.partitions[k].committed,
+			    in.partitions[k].log_messages,
+			    in.partitions[k].log_bytes);
+		printf("%-24s %-8s %12s %12s %12s %12s %12s\n", "GROUP", "MODE",
+		    "PENDING", "IN-FLIGHT", "DELAYED", "DEAD", "LAG");
 		for (size_t i = 0; i < in.ngroups; i++)
-			printf("%-24s %12" PRIu64 " %12" PRIu64 "\n",
-			    in.groups[i].name, in.groups[i].pending,
-			    in.groups[i].inflight);
+			printf("%-24s %-8s %12" PRIu64 " %12" PRIu64 " %12" PRIu64
+			    " %12" PRIu64 " %12" PRIu64 "\n", in.groups[i].name,
+			    in.groups[i].ordered ? "ordered" : "shared",
+			    in.groups[i].pending, in.groups[i].inflight,
+			    in.groups[i].delayed, in.groups[i].dead,
+			    in.groups[i].lag);
 	}
 	mq_topic_info_free(&in);
 	return 0;
@@ -209,8 +223,8 @@ main(int argc, char *argv[])
 	    strcmp(cmd, "delete") && strcmp(cmd, "gc"))
 		errx(EX_USAGE, "unknown command '%s' (create, list, info, delete "
 		    "or gc)", cmd);
-	if (!strcmp(cmd, "gc") && argc == 1)
-		want = 1;
+	if ((!strcmp(cmd, "gc") || !strcmp(cmd, "list")) && argc <= 2)
+		want = argc;
 	if (argc != want)
 		usage(EX_USAGE);
 	if (confopts && strcmp(cmd, "create"))
@@ -218,7 +232,7 @@ main(int argc, char *argv[])
 		    "--ttl and --expired go with create");
 	if (json && strcmp(cmd, "list") && strcmp(cmd, "info"))
 		errx(EX_USAGE, "--json goes with list and info");
-	if (want == 2)
+	if (want == 2 && strcmp(cmd, "list"))
 		tool_name("topic", argv[1]);
 
 	mq_spool *sp = tool_spool(spool, MQ_CREATE);
@@ -226,7 +240,7 @@ main(int argc, char *argv[])
 	if (!strcmp(cmd, "create"))
 		rc = cmd_create(sp, argv[1], &conf);
 	else if (!strcmp(cmd, "list"))
-		rc = cmd_list(sp, json);
+		rc = cmd_list(sp, argc > 1 ? argv[1] : NULL, json);
 	else if (!strcmp(cmd, "info"))
 		rc = cmd_info(sp, argv[1], json);
 	else if (!strcmp(cmd, "gc"))

@@ -19,6 +19,14 @@ tool_name(const char *kind, const char *name)
 		tool_fail();
 }
 
+void
+tool_topic_or_pattern(const char *name)
+{
+	if ((mq_is_pattern(name) ? mq_pattern_check(name) :
+	    mq_name_check("topic", name)) < 0)
+		tool_fail();
+}
+
 mq_spool *
 tool_spool(const char *dir, int flags)
 {

@@ -8,6 +8,8 @@
 void tool_fail(void) __attribute__((noreturn));
 /* Checks a name (topic or group) before anything touches the spool. */
 void tool_name(const char *kind, const char *name);
+/* A topic name, or a wildcard pattern of topics. */
+void tool_topic_or_pattern(const char *name);
 mq_spool *tool_spool(const char *dir, int flags);
 double tool_duration(const char *opt, const char *arg);
 unsigned long tool_number(const char *opt, const char *arg, unsigned long min,

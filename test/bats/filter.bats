@@ -11,7 +11,7 @@ conf_value() { # FILE KEY
 
 # pending TOPIC GROUP: the group's PENDING column of mq-topic info.
 pending() {
-	mq-topic info "$1" | awk -v g="$2" '$1 == g { print $2 }'
+	mq-topic info "$1" | awk -v g="$2" '$1 == g { print $3 }'
 }
 
 @test "a jq filter: only matching messages enter the group's queue" {

@@ -156,10 +156,13 @@ import json, sys
 o = json.loads(sys.argv[1])
 assert o["name"] == "t" and o["partitions"] == 2, o
 assert o["max_message_size"] == 4096 and o["retention"] == 60, o
+pick = lambda d, ks: {k: d[k] for k in ks}
 heads = sorted(o["heads"], key=lambda h: h["partition"])
+heads = [pick(h, ("partition", "committed", "messages")) for h in heads]
 assert heads == [{"partition": 0, "committed": 3, "messages": 3},
                  {"partition": 1, "committed": 1, "messages": 1}], heads
 groups = sorted(o["groups"], key=lambda g: g["name"])
+groups = [pick(g, ("name", "pending", "inflight")) for g in groups]
 assert groups == [{"name": "g1", "pending": 3, "inflight": 1},
                   {"name": "g2", "pending": 0, "inflight": 0}], groups' "$output"
 	assert_success

@@ -1,0 +1,423 @@
+/*
+ * groupinfo.c: what a group is and where it stands (mq-group list|info),
+ * and the sizes mq-topic info shows.
+ *
+ * Everything here only reads the spool and takes no lock, so the figures
+ * are a snapshot that may be out of date when they are printed.  Each
+ * partition's head is read first: names whose sequence number is not
+ * below its committed value belong to a publish in progress and are not
+ * counted, as consumers do not see them either.  A name that moves while
+ * the directories are listed (a claim, an ack) may be counted in neither
+ * or both of its places.
+ *
+ * The group's offset in a partition is the lowest sequence number among
+ * its committed names in new/, cur/ and delay/: the oldest message it has
+ * not settled.  With none, it is the head's committed value.  Dead letters
+ * are settled and do not hold the offset back.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static int
+opendir_at(int dirfd, const char *path)
+{
+	return openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+}
+
+/* Lists a directory that may be missing (then it is empty). */
+static int
+names_maybe(int dirfd, const char *path, struct mq_names *l)
+{
+	int fd = opendir_at(dirfd, path);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : mq_err_sys("%s", path);
+	int rc = mq_names_read(fd, NULL, l);
+	close(fd);
+	return rc;
+}
+
+uint64_t
+mq_log_bytes(int pfd, uint64_t committed)
+{
+	int fd = opendir_at(pfd, "log");
+	if (fd < 0)
+		return 0;
+	struct mq_names l = { 0 };
+	uint64_t bytes = 0, seq;
+	struct stat st;
+	if (mq_names_read(fd, NULL, &l) == 0)
+		for (size_t i = 0; i < l.n; i++)
+			if (mq_seq_of(l.v[i], &seq) == 0 && seq < committed &&
+			    fstatat(fd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
+				bytes += (uint64_t)st.st_size;
+	mq_names_free(&l);
+	close(fd);
+	return bytes;
+}
+
+static void
+oldest(uint64_t seq, uint64_t *low)
+{
+	if (seq < *low)
+		*low = seq;
+}
+
+/* Counts the group's names in partition k against head committed c. */
+static int
+count_partition(const struct mq_topic *t, unsigned k, const char *group,
+    uint64_t c, struct mq_partition_group *p)
+{
+	static const char *const dirs[] = { "new", "cur", "delay" };
+	char path[MQ_NAME_MAX + 16];
+	uint64_t low = c, seq, due;
+	struct mq_entry e;
+	int rc = 0;
+	p->head = c;
+	for (size_t d = 0; rc == 0 && d < 3; d++) {
+		struct mq_names l = { 0 };
+		rc = mq_path(path, sizeof path, "g/%s/%s", group, dirs[d]);
+		if (rc == 0)
+			rc = names_maybe(t->pfd[k], path, &l);
+		for (size_t i = 0; rc == 0 && i < l.n; i++) {
+			int ok = d == 2 ? mq_delay_parse(l.v[i], &due, &e) :
+			    mq_entry_parse(l.v[i], &e);
+			if (ok < 0 || mq_seq_of(e.key, &seq) < 0 || seq >= c)
+				continue;
+			oldest(seq, &low);
+			if (d == 0 && !e.claimed)
+				p->pending++;
+			else if (d == 1 && e.claimed)
+				p->inflight++;
+			else if (d == 2)
+				p->delayed++;
+		}
+		mq_names_free(&l);
+	}
+	p->offset = low;
+	p->lag = c - low;
+	struct mq_names l = { 0 };
+	if (rc == 0)
+		rc = mq_path(path, sizeof path, "dlq/%s", group);
+	if (rc == 0)
+		rc = names_maybe(t->pfd[k], path, &l);
+	for (size_t i = 0; rc == 0 && i < l.n; i++)
+		if (mq_entry_parse(l.v[i], &e) == 0 && !e.claimed)
+			p->dead++;
+	mq_names_free(&l);
+	return rc;
+}
+
+/* The live owner of partition k of an ordered group, if any. */
+static int
+read_owner(const struct mq_topic *t, unsigned k, const char *group,
+    uint64_t now_ms, struct mq_partition_group *p)
+{
+	char path[MQ_NAME_MAX + 16], member[MQ_MEMBER_MAX + 1];
+	uint64_t deadline;
+	struct mq_names l = { 0 };
+	int rc = mq_path(path, sizeof path, "g/%s/own", group);
+	if (rc == 0)
+		rc = names_maybe(t->pfd[k], path, &l);
+	for (size_t i = 0; rc == 0 && i < l.n && !p->owner; i++) {
+		if (mq_owner_parse(l.v[i], member, sizeof member, &deadline) < 0 ||
+		    !strcmp(member, "-") || deadline <= now_ms)
+			continue;
+		if (!(p->owner = strdup(member)))
+			rc = mq_err_sys("malloc");
+		p->owner_deadline_ms = deadline;
+	}
+	mq_names_free(&l);
+	return rc;
+}
+
+/* The live members of an ordered group and the partitions each owns. */
+static int
+read_members(const struct mq_topic *t, const char *group, uint64_t now_ms,
+    struct mq_group_info *gi)
+{
+	char path[MQ_NAME_MAX + 32], member[MQ_MEMBER_MAX + 1];
+	uint64_t deadline;
+	struct mq_names l = { 0 };
+	int rc = mq_path(path, sizeof path, "groups/%s.members", group);
+	if (rc == 0)
+		rc = names_maybe(t->fd, path, &l);
+	if (rc == 0 && l.n && !(gi->members = calloc(l.n, sizeof *gi->members)))
+		rc = mq_err_sys("malloc");
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		if (mq_owner_parse(l.v[i], member, sizeof member, &deadline) < 0 ||
+		    !strcmp(member, "-") || deadline <= now_ms)
+			continue;
+		struct mq_group_member *m = &gi->members[gi->nmembers++];
+		m->deadline_ms = deadline;
+		m->partitions = calloc(gi->npartitions, sizeof *m->partitions);
+		if (!(m->name = strdup(member)) || !m->partitions) {
+			rc = mq_err_sys("malloc");
+			break;
+		}
+		for (unsigned k = 0; k < gi->npartitions; k++)
+			if (gi->partitions[k].owner &&
+			    !strcmp(gi->partitions[k].owner, member))
+				m->partitions[m->npartitions++] = k;
+	}
+	mq_names_free(&l);
+	return rc;
+}
+
+static int
+copy_conf(const struct mq_topic *t, const char *group,
+    struct mq_group_info *gi)
+{
+	struct mq_group_conf gc;
+	struct mq_conf kv = { 0 };
+	if (mq_group_settings(t, group, &gc) < 0 ||
+	    mq_group_conf_read(t, group, &kv) < 0)
+		return -1;
+	gi->ordered = gc.ordered;
+	gi->session = gc.session;
+	gi->lease = gc.lease;
+	gi->max_attempts = gc.max_attempts;
+	gi->exactly_once = gc.exactly_once;
+	const char *v;
+	int rc = mq_conf_get_double(&kv, "created", 0, &gi->created,
+	    "group conf");
+	gi->from_start = (v = mq_conf_get(&kv, "from-start")) && !strcmp(v, "1");
+	if (rc == 0 && (v = mq_conf_get(&kv, "filter")) &&
+	    !(gi->filter = mq_conf_unescape(v)))
+		rc = -1;
+	if (rc == 0 && (v = mq_conf_get(&kv, "pattern")) &&
+	    !(gi->pattern = strdup(v)))
+		rc = mq_err_sys("malloc");
+	if (rc == 0 && !(gi->state = strdup((v = mq_conf_get(&kv, "state")) ?
+	    v : "ready")))
+		rc = mq_err_sys("malloc");
+	if (rc == 0 && kv.n && !(gi->match = calloc(kv.n, sizeof *gi->match)))
+		rc = mq_err_sys("malloc");
+	for (size_t i = 0; rc == 0 && i < kv.n; i++)
+		if (!strcmp(kv.keys[i], "match") &&
+		    !(gi->match[gi->nmatch++] = strdup(kv.vals[i])))
+			rc = mq_err_sys("malloc");
+	mq_conf_free(&kv);
+	return rc;
+}
+
+/* mq_group_info on an open topic. */
+static int
+group_info_open(const struct mq_topic *t, const char *group,
+    struct mq_group_info *gi)
+{
+	memset(gi, 0, sizeof *gi);
+	unsigned np = t->conf.partitions;
+	uint64_t now_ms = (uint64_t)(mq_now() * 1000);
+	gi->npartitions = np;
+	gi->topic = strdup(t->name);
+	gi->group = strdup(group);
+	gi->partitions = calloc(np, sizeof *gi->partitions);
+	int rc = gi->topic && gi->group && gi->partitions ? 0 :
+	    mq_err_sys("malloc");
+	if (rc == 0)
+		rc = copy_conf(t, group, gi);
+	for (unsigned k = 0; rc == 0 && k < np; k++) {
+		struct mq_partition_group *p = &gi->partitions[k];
+		struct mq_head h;
+		int hfd = mq_head_open(t->pfd[k], 0);
+		rc = hfd < 0 ? -1 : mq_head_read(hfd, &h);
+		if (hfd >= 0)
+			close(hfd);
+		if (rc == 0)
+			rc = count_partition(t, k, group, h.committed, p);
+		if (rc == 0 && gi->ordered)
+			rc = read_owner(t, k, group, now_ms, p);
+		gi->total.head += p->head;
+		gi->total.lag += p->lag;
+		gi->total.pending += p->pending;
+		gi->total.inflight += p->inflight;
+		gi->total.delayed += p->delayed;
+		gi->total.dead += p->dead;
+	}
+	if (rc == 0 && gi->ordered)
+		rc = read_members(t, group, now_ms, gi);
+	if (rc < 0)
+		mq_group_info_free(gi);
+	return rc;
+}
+
+int
+mq_group_info(mq_spool *sp, const char *topic, const char *group,
+    struct mq_group_info *gi)
+{
+	struct mq_topic t;
+	memset(gi, 0, sizeof *gi);
+	if (mq_name_check("group", group) < 0 ||
+	    mq_topic_open(sp, topic, 0, &t) < 0)
+		return -1;
+	int rc = group_info_open(&t, group, gi);
+	mq_topic_close(&t);
+	return rc;
+}
+
+void
+mq_group_info_free(struct mq_group_info *gi)
+{
+	for (unsigned k = 0; gi->partitions && k < gi->npartitions; k++)
+		free(gi->partitions[k].owner);
+	for (size_t i = 0; i < gi->nmembers; i++) {
+		free(gi->members[i].name);
+		free(gi->members[i].partitions);
+	}
+	mq_strv_free(gi->match, gi->nmatch);
+	free(gi->members);
+	free(gi->partitions);
+	free(gi->filter);
+	free(gi->pattern);
+	free(gi->state);
+	free(gi->topic);
+	free(gi->group);
+	memset(gi, 0, sizeof *gi);
+}
+
+/* For mq_topic_info: the group's figures, from one look at its heads.
+ * A group unsubscribed meanwhile keeps the counts it had. */
+int
+mq_group_stat_fill(const struct mq_topic *t, struct mq_group_stat *st)
+{
+	struct mq_group_info gi;
+	if (group_info_open(t, st->name, &gi) < 0)
+		return mq_errcode() == EX_NOINPUT ? 0 : -1;
+	st->ordered = gi.ordered;
+	st->pending = gi.total.pending;
+	st->inflight = gi.total.inflight;
+	st->delayed = gi.total.delayed;
+	st->dead = gi.total.dead;
+	st->lag = gi.total.lag;
+	mq_group_info_free(&gi);
+	return 0;
+}
+
+static bool
+is_group_conf(const char *name)
+{
+	size_t len = strlen(name);
+	char stem[MQ_NAME_MAX + 1];
+	if (len <= 5 || len - 5 > MQ_NAME_MAX || strcmp(name + len - 5, ".conf"))
+		return false;
+	memcpy(stem, name, len - 5);
+	stem[len - 5] = 0;
+	return mq_name_check("group", stem) == 0;
+}
+
+static int
+ref_push(struct mq_group_ref **v, size_t *n, const char *topic,
+    const char *group, int wildcard, int ordered)
+{
+	struct mq_group_ref *nv = reallocarray(*v, *n + 1, sizeof **v);
+	if (!nv)
+		return mq_err_sys("malloc");
+	*v = nv;
+	struct mq_group_ref *r = &nv[*n];
+	r->topic = strdup(topic);
+	r->group = strdup(group);
+	r->wildcard = wildcard;
+	r->ordered = ordered;
+	if (!r->topic || !r->group) {
+		free(r->topic);
+		free(r->group);
+		return mq_err_sys("malloc");
+	}
+	(*n)++;
+	return 0;
+}
+
+/* SPOOL/wildcards/<pattern>/<group>.conf, patterns matching glob. */
+static int
+list_wildcards(mq_spool *sp, const char *glob, struct mq_group_ref **v,
+    size_t *n)
+{
+	struct mq_names pats = { 0 };
+	int rc = names_maybe(sp->fd, "wildcards", &pats);
+	int wfd = rc == 0 && pats.n ? opendir_at(sp->fd, "wildcards") : -1;
+	for (size_t i = 0; rc == 0 && wfd >= 0 && i < pats.n; i++) {
+		if (glob && fnmatch(glob, pats.v[i], 0))
+			continue;
+		struct mq_names l = { 0 };
+		int pfd = opendir_at(wfd, pats.v[i]);
+		if (pfd >= 0)
+			rc = mq_names_read(pfd, is_group_conf, &l);
+		for (size_t j = 0; rc == 0 && j < l.n; j++) {
+			struct mq_conf kv;
+			const char *mode;
+			int ordered = 0;
+			if (mq_conf_read(pfd, l.v[j], &kv) == 0) {
+				mode = mq_conf_get(&kv, "mode");
+				ordered = mode && !strcmp(mode, "ordered");
+				mq_conf_free(&kv);
+			}
+			l.v[j][strlen(l.v[j]) - 5] = 0;
+			rc = ref_push(v, n, pats.v[i], l.v[j], 1, ordered);
+		}
+		mq_names_free(&l);
+		if (pfd >= 0)
+			close(pfd);
+	}
+	if (wfd >= 0)
+		close(wfd);
+	mq_names_free(&pats);
+	return rc;
+}
+
+int
+mq_group_list(mq_spool *sp, const char *glob, struct mq_group_ref **out,
+    size_t *n)
+{
+	char **topics;
+	size_t nt;
+	*out = NULL;
+	*n = 0;
+	if (mq_topic_list(sp, &topics, &nt) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < nt; i++) {
+		struct mq_topic t;
+		struct mq_names l = { 0 };
+		if (glob && fnmatch(glob, topics[i], 0))
+			continue;
+		if (mq_topic_open(sp, topics[i], 0, &t) < 0) {
+			/* Deleted since it was listed. */
+			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
+			continue;
+		}
+		rc = mq_groups_read(&t, &l);
+		for (size_t j = 0; rc == 0 && j < l.n; j++)
+			rc = ref_push(out, n, topics[i], l.v[j], 0, 0);
+		mq_names_free(&l);
+		mq_topic_close(&t);
+	}
+	mq_strv_free(topics, nt);
+	if (rc == 0)
+		rc = list_wildcards(sp, glob, out, n);
+	if (rc < 0) {
+		mq_group_ref_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+void
+mq_group_ref_free(struct mq_group_ref *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].topic);
+		free(v[i].group);
+	}
+	free(v);
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bats
+# Wildcard subscriptions: a group on every topic a pattern matches.
+
+load helper
+
+# mkwild PATTERN GROUP [OPTIONS...]: subscribe GROUP to PATTERN.
+mkwild() {
+	local t=$1 g=$2
+	shift 2
+	run mq-sub -g "$g" "$@" "$t"
+	assert_equal "$status" 1
+	assert_equal "$output" ""
+	[[ -f $MQ_SPOOL/wildcards/$t/$g.conf ]] || fail "subscription $g not made"
+}
+
+@test "wildcard: a subscription made before the topics gets theirs, not others'" {
+	mkwild 'orders.*' w
+	mq-pub -q orders.eu eu1
+	mq-pub -q orders.us us1
+	mq-pub -q orders.eu.paid deep
+	mq-pub -q invoices.eu other
+	run -0 mq-sub -g w -F '%t %s\n' 'orders.*'
+	assert_equal "$(echo "$output" | sort)" $'orders.eu eu1\norders.us us1'
+	# Publishing into a topic the pattern does not match costs nothing:
+	# no group there.
+	[[ ! -e $MQ_SPOOL/topics/orders.eu.paid/groups/w.conf ]]
+	[[ ! -e $MQ_SPOOL/topics/invoices.eu/groups/w.conf ]]
+	grep -qx 'pattern=orders.\*' "$MQ_SPOOL/topics/orders.eu/groups/w.conf"
+}
+
+@test "wildcard: made after the topics, it gets what is published from then on" {
+	mq-pub -q orders.eu old
+	mkwild 'orders.>' w
+	mq-pub -q orders.eu new
+	mq-pub -q orders.eu.paid deep
+	mq-pub -q orders other
+	run -0 mq-sub -g w -F '%t %s\n' 'orders.>'
+	assert_equal "$(echo "$output" | sort)" $'orders.eu new\norders.eu.paid deep'
+}
+
+@test "wildcard: a running consumer picks up a topic created later" {
+	mkwild 'logs.*' w
+	spawn "$TD/out" mq-sub -f -g w -F '%t %s\n' 'logs.*'
+	sleep 0.2
+	mq-pub -q logs.a one
+	mq-pub -q logs.b two
+	wait_for -t 5 grep -qx 'logs.b two' "$TD/out"
+	grep -qx 'logs.a one' "$TD/out"
+}
+
+@test "wildcard: receipts name the message's topic" {
+	mkwild 'a.*' w
+	mq-pub -q a.x hello
+	run -0 mq-sub -g w --manual -F '%t %r' 'a.*'
+	local topic=${output%% *} receipt=${output#* }
+	assert_equal "$topic" a.x
+	run -0 mq-ack -g w "$topic" "$receipt"
+	assert_equal "$(count_cur a.x w)" 0
+}
+
+@test "wildcard: an ordered wildcard group keeps each partition's order" {
+	mkwild 'o.*' w --ordered
+	seq 1 50 | mq-pub -q -l o.a
+	seq 1 50 | mq-pub -q -l o.b
+	run -0 mq-sub -g w -F '%t %s\n' 'o.*'
+	assert_equal "$(echo "$output" | grep -c .)" 100
+	assert_equal "$(echo "$output" | awk '$1 == "o.a" {print $2}' | tr '\n' ' ')" "$(seq 1 50 | tr '\n' ' ')"
+	assert_equal "$(echo "$output" | awk '$1 == "o.b" {print $2}' | tr '\n' ' ')" "$(seq 1 50 | tr '\n' ' ')"
+}
+
+@test "wildcard: unsubscribing removes the groups it made and only those" {
+	mkgroup u.b w
+	mkwild 'u.*' w
+	mq-pub -q u.a one
+	grep -qx 'pattern=u.\*' "$MQ_SPOOL/topics/u.a/groups/w.conf"
+	run -0 mq-sub -g w --unsubscribe 'u.*'
+	[[ ! -e $MQ_SPOOL/topics/u.a/groups/w.conf ]]
+	[[ -e $MQ_SPOOL/topics/u.b/groups/w.conf ]]
+	[[ ! -e $MQ_SPOOL/wildcards/u.*/w.conf ]]
+	mq-pub -q u.c later
+	[[ ! -e $MQ_SPOOL/topics/u.c/groups/w.conf ]]
+}
+
+@test "wildcard: bad patterns are refused and change nothing" {
+	mq-topic create x
+	local before; before=$(spool_snapshot)
+	for bad in 'a.*x' 'a.>.b' 'a..*' '.*' '*.' 'a.**' 'a/*' '>>'; do
+		run --separate-stderr mq-sub -g w -t 0 "$bad"
+		assert_equal "$status" 64
+		assert_one_line_error mq-sub
+	done
+	assert_equal "$(spool_snapshot)" "$before"
+}
+
+@test "wildcard: 1,000 subscriptions on other patterns do not reach a topic" {
+	mkwild 'hot.*' w
+	for n in $(seq 1 1000); do
+		mkdir -p "$MQ_SPOOL/wildcards/other$n.*"
+		: >"$MQ_SPOOL/wildcards/other$n.*/g.conf"
+	done
+	mq-pub -q hot.a x
+	assert_equal "$(ls "$MQ_SPOOL/topics/hot.a/groups" | grep -c '\.conf$')" 1
+}
