@@ -17,7 +17,7 @@ override CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers \
 	-fPIC $(CFLAGS)
 override CPPFLAGS := -Ilib $(PKG_CFLAGS) $(CPPFLAGS)
-LDLIBS += $(PKG_LIBS) -lm
+LDLIBS += $(PKG_LIBS) -ljq -lm
 # A tool links only the libraries it uses (mq-dlq alone needs libarchive),
 # which keeps fork() for --exec handlers cheap.
 override LDFLAGS := -Wl,--as-needed $(LDFLAGS)

@@ -8,6 +8,11 @@
 # is slow (only when a tool fails or a build breaks).
 # bench/README.md says what each figure is.
 #
+# Usage: bench/run.sh [fanout]
+#   With no argument every section runs; `fanout` runs section 6 alone
+#   (publish fan-out into 1, 10 and 100 groups, unfiltered and with a jq
+#   filter on each group).
+#
 # Environment:
 #   BENCH_DIR=DIR     where the scratch directory goes (default /var/tmp)
 #   BENCH_QUICK=1     counts 10x smaller, deep backlog 100k, handlers 1000
@@ -37,13 +42,20 @@ else
 	REPEAT=${BENCH_REPEAT:-3}
 fi
 WARMUP=20
+SECTION=${1:-all}
+case $SECTION in
+all|fanout) ;;
+*) echo "usage: bench/run.sh [fanout]" >&2; exit 64 ;;
+esac
+# Section 6: messages per fan-out publish, and the group counts.
+FAN_N=$((N / 5)) FAN_GROUPS="1 10 100"
 
 die() { echo "bench: $*" >&2; exit 1; }
 
 for t in mq-pub mq-sub; do
 	[ -x "$BIN/$t" ] || die "$BIN/$t missing: run make first"
 done
-"$PY" -c 'import dirq' 2>/dev/null ||
+[ "$SECTION" = fanout ] || "$PY" -c 'import dirq' 2>/dev/null ||
 	die "$PY cannot import dirq: apt-get install python3-dirq"
 
 BASE=${BENCH_DIR:-/var/tmp}
@@ -53,6 +65,9 @@ BASE=${BENCH_DIR:-/var/tmp}
 # (the handlers' topics: a message and an exactly-once ledger entry each).
 files=$(( (REPEAT + 2) * N * 2 + REPEAT * N + DEEP + REPEAT * SHALLOW + 4 * LATN +
     REPEAT * N_EXEC * 2 ))
+# Section 6: a log/ file per message, three topics per group count and run.
+files=$(( files + REPEAT * 9 * FAN_N ))
+[ "$SECTION" = all ] || files=$(( REPEAT * 9 * FAN_N ))
 need_kb=$(( files * 5 + N * SIZE / 1024 + 100000 ))
 avail_kb=$(df -Pk "$BASE" | awk 'NR == 2 { print $4 }')
 ifree=$(df -Pi "$BASE" | awk 'NR == 2 { print $4 }')
@@ -93,7 +108,7 @@ if [ -f "$ROOT/lib/libmq.a" ]; then
 	# shellcheck disable=SC2046,SC2086
 	$CC "${CF[@]}" -I"$ROOT/lib" -o "$W/bin/lat" "$ROOT/bench/lat.c" \
 	    "$ROOT/lib/libmq.a" $(pkg-config --libs libbsd-overlay jansson \
-	    libxxhash) -lm && have_lib=1
+	    libxxhash) -ljq -lm && have_lib=1
 fi
 if [ "$have_lib" = 0 ]; then
 	echo "bench: lib/libmq.a missing or not linkable: no mq latency" >&2
@@ -135,6 +150,114 @@ left() {
 	    "$SP/topics/$1"/p*/g/"$2"/delay -mindepth 1 2>/dev/null | wc -l
 }
 step() { printf 'bench: %s\n' "$*" >&2; }
+
+# ---- 6. fan-out: publish into a topic with 1, 10 and 100 groups ----
+# For each group count G and run r, three topics, subscribed first (not
+# timed): fan.G.plain.r (G groups, no filter), fan.G.all.r (each group a
+# jq filter every message matches) and fan.G.half.r (each group a jq
+# filter half of them match).  The filters differ from group to group
+# (the group's number is in each), so each is compiled and run on its own.
+fanout_measure() {
+	local g i r kind
+	awk -v n="$FAN_N" -v size="$SIZE" 'BEGIN {
+	    pad = "x"; while (length(pad) < size) pad = pad pad
+	    for (i = 1; i <= n; i++) {
+		head = sprintf("{\"n\":%d,\"pad\":\"", i)
+		print head substr(pad, 1, size - length(head) - 2) "\"}"
+	    } }' > "$W/fanlines"
+	for g in $FAN_GROUPS; do
+		for r in $(seq "$REPEAT"); do
+			step "fan-out: subscribing 3 x $g groups (run $r/$REPEAT)"
+			for i in $(seq "$g"); do
+				subscribe "fan.$g.plain.$r" "g$i"
+				subscribe "fan.$g.all.$r" "g$i" \
+				    --group-filter ".n + $i > 0"
+				subscribe "fan.$g.half.$r" "g$i" \
+				    --group-filter "(.n + $i) % 2 == 0"
+			done
+		done
+	done
+	sync
+	for g in $FAN_GROUPS; do
+		for r in $(seq "$REPEAT"); do
+			for kind in plain all half; do
+				step "fan-out: $FAN_N messages, $g groups, $kind (run $r/$REPEAT)"
+				run "fan.$g.$kind.$r" "$FAN_N" "$BIN/mq-pub" -s "$SP" \
+				    -q -l --sync=batch "fan.$g.$kind.$r" < "$W/fanlines"
+				sync
+			done
+		done
+	done
+	# The fixed cost of a publishing process (start-up, and a compile
+	# per filtered group): one message.
+	for g in $FAN_GROUPS; do
+		for kind in plain all; do
+			run "fan.one.$g.$kind" 1 "$BIN/mq-pub" -s "$SP" -q \
+			    "fan.$g.$kind.1" '{"n":1}'
+		done
+	done
+	local want
+	want=$(find "$SP/topics/fan.$g.half.1"/p*/g/g1/new -mindepth 1 | wc -l)
+	[ "$want" = $((FAN_N / 2)) ] ||
+	    die "fan.$g.half.1 -g g1: $want messages, expected $((FAN_N / 2))"
+}
+fanout_table() {
+	local g kind f b label
+	fmed() { # PREFIX: the result file of the run with the median rate
+		local x
+		for x in "$W/res/$1".*; do echo "$(kv "$x" rate) $x"; done |
+		    sort -g | awk '{ l[NR] = $2 } END { print l[int((NR + 1) / 2)] }'
+	}
+	echo "6. fan-out: mq-pub -l --sync=batch, $FAN_N JSON messages of $SIZE bytes, G groups"
+	printf '  %-42s %9s %9s %7s %7s %8s %8s\n' "" "msgs/s" "seconds" \
+	    "user s" "sys s" "µs/msg" "µs/g/msg"
+	for g in $FAN_GROUPS; do
+		for kind in plain all half; do
+			case $kind in
+			plain) label="$g group(s), no filter" ;;
+			all) label="  jq filter each, all match" ;;
+			half) label="  jq filter each, half match" ;;
+			esac
+			f=$(fmed "fan.$g.$kind")
+			awk -v l="$label" -v c="$(kv "$f" count)" -v s="$(kv "$f" seconds)" \
+			    -v u="$(kv "$f" user)" -v y="$(kv "$f" sys)" -v g="$g" 'BEGIN {
+			    printf "  %-42s %9.0f %9.3f %7.2f %7.2f %8.1f %8.2f\n", l,
+				c / s, s, u, y, s / c * 1e6, s / c / g * 1e6 }'
+		done
+	done
+	# Marginal cost of a group: (time with the most groups less time
+	# with one) / (extra groups x messages); and the filter's own cost,
+	# all-match less unfiltered at the same count (same links).
+	local lo=${FAN_GROUPS%% *} hi=${FAN_GROUPS##* }
+	for kind in plain all half; do
+		f=$(fmed "fan.$hi.$kind") b=$(fmed "fan.$lo.$kind")
+		awk -v l="  context: µs per extra group per msg, $kind" \
+		    -v a="$(kv "$f" seconds)" -v b="$(kv "$b" seconds)" \
+		    -v n="$FAN_N" -v hi="$hi" -v lo="$lo" 'BEGIN {
+		    printf "  %-42s %9.2f   (G=%d less G=%d)\n", l,
+			(a - b) / (hi - lo) / n * 1e6, hi, lo }'
+	done
+	# The filter's cost per group and message: all-match less no filter
+	# (the same links), less the difference of the one-message runs (the
+	# compiles, once per process).
+	for g in $FAN_GROUPS; do
+		f=$(fmed "fan.$g.all") b=$(fmed "fan.$g.plain")
+		awk -v l="  context: jq filter cost, G=$g" \
+		    -v a="$(kv "$f" seconds)" -v b="$(kv "$b" seconds)" \
+		    -v oa="$(kv "$W/res/fan.one.$g.all" seconds)" \
+		    -v ob="$(kv "$W/res/fan.one.$g.plain" seconds)" \
+		    -v n="$FAN_N" -v g="$g" 'BEGIN {
+		    printf "  %-42s %9.2f   µs/group/msg (all match less no filter, compiles excluded)\n",
+			l, (a - b - (oa - ob)) / g / n * 1e6 }'
+	done
+	for g in $FAN_GROUPS; do
+		printf '  %-42s %9s %9.3f %9.3f  %s\n' \
+		    "  context: mq-pub of one message, G=$g" "" \
+		    "$(kv "$W/res/fan.one.$g.plain" seconds)" \
+		    "$(kv "$W/res/fan.one.$g.all" seconds)" \
+		    "s, no filter | jq filters (start-up; with jq, $g compiles)"
+	done
+}
 
 # ---- where we are ----
 fs=$(stat -f -c %T "$W")
@@ -178,6 +301,20 @@ rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "no commit")
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 busy=$(ps -eo pcpu=,pid=,comm= --sort=-pcpu |
     awk -v me=$$ '$2 != me && $1 >= 20 { printf "%s%s (%s%%)", s, $3, $1; s = ", " }')
+
+if [ "$SECTION" = fanout ]; then
+	fanout_measure
+	echo
+	echo "mq benchmark, section 6 alone: median of $REPEAT run(s) where several"
+	echo "  scratch $W"
+	echo "  filesystem: stat -f says $fs; mounted $mnt_fs ($mnt_opts)${fsnote:+; $fsnote}"
+	echo "  page cache dropped at start: $dropped"
+	echo "  $(nproc) CPUs, $(uname -sr), mq $rev"
+	echo "  load average at start $load_start, at end $(cut -d' ' -f1-3 /proc/loadavg)${busy:+; busy at start: $busy}"
+	echo
+	fanout_table
+	exit 0
+fi
 
 # ---- 1. latency (first: it creates few files, nothing has been deleted) ----
 step "latency: $LATN messages, one in flight"
@@ -270,6 +407,9 @@ done
 # Ledger entries of the last run's exactly-once group (expected: N_EXEC).
 eo_done=$(find "$SP/topics/hand$REPEAT"/p*/g/eo/done -mindepth 1 \
     2>/dev/null | wc -l)
+
+# ---- 6. fan-out (creates files only: before step 4 frees any) ----
+fanout_measure
 
 # ---- 4. deep backlog: DEEP pending vs SHALLOW pending ----
 step "deep backlog: publishing $DEEP messages (--sync=none)"
@@ -445,3 +585,4 @@ note "ledger cost: --exactly-once less normal" "$(awk \
     -v b="$(kv "$h_plain" seconds)" -v cb="$(kv "$h_plain" count)" \
     'BEGIN { printf "%.1f", (a / ca - b / cb) * 1e6 }')" \
     "µs/msg (create in done/; one fsync of done/ per batch; $eo_done entries)"
+fanout_table

@@ -187,7 +187,7 @@ _mq_sub()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-F -g -j -n -s -t --lease --exec --backoff --handler-timeout --max-attempts --grace --publish-to --session --from-offset --from-time"
+	_mq_parse "-F -g -j -n -s -t --lease --exec --backoff --handler-timeout --max-attempts --grace --publish-to --filter --match --group-filter --group-match --session --from-offset --from-time"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
@@ -202,11 +202,11 @@ _mq_sub()
 	--publish-to)
 		_mq_reply "$(_mq_topics)" "$cur"
 		return ;;
-	-F|-j|-n|-t|--lease|--backoff|--handler-timeout|--max-attempts|--grace|--session|--from-offset|--from-time)
+	-F|-j|-n|-t|--lease|--backoff|--handler-timeout|--max-attempts|--grace|--filter|--match|--group-filter|--group-match|--session|--from-offset|--from-time)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-0\n-F\n-f\n-g\n-j\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--grace\n--handler-timeout\n--publish-to\n--exactly-once\n--max-attempts\n--ordered\n--session\n--from-offset\n--from-time\n--unsubscribe\n--help' "$cur"
+		_mq_reply $'-0\n-F\n-f\n-g\n-j\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--grace\n--handler-timeout\n--publish-to\n--exactly-once\n--max-attempts\n--filter\n--match\n--group-filter\n--group-match\n--ordered\n--session\n--from-offset\n--from-time\n--unsubscribe\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	fi

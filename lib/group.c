@@ -270,6 +270,9 @@ mq_group_subscribe(mq_spool *sp, const char *topic, const char *group,
 		mq_group_conf_default(&dflt);
 		c = &dflt;
 	}
+	/* Before anything is made: a filter that does not compile. */
+	if (mq_filter_check(c) < 0)
+		return -1;
 	if (mq_is_pattern(topic))
 		return mq_wildcard_subscribe(sp, topic, group, c);
 	return mq_group_subscribe_as(sp, topic, group, c, NULL);
@@ -300,7 +303,7 @@ mq_group_subscribe_as(mq_spool *sp, const char *topic, const char *group,
  * new/.  See the comment at the top for why this cannot re-deliver. */
 static int
 backfill_partition(const struct mq_topic *t, unsigned k, const char *group,
-    uint64_t from, uint64_t start, double from_time)
+    uint64_t from, uint64_t start, double from_time, mq_filter *f)
 {
 	char p[MQ_NAME_MAX + 16];
 	if (mq_path(p, sizeof p, "g/%s/new", group) < 0)
@@ -319,6 +322,18 @@ backfill_partition(const struct mq_topic *t, unsigned k, const char *group,
 		if (!reached && mq_key_time(l.v[i]) < from_time)
 			continue;
 		reached = true;
+		/* A filtered group gets what the publisher would have given
+		 * it; a message that cannot be read is linked (its consumer
+		 * dead-letters it as unreadable). */
+		struct mq_msg *m;
+		if (f && mq_claim_read(t, lfd, l.v[i], &m) == 0) {
+			int match = mq_filter_match(f, m);
+			mq_msg_free(m);
+			if (match < 0)
+				rc = -1;
+			if (match <= 0)
+				continue;
+		}
 		if (linkat(lfd, l.v[i], nfd, l.v[i], 0) < 0 && errno != EEXIST &&
 		    errno != ENOENT)
 			rc = mq_err_sys("backfill %s", l.v[i]);
@@ -353,6 +368,9 @@ mq_group_backfill(const struct mq_topic *t, const char *group)
 	if (rc == 0)
 		rc = mq_group_conf_read(t, group, &kv);
 	const char *state = rc == 0 ? mq_conf_get(&kv, "state") : NULL;
+	mq_filter *f = NULL;
+	if (rc == 0 && state && !strcmp(state, "backfill"))
+		rc = mq_filter_from_conf(&kv, p, &f);
 	if (rc == 0 && state && !strcmp(state, "backfill")) {
 		for (unsigned k = 0; rc == 0 && k < t->conf.partitions; k++) {
 			char key[32];
@@ -368,7 +386,7 @@ mq_group_backfill(const struct mq_topic *t, const char *group)
 				    &from_time, p);
 			if (rc == 0)
 				rc = backfill_partition(t, k, group, from, start,
-				    from_time);
+				    from_time, f);
 		}
 		char *text = NULL;
 		if (rc == 0)
@@ -379,6 +397,7 @@ mq_group_backfill(const struct mq_topic *t, const char *group)
 			rc = mq_write_file(t->fd, p, text, strlen(text), 1, 1);
 		free(text);
 	}
+	mq_filter_free(f);
 	mq_conf_free(&kv);
 	close(fd);
 	return rc;

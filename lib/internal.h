@@ -169,6 +169,25 @@ int mq_group_subscribe_as(mq_spool *, const char *topic, const char *group,
 int mq_group_dirs_make(const struct mq_topic *, unsigned k, const char *group,
     int ordered);
 
+/* filter.c: a message as filters see it; the body is parsed (as JSON)
+ * at most once, by the first jq program that needs it.  Zero parsed and
+ * json; mq_fmsg_done frees what evaluating kept. */
+struct mq_fmsg {
+	const char *key;
+	const struct mq_header *headers;
+	size_t nheaders;
+	const void *body;
+	size_t len;
+	int parsed;                         /* 0 not yet, 1 JSON, -1 not JSON */
+	void *json;
+};
+int mq_filter_eval(mq_filter *, struct mq_fmsg *);
+void mq_fmsg_done(struct mq_fmsg *);
+bool mq_filter_has_jq(const mq_filter *);
+int mq_filter_from_conf(const struct mq_conf *, const char *what,
+    mq_filter **out);
+int mq_filter_check(const struct mq_group_conf *);
+
 /* ordered.c: members and partition owners of ordered groups. */
 #define MQ_MEMBER_MAX 128
 int mq_owner_init(const struct mq_topic *, unsigned k, const char *group);

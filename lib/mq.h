@@ -236,6 +236,21 @@ struct mq_msg {
 };
 void mq_msg_free(struct mq_msg *);
 
+/* Filters (mq-sub(1), FILTERS): a jq expression over the JSON body and
+ * header conditions "Name=glob".  A message matches when every condition
+ * holds (fnmatch(3) of the glob against the value of a header Name, its
+ * name compared without case: a user header, or Key) and the expression's
+ * first output is neither false nor null.  A body that is not one JSON
+ * value, a run-time error or no output at all: no match. */
+typedef struct mq_filter mq_filter;
+/* expr NULL: header conditions only.  A bad expression or condition is
+ * EX_USAGE, with jq's message. */
+mq_filter *mq_filter_compile(const char *expr, const char *const *match,
+    size_t nmatch);
+/* 1 if the message matches, else 0 (-1 only when out of memory). */
+int mq_filter_match(mq_filter *, const struct mq_msg *);
+void mq_filter_free(mq_filter *);
+
 /* Publishing */
 enum mq_sync { MQ_SYNC_BATCH, MQ_SYNC_EACH, MQ_SYNC_NONE };
 int mq_sync_parse(const char *s, enum mq_sync *out);

@@ -12,6 +12,12 @@
  * sequence order, and a chunk is all-or-nothing for every group.
  * A failure before the commit point undoes the chunk at once, under the
  * same lock, exactly as the repair of a dead publisher would.
+ *
+ * A group with a filter (filter.c) gets only the messages that match it:
+ * the publisher evaluates it before linking, so the link set is still
+ * decided before the commit point.  Compiled filters are kept per group
+ * and conf file identity (inode and mtime), so a publisher compiles each
+ * once, and reads a group's conf again only when it was replaced.
  */
 #include <stdlib.h>
 #include <errno.h>
@@ -22,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -29,12 +36,22 @@
 
 #include "internal.h"
 
+struct pub_filter {
+	char *group;
+	ino_t ino;
+	struct timespec mtim;
+	mq_filter *f;                   /* NULL: the group has none */
+};
+
 struct mq_pub {
 	mq_spool *sp;
 	struct mq_topic t;
 	unsigned rr;                    /* next partition for keyless messages */
 	int atomic;                     /* one commit per mq_pub_send */
 	int *hfd, *logfd, *dedupfd;     /* per partition, opened on first use */
+	struct pub_filter *flt;         /* every group's filter seen so far */
+	size_t nflt;
+	mq_filter **gflt;               /* the chunk's groups' filters */
 };
 
 int
@@ -106,6 +123,12 @@ mq_pub_close(mq_pub *p)
 	free(p->hfd);
 	free(p->logfd);
 	free(p->dedupfd);
+	for (size_t i = 0; i < p->nflt; i++) {
+		free(p->flt[i].group);
+		mq_filter_free(p->flt[i].f);
+	}
+	free(p->flt);
+	free(p->gflt);
 	mq_topic_close(&p->t);
 	free(p);
 }
@@ -180,11 +203,18 @@ stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
 	if (later)
 		snprintf(dname, sizeof dname, "%020" PRIu64 ".%s",
 		    (uint64_t)ceil(m->deliver_at * 1000), key);
-	for (size_t g = 0; g < ng; g++)
-		if (linkat(p->logfd[k], key, gfd[later ? ng + g : g],
+	struct mq_fmsg fm = { .key = m->key, .headers = m->headers,
+	    .nheaders = m->nheaders, .body = m->body, .len = m->len };
+	for (size_t g = 0; rc == 0 && g < ng; g++) {
+		int match = p->gflt[g] ? mq_filter_eval(p->gflt[g], &fm) : 1;
+		if (match < 0)
+			rc = -1;
+		else if (match && linkat(p->logfd[k], key, gfd[later ? ng + g : g],
 		    later ? dname : key, 0) < 0)
-			return mq_err_sys("link message into group");
-	return 0;
+			rc = mq_err_sys("link message into group");
+	}
+	mq_fmsg_done(&fm);
+	return rc;
 }
 
 static int
@@ -212,7 +242,57 @@ close_groups(int *gfd, size_t n)
 	free(gfd);
 }
 
-/* Opens new/ of every group in gfd[0..n) and delay/ in gfd[n..2n). */
+/* The filter of a group (NULL: none), compiled once per version of its
+ * conf; at is where to look first in the cache. */
+static int
+group_filter(mq_pub *p, const char *group, size_t at, mq_filter **out)
+{
+	char path[MQ_NAME_MAX + 16];
+	struct stat st;
+	if (mq_path(path, sizeof path, "groups/%s.conf", group) < 0)
+		return -1;
+	if (fstatat(p->t.fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return mq_err_sys("group %s", group);
+	struct pub_filter *c = at < p->nflt && !strcmp(p->flt[at].group, group) ?
+	    &p->flt[at] : NULL;
+	for (size_t i = 0; !c && i < p->nflt; i++)
+		if (!strcmp(p->flt[i].group, group))
+			c = &p->flt[i];
+	if (c && c->ino == st.st_ino && c->mtim.tv_sec == st.st_mtim.tv_sec &&
+	    c->mtim.tv_nsec == st.st_mtim.tv_nsec) {
+		*out = c->f;
+		return 0;
+	}
+	struct mq_conf kv;
+	mq_filter *f;
+	if (mq_group_conf_read(&p->t, group, &kv) < 0)
+		return -1;
+	int rc = mq_filter_from_conf(&kv, path, &f);
+	mq_conf_free(&kv);
+	if (rc < 0)
+		return -1;
+	if (!c) {
+		struct pub_filter *v = reallocarray(p->flt, p->nflt + 1, sizeof *v);
+		char *name = v ? strdup(group) : NULL;
+		if (v)
+			p->flt = v;
+		if (!name) {
+			mq_filter_free(f);
+			return mq_err_sys("malloc");
+		}
+		c = &p->flt[p->nflt++];
+		*c = (struct pub_filter){ .group = name };
+	}
+	mq_filter_free(c->f);
+	c->f = f;
+	c->ino = st.st_ino;
+	c->mtim = st.st_mtim;
+	*out = f;
+	return 0;
+}
+
+/* Opens new/ of every group in gfd[0..n) and delay/ in gfd[n..2n); the
+ * groups' filters go to p->gflt[0..n). */
 static int
 open_groups(mq_pub *p, unsigned k, int **gfdp, size_t *ngp)
 {
@@ -221,7 +301,10 @@ open_groups(mq_pub *p, unsigned k, int **gfdp, size_t *ngp)
 		return -1;
 	size_t n = groups.n;
 	int *gfd = calloc(n ? 2 * n : 1, sizeof *gfd);
-	int rc = gfd ? 0 : mq_err_sys("malloc");
+	mq_filter **gflt = reallocarray(p->gflt, n ? n : 1, sizeof *gflt);
+	if (gflt)
+		p->gflt = gflt;
+	int rc = gfd && gflt ? 0 : mq_err_sys("malloc");
 	for (size_t i = 0; gfd && i < 2 * n; i++)
 		gfd[i] = -1;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -234,6 +317,8 @@ open_groups(mq_pub *p, unsigned k, int **gfdp, size_t *ngp)
 		if (rc == 0 && (mq_mkdir(p->t.pfd[k], path) < 0 ||
 		    (gfd[n + i] = mq_dir_open(p->t.pfd[k], path)) < 0))
 			rc = -1;
+		if (rc == 0)
+			rc = group_filter(p, groups.v[i], i, &p->gflt[i]);
 	}
 	mq_names_free(&groups);
 	if (rc < 0) {

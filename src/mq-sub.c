@@ -26,6 +26,7 @@ enum {
 	OPT_EXEC = 256, OPT_FROM_START, OPT_JSON, OPT_LEASE, OPT_MANUAL,
 	OPT_UNSUBSCRIBE, OPT_HELP, OPT_BACKOFF, OPT_HANDLER_TIMEOUT,
 	OPT_MAX_ATTEMPTS, OPT_PUBLISH_TO, OPT_EXACTLY_ONCE, OPT_GRACE,
+	OPT_FILTER, OPT_MATCH, OPT_GROUP_FILTER, OPT_GROUP_MATCH,
 	OPT_ORDERED, OPT_SESSION, OPT_FROM_OFFSET, OPT_FROM_TIME,
 };
 
@@ -40,6 +41,14 @@ static struct {
 
 static pid_t *workers;                  /* -j: the other workers */
 static unsigned long nworkers;
+
+/* --filter and --match: messages that do not match are acked unseen. */
+static struct {
+	const char *expr, *group_expr;
+	const char **match, **group_match;
+	size_t nmatch, ngroup_match;
+	mq_filter *f;
+} flt;
 
 static int handler_failed;
 static mq_pub *output;                  /* --publish-to */
@@ -72,9 +81,11 @@ usage(int code)
 	    "[--handler-timeout SECONDS]\n              [--publish-to TOPIC]] "
 	    "[--exactly-once] [--from-start] [--json]\n              "
 	    "[--lease SECONDS] [--manual] [--max-attempts N]\n"
-	    "              [--ordered [--session SECONDS]] "
-	    "[--from-offset P:N]... [--from-time TIME]\n"
-	    "              [--unsubscribe] TOPIC|PATTERN\n",
+	    "              [--filter EXPR] [--match NAME=GLOB] "
+	    "[--group-filter EXPR]\n              [--group-match NAME=GLOB] "
+	    "[--ordered [--session SECONDS]]\n"
+	    "              [--from-offset P:N]... [--from-time TIME] "
+	    "[--unsubscribe] TOPIC|PATTERN\n",
 	    getprogname());
 	exit(code);
 }
@@ -241,6 +252,46 @@ handle(mq_sub *sub, struct mq_msg *m)
 	refused.v[refused.n++] = f;
 }
 
+/* --match and --group-match: appends a condition. */
+static void
+push_match(const char ***v, size_t *n, const char *arg)
+{
+	if (!(*v = reallocarray(*v, *n + 1, sizeof **v)))
+		err(EX_OSERR, "malloc");
+	(*v)[(*n)++] = arg;
+}
+
+/* --filter: acks the messages that do not match, without output or
+ * handler, and keeps the others in batch[0..): returns how many. */
+static size_t
+skip_unmatched(mq_sub *sub, struct mq_msg **batch, size_t n)
+{
+	struct mq_msg *skip[BATCH];
+	size_t keep = 0, ns = 0;
+	for (size_t i = 0; i < n; i++) {
+		int rc = mq_filter_match(flt.f, batch[i]);
+		if (rc < 0)
+			errx(mq_errcode(), "%s", mq_errmsg());
+		if (rc)
+			batch[keep++] = batch[i];
+		else
+			skip[ns++] = batch[i];
+	}
+	if (ns && mq_sub_ack_batch(sub, skip, ns) < 0)
+		warnx("%s", mq_errmsg());
+	for (size_t i = 0; i < ns; i++)
+		mq_msg_free(skip[i]);
+	return keep;
+}
+
+static double
+mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* Receives up to max messages: waits up to timeout for the first, then
  * takes what is already pending. */
 static size_t
@@ -269,9 +320,13 @@ consume(mq_sub *sub)
 {
 	struct mq_msg *batch[BATCH];
 	unsigned long delivered = 0;
+	double deadline = mono() + opt.timeout;
 	while (!stopping && (!opt.count || delivered < opt.count)) {
 		double timeout = opt.follow ? (opt.timeout > 0 ? opt.timeout : -1) :
 		    delivered ? 0 : opt.timeout;
+		/* -t bounds the wait for a first message that matches. */
+		if (flt.f && !opt.follow && !delivered)
+			timeout = fmax(0, deadline - mono());
 		size_t max = opt.exec ? 1 : BATCH;
 		if (opt.count && opt.count - delivered < max)
 			max = opt.count - delivered;
@@ -279,6 +334,8 @@ consume(mq_sub *sub)
 		size_t n = receive(sub, timeout, batch, max);
 		if (n == 0)
 			break;
+		if (flt.f && (n = skip_unmatched(sub, batch, n)) == 0)
+			continue;
 		int out_ok = 1, out_errno = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (opt.exec) {
@@ -388,6 +445,10 @@ main(int argc, char *argv[])
 		{ "publish-to", required_argument, NULL, OPT_PUBLISH_TO },
 		{ "exactly-once", no_argument, NULL, OPT_EXACTLY_ONCE },
 		{ "grace", required_argument, NULL, OPT_GRACE },
+		{ "filter", required_argument, NULL, OPT_FILTER },
+		{ "match", required_argument, NULL, OPT_MATCH },
+		{ "group-filter", required_argument, NULL, OPT_GROUP_FILTER },
+		{ "group-match", required_argument, NULL, OPT_GROUP_MATCH },
 		{ "ordered", no_argument, NULL, OPT_ORDERED },
 		{ "session", required_argument, NULL, OPT_SESSION },
 		{ "from-offset", required_argument, NULL, OPT_FROM_OFFSET },
@@ -438,6 +499,12 @@ main(int argc, char *argv[])
 			    "--max-attempts", optarg, 0, 1000000);
 			break;
 		case OPT_UNSUBSCRIBE: unsubscribe = 1; break;
+		case OPT_FILTER: flt.expr = optarg; break;
+		case OPT_MATCH: push_match(&flt.match, &flt.nmatch, optarg); break;
+		case OPT_GROUP_FILTER: flt.group_expr = optarg; break;
+		case OPT_GROUP_MATCH:
+			push_match(&flt.group_match, &flt.ngroup_match, optarg);
+			break;
 		case OPT_ORDERED: so.group.ordered = 1; break;
 		case OPT_SESSION:
 			so.group.session = tool_duration("--session", optarg);
@@ -488,6 +555,20 @@ main(int argc, char *argv[])
 	tool_name("group", opt.group);
 	if ((e = getenv("MQ_POLL")) && *e)
 		so.poll = tool_duration("MQ_POLL", e);
+	/* Both filters are checked before anything is made. */
+	if ((flt.expr || flt.nmatch) && !(flt.f = mq_filter_compile(flt.expr,
+	    flt.match, flt.nmatch)))
+		tool_fail();
+	if (flt.group_expr || flt.ngroup_match) {
+		mq_filter *g = mq_filter_compile(flt.group_expr, flt.group_match,
+		    flt.ngroup_match);
+		if (!g)
+			tool_fail();
+		mq_filter_free(g);
+		so.group.filter = flt.group_expr;
+		so.group.match = flt.group_match;
+		so.group.nmatch = flt.ngroup_match;
+	}
 
 	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		err(EX_OSERR, "pipe");
@@ -521,6 +602,7 @@ main(int argc, char *argv[])
 	setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 	unsigned long delivered = consume(sub);
 	mq_pub_close(output);
+	mq_filter_free(flt.f);
 	mq_sub_close(sub);
 	mq_spool_close(sp);
 	free(from);
