@@ -158,3 +158,205 @@ consume_all() {
 	assert_equal "$(count_log t 1)" 1
 	assert_equal "$(xxh3_mod 4 alpha beta | tr '\n' ' ')" "2 alpha 1 beta "
 }
+
+# --- mq-topic alter ---------------------------------------------------------
+
+# partition_complete DIR: a partition's directories and a zero head.
+partition_complete() {
+	[[ -d $1/log && -d $1/g && -d $1/dlq && -d $1/dedup && -f $1/head ]]
+}
+
+@test "mq-topic alter grows a topic: new partitions complete, groups in them, conf rewritten" {
+	mq-topic create --partitions 2 --retention 3600 t
+	mkgroup t g
+	mq-pub -q t before1 before2
+	local conf=$MQ_SPOOL/topics/t/topic.conf
+	local old
+	old=$(grep -v '^partitions=' "$conf")
+	run --separate-stderr mq-topic alter --partitions 4 t
+	assert_success
+	assert_equal "$output" ""
+	assert_equal "$stderr" ""
+	run grep -x 'partitions=4' "$conf"
+	assert_success
+	# Every other line is kept as it was.
+	assert_equal "$(grep -v '^partitions=' "$conf")" "$old"
+	local k sub
+	for k in 2 3; do
+		partition_complete "$MQ_SPOOL/topics/t/p$k"
+		assert_equal "$(head_field t committed "$k")" 0
+		for sub in tmp new cur delay; do
+			[[ -d $(group_dir t g "$k")/$sub ]] || fail "no $sub in p$k"
+		done
+	done
+	[[ ! -e $MQ_SPOOL/topics/t/p4 ]]
+	# No temporary file is left beside topic.conf.
+	assert_equal "$(ls -A "$MQ_SPOOL/topics/t" | tr '\n' ' ')" "groups p0 p1 p2 p3 topic.conf "
+	# Keyless messages now spread over 4 partitions; the group gets all.
+	seq 400 | mq-pub -q -l t
+	for k in 0 1 2 3; do
+		assert_equal "$(count_new t g "$k")" \
+		    "$((100 + (k < 2 ? 1 : 0)))"
+	done
+	run consume_all t g '%s\n'
+	assert_success
+	assert_equal "${#lines[@]}" 402
+	run mq-topic info --json t
+	assert_success
+	"$PY" -c '
+import json, sys
+v = json.loads(sys.argv[1])
+assert v["partitions"] == 4, v
+assert [h["partition"] for h in v["heads"]] == [0, 1, 2, 3], v
+assert sum(h["committed"] for h in v["heads"]) == 402, v
+' "$output"
+}
+
+@test "mq-topic alter to the same count is a successful no-op" {
+	mq-topic create --partitions 3 t
+	mkgroup t g
+	local before
+	before=$(spool_snapshot)
+	run --separate-stderr mq-topic alter --partitions 3 t
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(spool_snapshot)" "$before"
+}
+
+@test "mq-topic alter refuses to shrink (64, one line) and changes nothing" {
+	mq-topic create --partitions 3 t
+	mkgroup t g
+	mq-pub -q t a b c
+	local before
+	before=$(spool_snapshot)
+	run --separate-stderr mq-topic alter --partitions 2 t
+	assert_equal "$status" 64
+	assert_one_line_error mq-topic
+	[[ $stderr == *"3 partitions"*shrink* ]] || fail "unclear: $stderr"
+	assert_equal "$(spool_snapshot)" "$before"
+}
+
+@test "mq-topic alter: usage errors (64) and a missing topic (66) change nothing" {
+	mq-topic create --partitions 2 t
+	local before
+	before=$(spool_snapshot)
+	local -a bad=(
+		"alter t"
+		"alter --partitions 0 t"
+		"alter --partitions 1025 t"
+		"alter --partitions x t"
+		"alter --partitions 3 --retention 10 t"
+		"alter --partitions 3"
+		"info --partitions 3 t"
+		"delete --place 1=/x t"
+	)
+	local args
+	for args in "${bad[@]}"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr mq-topic $args
+		assert_equal "$status" 64
+		assert_equal "$output" ""
+		[[ -n $stderr ]] || fail "no message for: $args"
+		assert_equal "$(spool_snapshot)" "$before"
+	done
+	run --separate-stderr mq-topic alter --partitions 3 nosuch
+	assert_equal "$status" 66
+	assert_one_line_error mq-topic
+	assert_equal "$(spool_snapshot)" "$before"
+}
+
+@test "mq-topic alter: a key may move to another partition; its partition follows the new count" {
+	mq-topic create --partitions 2 t
+	mkgroup t g
+	local keys=(k1 k2 k3 k4 k5 k6 k7 k8 k9 k10 k11 k12)
+	local key
+	for key in "${keys[@]}"; do mq-pub -q -k "$key" t "$key"; done
+	assert_equal "$(consume_all t g '%p %s\n' | sort)" \
+	    "$(xxh3_mod 2 "${keys[@]}" | sort)"
+	mq-topic alter --partitions 5 t
+	for key in "${keys[@]}"; do mq-pub -q -k "$key" t "$key"; done
+	assert_equal "$(consume_all t g '%p %s\n' | sort)" \
+	    "$(xxh3_mod 5 "${keys[@]}" | sort)"
+	# Some key did move (else this test would prove nothing).
+	[[ $(xxh3_mod 2 "${keys[@]}") != "$(xxh3_mod 5 "${keys[@]}")" ]]
+}
+
+@test "a consumer started after mq-topic alter receives from the new partitions" {
+	mq-topic create --partitions 1 t
+	mkgroup t g
+	mkgroup t late --from-start
+	mq-pub -q t old
+	mq-topic alter --partitions 3 t
+	mq-pub -q -p 1 t new1a new1b
+	mq-pub -q -p 2 t new2
+	run --separate-stderr mq-sub -g g -F '%p:%s\n' t
+	assert_success
+	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "0:old 1:new1a 1:new1b 2:new2 "
+	group_empty t g
+	# A group subscribed after the alter has a start in every partition
+	# and gets what comes next there.
+	mkgroup t after
+	local k
+	for k in 0 1 2; do
+		run grep -x "start.p$k=$((k == 0 ? 1 : k == 1 ? 2 : 1))" \
+		    "$MQ_SPOOL/topics/t/groups/after.conf"
+		assert_success
+	done
+	mq-pub -q -p 2 t x2
+	run --separate-stderr mq-sub -g after -F '%p:%s\n' t
+	assert_success
+	assert_output "2:x2"
+	run --separate-stderr mq-sub -g late -F '%p:%s\n' t
+	assert_success
+	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "0:old 1:new1a 1:new1b 2:new2 2:x2 "
+}
+
+@test "mq-topic alter removes the leftovers of an interrupted alter; before that they are invisible" {
+	mq-topic create --partitions 2 t
+	mkgroup t g
+	# An alter that died before its commit: p2 half built, p3 with junk.
+	local d=$MQ_SPOOL/topics/t
+	mkdir -p "$d/p2/log" "$d/p3/g/g/new"
+	echo junk >"$d/p3/g/g/new/junk"
+	echo junk >"$d/p2/log/junk"
+	# Nothing uses them: keyless messages go to p0 and p1 only.
+	mq-pub -q t a b c d
+	assert_equal "$(count_log t 0)" 2
+	assert_equal "$(count_log t 1)" 2
+	run consume_all t g '%p\n'
+	assert_equal "${#lines[@]}" 4
+	mq-topic alter --partitions 3 t
+	partition_complete "$d/p2"
+	assert_equal "$(count_log t 2)" 0
+	[[ ! -e $d/p3 ]] || fail "leftover p3 not removed"
+	assert_equal "$(count_new t g 2)" 0
+	mq-pub -q -p 2 t e
+	run consume_all t g '%p:%s\n'
+	assert_output "2:e"
+}
+
+@test "subscribes racing with alters: every group ends with its directories in every partition" {
+	mq-topic create --partitions 1 t
+	local n
+	for n in 1 2 3 4 5 6; do
+		spawn "$TD/sub$n" mq-sub -g "g$n" -t 0 t
+	done
+	mq-topic alter --partitions 4 t
+	mq-topic alter --partitions 8 t
+	for n in 1 2 3 4 5 6; do
+		wait_for exited "$(sed -n "${n}p" "$TD/.pids")"
+	done
+	local k
+	for n in 1 2 3 4 5 6; do
+		[[ -f $MQ_SPOOL/topics/t/groups/g$n.conf ]]
+		for k in 0 1 2 3 4 5 6 7; do
+			[[ -d $(group_dir t "g$n" "$k")/new ]] ||
+			    fail "group g$n has no directory in p$k"
+		done
+	done
+	seq 80 | mq-pub -q -l t
+	for n in 1 2 3 4 5 6; do
+		run consume_all t "g$n" '%s\n'
+		assert_equal "${#lines[@]}" 80
+	done
+}
