@@ -360,3 +360,215 @@ assert sum(h["committed"] for h in v["heads"]) == 402, v
 		assert_equal "${#lines[@]}" 80
 	done
 }
+
+# --- partitions on other file systems (--place) -----------------------------
+
+# tmpfs_or_skip DIR: a fresh tmpfs at DIR, unmounted at teardown.
+tmpfs_or_skip() {
+	require_root
+	mount_tmpfs "$1" size=64m || skip "cannot mount a tmpfs at $1"
+}
+
+# keys_for N K COUNT: COUNT keys (k0, k1, ...) that hash to partition K of N.
+keys_for() {
+	"$PY" - "$@" <<'PYEOF'
+import sys, xxhash
+n, k, count = map(int, sys.argv[1:])
+i = 0
+while count:
+    key = "k%d" % i
+    if xxhash.xxh3_64_intdigest(key.encode()) % n == k:
+        print(key)
+        count -= 1
+    i += 1
+PYEOF
+}
+
+@test "--place: a partition on another file system works end to end" {
+	local mnt=$TD/disk2
+	tmpfs_or_skip "$mnt"
+	run --separate-stderr mq-topic create --partitions 2 --place "1=$mnt/t-p1" t
+	assert_success
+	assert_equal "$stderr" ""
+	local d=$MQ_SPOOL/topics/t
+	[[ -L $d/p1 ]]
+	assert_equal "$(readlink "$d/p1")" "$mnt/t-p1"
+	[[ -d $d/p0 && ! -L $d/p0 ]]
+	partition_complete "$mnt/t-p1"
+	# Really on the other file system.
+	[[ $(stat -c %d "$mnt/t-p1/log") != $(stat -c %d "$d/p0/log") ]]
+	assert_equal "$(stat -c %d "$mnt/t-p1/log")" "$(stat -c %d "$mnt")"
+	# Staged in tmp/ and renamed: nothing left there.
+	assert_equal "$(count_entries "$MQ_SPOOL/tmp")" 0
+	mkgroup t g --max-attempts 1
+	local -a k0 k1
+	mapfile -t k0 < <(keys_for 2 0 3)
+	mapfile -t k1 < <(keys_for 2 1 3)
+	local key n
+	for key in "${k0[@]}" "${k1[@]}"; do
+		for n in 1 2 3 4 5; do
+			mq-pub -q -k "$key" t "$key-$n"
+		done
+	done
+	assert_equal "$(count_log t 0)" 15
+	assert_equal "$(count_log t 1)" 15
+	assert_equal "$(count_entries "$mnt/t-p1/log")" 15
+	assert_equal "$(count_entries "$mnt/t-p1/g/g/new")" 15
+	# Consume all but one (acked on exit 0); the handler refuses k1[0]-3,
+	# which is dead-lettered (max-attempts 1) inside the placed partition.
+	run --separate-stderr mq-sub --backoff 0 -g g \
+	    --exec "x=\$(cat); [ \"\$x\" != ${k1[0]}-3 ] || exit 4; echo \"\$MQ_PARTITION \$x\"" t
+	assert_equal "$status" 75
+	assert_equal "${#lines[@]}" 29
+	assert_equal "$(grep -c '^1 ' <<<"$output")" 14
+	assert_equal "$(grep -c '^0 ' <<<"$output")" 15
+	group_empty t g
+	assert_equal "$(mq-dlq count t)" 1
+	[[ $(count_entries "$mnt/t-p1/dlq/g") -ge 1 ]]
+	run --separate-stderr mq-dlq -g g list --json t
+	assert_success
+	"$PY" -c '
+import json, sys
+v = json.loads(sys.argv[1])
+assert len(v) == 1 and v[0]["partition"] == 1 and v[0]["seq"] == 2, v
+' "$output"
+	# Redrive: back in the placed partition's queue, consumed once.
+	run --separate-stderr mq-dlq -g g redrive t
+	assert_success
+	assert_equal "$(mq-dlq count t)" 0
+	assert_equal "$(count_entries "$mnt/t-p1/g/g/new")" 1
+	run --separate-stderr mq-sub -g g -F '%p %s\n' t
+	assert_success
+	assert_output "1 ${k1[0]}-3"
+	group_empty t g
+	run --separate-stderr mq-topic info t
+	assert_success
+	assert_line --regexp "^1 +15 +15  placed in $mnt/t-p1\$"
+	assert_line --regexp '^0 +15 +15$'
+	run --separate-stderr mq-topic info --json t
+	assert_success
+	"$PY" -c '
+import json, sys
+v = json.loads(sys.argv[1])
+assert "place" not in v["heads"][0], v
+assert v["heads"][1]["place"] == sys.argv[2], v
+' "$output" "$mnt/t-p1"
+	# Grow with a new placed partition on the same disk.
+	run --separate-stderr mq-topic alter --partitions 3 --place "2=$mnt/t-p2" t
+	assert_success
+	[[ -L $d/p2 ]]
+	partition_complete "$mnt/t-p2"
+	[[ -d $mnt/t-p2/g/g/new ]]
+	mq-pub -q -p 2 t on-p2
+	assert_equal "$(count_entries "$mnt/t-p2/log")" 1
+	run --separate-stderr mq-sub -g g -F '%p %s\n' t
+	assert_success
+	assert_output "2 on-p2"
+	# Delete removes the placed partitions too, and only them.
+	touch "$mnt/other"
+	run --separate-stderr mq-topic delete t
+	assert_success
+	[[ ! -e $d ]]
+	[[ ! -e $mnt/t-p1 && ! -e $mnt/t-p2 ]] || fail "placed partitions left: $(ls "$mnt")"
+	[[ -f $mnt/other ]]
+	assert_equal "$(count_entries "$MQ_SPOOL/tmp")" 0
+}
+
+@test "--place into an existing empty directory, and onto a mount point (delete empties it)" {
+	local mnt=$TD/disk2
+	tmpfs_or_skip "$mnt"
+	mkdir "$TD/empty"
+	run --separate-stderr mq-topic create --partitions 2 --place "0=$TD/empty" --place "1=$mnt" t
+	assert_success
+	partition_complete "$TD/empty"
+	partition_complete "$mnt"
+	mq-pub -q -p 1 t x
+	assert_equal "$(count_entries "$mnt/log")" 1
+	mq-topic delete t
+	[[ ! -e $TD/empty ]]
+	# A mount point cannot be removed: it is left empty.
+	assert_equal "$(count_entries "$mnt")" 0
+	mountpoint -q "$mnt"
+}
+
+@test "--place: bad input is refused with one line and changes nothing" {
+	local W=$TD/w
+	mkdir -p "$W/full" "$W/free"
+	touch "$W/full/x" "$W/file"
+	mq-topic create --partitions 2 existing
+	local before before_td
+	before=$(spool_snapshot)
+	before_td=$(spool_snapshot "$W/free"; ls -A "$W")
+	local -a cases=(
+		"64 create --partitions 2 --place 1 t"
+		"64 create --partitions 2 --place =$W/free/a t"
+		"64 create --partitions 2 --place x=$W/free/a t"
+		"64 create --partitions 2 --place 1= t"
+		"64 create --partitions 2 --place -1=$W/free/a t"
+		"64 create --partitions 2 --place 1=relative/dir t"
+		"64 create --partitions 2 --place 2=$W/free/a t"
+		"64 create --place 1=$W/free/a t"
+		"64 create --partitions 2 --place 1=$W/free/a --place 1=$W/free/b t"
+		"64 create --partitions 2 --place 0=$W/free/a --place 1=$W/free/a t"
+		"73 create --partitions 2 --place 1=$W/full t"
+		"73 create --partitions 2 --place 1=$W/file t"
+		"73 create --partitions 2 --place 1=$W/nodir/a t"
+		"73 create --partitions 2 --place 0=$W/free/ok --place 1=$W/full t"
+		"64 alter --partitions 3 --place 1=$W/free/a existing"
+		"64 alter --partitions 3 --place 3=$W/free/a existing"
+		"64 alter --partitions 3 --place 2=rel existing"
+		"73 alter --partitions 3 --place 2=$W/full existing"
+		"64 alter --partitions 2 --place 1=$W/free/a existing"
+		"64 list --place 1=$W/free/a"
+	)
+	local c code args
+	for c in "${cases[@]}"; do
+		code=${c%% *}
+		args=${c#* }
+		# shellcheck disable=SC2086
+		run --separate-stderr mq-topic $args
+		[[ $status == "$code" ]] || fail "mq-topic $args: exit $status, not $code ($stderr)"
+		assert_one_line_error mq-topic
+		assert_equal "$output" ""
+		assert_equal "$(spool_snapshot)" "$before"
+		assert_equal "$(spool_snapshot "$W/free"; ls -A "$W")" "$before_td"
+		[[ -f $W/full/x ]]
+	done
+}
+
+@test "--place: an abandoned staging tree and an unfinished delete take their placed directories with them" {
+	mkdir -p "$TD/disk"
+	# A creator that died before its commit point, an hour ago.
+	local stage=$MQ_SPOOL/tmp/topic.0123456789abcdef
+	mkdir -p "$stage/groups" "$TD/disk/staged/log"
+	ln -s "$TD/disk/staged" "$stage/p0"
+	touch -d '2 hours ago' "$stage"
+	# A delete that died after its commit point (the rename to trash).
+	mq-topic create --partitions 2 --place "1=$TD/disk/deleted" gone
+	mv "$MQ_SPOOL/topics/gone" "$MQ_SPOOL/tmp/trash.0123456789abcdef"
+	# Something else's link in a trash tree is not followed.
+	mkdir "$TD/keep"
+	touch "$TD/keep/precious"
+	ln -s "$TD/keep" "$MQ_SPOOL/tmp/trash.0123456789abcdef/groups/link"
+	ln -s "$TD/keep" "$MQ_SPOOL/tmp/trash.0123456789abcdef/px"
+	# The next create cleans up.
+	mq-topic create other
+	assert_equal "$(count_entries "$MQ_SPOOL/tmp")" 0
+	[[ ! -e $TD/disk/staged && ! -e $TD/disk/deleted ]] || fail "left: $(ls "$TD/disk")"
+	[[ -f $TD/keep/precious ]]
+}
+
+@test "--place: alter removes an interrupted alter's placed leftover, and can reuse its directory" {
+	mq-topic create --partitions 1 t
+	mkgroup t g
+	mkdir -p "$TD/disk/p1/log" "$TD/disk/p1/g/g/new"
+	echo junk >"$TD/disk/p1/g/g/new/junk"
+	ln -s "$TD/disk/p1" "$MQ_SPOOL/topics/t/p1"
+	run --separate-stderr mq-topic alter --partitions 2 --place "1=$TD/disk/p1" t
+	assert_success
+	partition_complete "$TD/disk/p1"
+	assert_equal "$(count_entries "$TD/disk/p1/g/g/new")" 0
+	mq-pub -q -p 1 t y
+	run --separate-stderr mq-sub -g g -F '%p %s\n' t
+	assert_output "1 y"
+}
