@@ -572,3 +572,26 @@ assert v["heads"][1]["place"] == sys.argv[2], v
 	run --separate-stderr mq-sub -g g -F '%p %s\n' t
 	assert_output "1 y"
 }
+
+@test "bash completion knows alter and --place" {
+	mq-topic create t
+	mkdir -p "$TD/disk/sub"
+	# shellcheck source=/dev/null
+	source "$BATS_TEST_DIRNAME/../../completions/mq.bash"
+	complete_words() {
+		COMP_WORDS=("$@")
+		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+		COMP_LINE="$*"
+		COMP_POINT=${#COMP_LINE}
+		COMPREPLY=()
+		_mq_topic
+		printf '%s\n' "${COMPREPLY[@]}"
+	}
+	assert_equal "$(complete_words mq-topic al)" alter
+	assert_equal "$(complete_words mq-topic alter --p | sort | tr '\n' ' ')" "--partitions --place "
+	assert_equal "$(complete_words mq-topic create --pl)" --place
+	assert_equal "$(complete_words mq-topic alter --partitions 3 '')" t
+	assert_equal "$(complete_words mq-topic alter --place "1=$TD/disk/s")" "1=$TD/disk/sub"
+	# Where '=' breaks words (bash's default COMP_WORDBREAKS).
+	assert_equal "$(complete_words mq-topic alter --place 1 = "$TD/disk/s")" "$TD/disk/sub"
+}
