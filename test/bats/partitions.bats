@@ -595,3 +595,11 @@ assert v["heads"][1]["place"] == sys.argv[2], v
 	# Where '=' breaks words (bash's default COMP_WORDBREAKS).
 	assert_equal "$(complete_words mq-topic alter --place 1 = "$TD/disk/s")" "$TD/disk/sub"
 }
+
+@test "mq-topic --help shows alter and --place" {
+	run --separate-stderr mq-topic --help
+	assert_success
+	assert_usage_output mq-topic
+	assert_line --regexp '^ +mq-topic \[-s SPOOL\] alter --partitions N \[--place K=DIR\]\.\.\. TOPIC$'
+	assert_line --regexp '^ +\[--place K=DIR\]\.\.\. TOPIC$'
+}
