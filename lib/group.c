@@ -32,6 +32,9 @@
 void
 mq_group_conf_default(struct mq_group_conf *c)
 {
+	/* Every field, the filter and start positions too: callers pass
+	 * uninitialised structs. */
+	memset(c, 0, sizeof *c);
 	c->from_start = 0;
 	c->lease = MQ_LEASE_DEFAULT;
 	c->max_attempts = MQ_MAX_ATTEMPTS_DEFAULT;
