@@ -240,10 +240,28 @@ _mq_topic()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-s --partitions --max-message-size --retention --ttl --expired"
+	_mq_parse "-s --partitions --max-message-size --retention --ttl --expired --place"
+	# --place K=DIR where '=' breaks words: "--place" "K" "=" "DIR".
+	if ((COMP_CWORD >= 3)) && [[ ${COMP_WORDS[COMP_CWORD-1]} == = &&
+	    ${COMP_WORDS[COMP_CWORD-3]} == --place ]]; then
+		_mq_dirs "$cur"
+		return
+	elif ((COMP_CWORD >= 2)) && [[ $cur == = &&
+	    ${COMP_WORDS[COMP_CWORD-2]} == --place ]]; then
+		_mq_dirs ""
+		return
+	fi
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
+		return ;;
+	--place)
+		# K=DIR, where '=' does not break words: a directory after it.
+		if [[ $cur == *=* ]]; then
+			local IFS=$'\n'
+			compopt -o filenames 2>/dev/null
+			COMPREPLY=($(compgen -d -P "${cur%%=*}=" -- "${cur#*=}"))
+		fi
 		return ;;
 	--expired)
 		_mq_reply $'dlq\ndrop' "$cur"
@@ -256,15 +274,16 @@ _mq_topic()
 	if [[ $cur == -* ]]; then
 		case $cmd in
 		'')     _mq_reply $'-s\n--help' "$cur" ;;
-		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention\n--ttl\n--expired' "$cur" ;;
+		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention\n--ttl\n--expired\n--place' "$cur" ;;
+		alter) _mq_reply $'-s\n--partitions\n--place' "$cur" ;;
 		list|info) _mq_reply $'-s\n--json' "$cur" ;;
 		delete|gc) _mq_reply $'-s' "$cur" ;;
 		esac
 	elif [[ -z $cmd ]]; then
-		_mq_reply $'create\nlist\ninfo\ndelete\ngc' "$cur"
+		_mq_reply $'create\nalter\nlist\ninfo\ndelete\ngc' "$cur"
 	elif ((${#_mq_args[@]} == 1)); then
 		case $cmd in
-		list|info|delete|gc) _mq_reply "$(_mq_topics)" "$cur" ;;
+		list|alter|info|delete|gc) _mq_reply "$(_mq_topics)" "$cur" ;;
 		esac
 	fi
 }

@@ -32,6 +32,8 @@
 void
 mq_group_conf_default(struct mq_group_conf *c)
 {
+	/* Every field, the filter and start positions too: callers pass
+	 * uninitialised structs. */
 	memset(c, 0, sizeof *c);
 	c->from_start = 0;
 	c->lease = MQ_LEASE_DEFAULT;
@@ -284,12 +286,25 @@ mq_group_subscribe_as(mq_spool *sp, const char *topic, const char *group,
     const struct mq_group_conf *c, const char *pattern)
 {
 	struct mq_topic t;
+	unsigned now;
+again:
 	if (open_for_group(sp, topic, group, 1, &t) < 0)
 		return -1;
 	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
 	int rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
+	/* An alter that committed before we had the locks: the group needs
+	 * directories in the new partitions too (see alter.c). */
+	if (rc == 0 && (rc = mq_topic_partitions_now(&t, &now)) == 0 &&
+	    now != t.conf.partitions) {
+		mq_unlock_all(&t, hfds);
+		free(hfds);
+		mq_topic_close(&t);
+		goto again;
+	}
 	if (rc == 0) {
 		rc = subscribe_locked(&t, group, c, pattern, hfds);
+		mq_unlock_all(&t, hfds);
+	} else if (hfds) {
 		mq_unlock_all(&t, hfds);
 	}
 	if (rc == 1 && backfills(c) && mq_group_backfill(&t, group) < 0)

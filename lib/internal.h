@@ -134,6 +134,14 @@ int mq_topic_conf_parse(const struct mq_conf *, struct mq_topic_conf *);
 int mq_groups_read(const struct mq_topic *, struct mq_names *);
 int mq_lock_all(const struct mq_topic *, int *fds);
 void mq_unlock_all(const struct mq_topic *, int *fds);
+int mq_partition_build(int tfd, unsigned k, const char *place);
+
+/* alter.c: growing topics; placed partitions. */
+int mq_places_check(const char *const *place, unsigned from, unsigned n);
+int mq_place_make(int tfd, const char *name, const char *dir);
+int mq_partition_remove(int tfd, const char *name);
+int mq_topic_tree_remove(int parent, const char *name);
+int mq_topic_partitions_now(const struct mq_topic *, unsigned *n);
 
 /* repair.c */
 int mq_partition_repair_locked(const struct mq_topic *, unsigned k, int hfd,

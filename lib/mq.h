@@ -69,11 +69,26 @@ struct mq_topic_conf {
 	double ttl;                      /* default time to live; 0 = none */
 	double dedup_window;             /* seconds an idempotency key counts */
 	int expired_drop;                /* expired: 1 drop, 0 dead-letter */
+	/* Create only (never read back): NULL, or `partitions` entries where
+	 * place[k], if not NULL, is an absolute path to an empty or missing
+	 * directory that partition k is built in, on any file system;
+	 * topics/<t>/p<k> links to it.  See mq-spool(5), Placement. */
+	const char *const *place;
 };
 void mq_topic_conf_default(struct mq_topic_conf *);
 /* Returns 1 if created, 0 if it already existed (conf then untouched). */
 int mq_topic_create(mq_spool *, const char *topic, const struct mq_topic_conf *);
 int mq_topic_conf_read(mq_spool *, const char *topic, struct mq_topic_conf *);
+/* Grows a topic to `partitions` partitions, with each existing group's
+ * directories in the new ones.  Returns 1 if grown, 0 if it had that many
+ * already; fewer is refused (EX_USAGE).  Keys hash over the new count, so
+ * a key's later messages may go to another partition than its earlier
+ * ones.  _placed places new partitions as create does: place has
+ * `partitions` entries, those of existing partitions NULL. */
+int mq_topic_alter(mq_spool *, const char *topic, unsigned partitions);
+int mq_topic_alter_placed(mq_spool *, const char *topic, unsigned partitions,
+    const char *const *place);
+/* Removes the topic, and the directories of its placed partitions. */
 int mq_topic_delete(mq_spool *, const char *topic);
 /* Unlinks log/ names older than the topic's retention (groups keep their
  * links) and stale temporary files; *removed counts the log names. */
@@ -96,6 +111,7 @@ struct mq_partition_stat {
 	uint64_t committed;              /* next sequence number to commit */
 	uint64_t log_messages;           /* committed messages retained in log/ */
 	uint64_t log_bytes;              /* their files' sizes, summed */
+	char *place;                     /* where p<k> links to, or NULL */
 };
 struct mq_topic_info {
 	char *name;

@@ -29,6 +29,7 @@ mq_topic_conf_default(struct mq_topic_conf *c)
 	c->ttl = 0;
 	c->expired_drop = 0;
 	c->dedup_window = 3600;
+	c->place = NULL;
 }
 
 static int
@@ -83,7 +84,10 @@ sweep_spool_tmp(mq_spool *sp)
 			struct stat st;
 			int old = fstatat(fd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    mq_now() - (double)st.st_mtime > MQ_STALE_TMP;
-			if (!strncmp(l.v[i], "trash.", 6) || old)
+			if (!strncmp(l.v[i], "trash.", 6) ||
+			    (old && !strncmp(l.v[i], "topic.", 6)))
+				mq_topic_tree_remove(fd, l.v[i]);
+			else if (old)
 				mq_rmtree(fd, l.v[i]);
 		}
 	}
@@ -91,14 +95,15 @@ sweep_spool_tmp(mq_spool *sp)
 	close(fd);
 }
 
-static int
-build_partition(int tfd, unsigned k)
+/* Builds partition k in tfd, or in place (then p<k> links there). */
+int
+mq_partition_build(int tfd, unsigned k, const char *place)
 {
 	char p[64];
 	static const char *const sub[] = { "log", "g", "dlq", "dedup" };
-	if (mq_path(p, sizeof p, "p%u", k) < 0 || mq_mkdir(tfd, p) < 0)
+	if (mq_path(p, sizeof p, "p%u", k) < 0 || (!place && mq_mkdir(tfd, p) < 0))
 		return -1;
-	int pfd = mq_dir_open(tfd, p);
+	int pfd = place ? mq_place_make(tfd, p, place) : mq_dir_open(tfd, p);
 	if (pfd < 0)
 		return -1;
 	int rc = 0;
@@ -111,6 +116,8 @@ build_partition(int tfd, unsigned k)
 		if (hfd >= 0)
 			close(hfd);
 	}
+	if (rc == 0 && place && syncfs(pfd) < 0)
+		rc = mq_err_sys("sync %s", place);
 	close(pfd);
 	return rc;
 }
@@ -128,6 +135,8 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 	if (faccessat(sp->topics, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0;
 	sweep_spool_tmp(sp);
+	if (mq_places_check(c->place, 0, c->partitions) < 0)
+		return -1;
 
 	char stage[64], rnd[17], text[256];
 	mq_hex_random(rnd, 16);
@@ -147,7 +156,7 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 	if (rc == 0)
 		rc = mq_mkdir(tfd, "groups");
 	for (unsigned k = 0; rc == 0 && k < c->partitions; k++)
-		rc = build_partition(tfd, k);
+		rc = mq_partition_build(tfd, k, c->place ? c->place[k] : NULL);
 	if (rc == 0 && syncfs(tfd) < 0)
 		rc = mq_err_sys("sync");
 	if (tfd >= 0)
@@ -164,7 +173,7 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 			rc = mq_err_sys("create topic %s", name);
 	}
 	if (rc != 1)
-		mq_rmtree(sp->fd, stage);
+		mq_topic_tree_remove(sp->fd, stage);
 	/* In place: now it gets the groups of the wildcard subscriptions
 	 * that match it (wildcard.c says why this order misses none). */
 	if (rc == 1 && mq_wildcard_topic_created(sp, name) < 0)
@@ -398,6 +407,14 @@ mq_topic_info(mq_spool *sp, const char *name, struct mq_topic_info *info)
 		}
 		close(hfd);
 		info->partitions[k].committed = h.committed;
+		char pk[32], target[4096];
+		snprintf(pk, sizeof pk, "p%u", k);
+		ssize_t tl = readlinkat(t.fd, pk, target, sizeof target - 1);
+		if (tl > 0) {
+			target[tl] = 0;
+			if (!(info->partitions[k].place = strdup(target)))
+				goto fail;
+		}
 		info->partitions[k].log_messages =
 		    count_committed(t.pfd[k], "log", h.committed);
 		info->partitions[k].log_bytes = mq_log_bytes(t.pfd[k],
@@ -436,6 +453,8 @@ mq_topic_info_free(struct mq_topic_info *info)
 	for (size_t i = 0; i < info->ngroups; i++)
 		free(info->groups[i].name);
 	free(info->groups);
+	for (unsigned k = 0; info->partitions && k < info->conf.partitions; k++)
+		free(info->partitions[k].place);
 	free(info->partitions);
 	free(info->name);
 	memset(info, 0, sizeof *info);

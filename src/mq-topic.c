@@ -1,9 +1,10 @@
 /*
- * mq-topic: create, list, describe and delete topics.
+ * mq-topic: create, grow, list, describe and delete topics.
  */
 #include <err.h>
 #include <fnmatch.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -16,7 +17,7 @@
 
 enum {
 	OPT_JSON = 256, OPT_PARTITIONS, OPT_MAX_SIZE, OPT_RETENTION, OPT_HELP,
-	OPT_TTL, OPT_EXPIRED,
+	OPT_TTL, OPT_EXPIRED, OPT_PLACE,
 };
 
 static void
@@ -25,13 +26,15 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] create [--partitions N] [--max-message-size "
 	    "BYTES]\n                [--retention SECONDS] [--ttl SECONDS] "
-	    "[--expired dlq|drop] TOPIC\n"
+	    "[--expired dlq|drop]\n                [--place K=DIR]... TOPIC\n"
+	    "       %s [-s SPOOL] alter --partitions N [--place K=DIR]... "
+	    "TOPIC\n"
 	    "       %s [-s SPOOL] list [--json] [GLOB]\n"
 	    "       %s [-s SPOOL] info [--json] TOPIC\n"
 	    "       %s [-s SPOOL] delete TOPIC\n"
 	    "       %s [-s SPOOL] gc [TOPIC]\n",
 	    getprogname(), getprogname(), getprogname(), getprogname(),
-	    getprogname());
+	    getprogname(), getprogname());
 	exit(code);
 }
 
@@ -52,6 +55,55 @@ cmd_create(mq_spool *sp, const char *topic, const struct mq_topic_conf *c)
 		tool_fail();
 	if (rc == 0)
 		errx(EX_CANTCREAT, "topic '%s' already exists", topic);
+	return 0;
+}
+
+/* "K=DIR": partition K goes in DIR. */
+static void
+parse_place(const char *arg, unsigned *k, const char **dir)
+{
+	const char *eq = strchr(arg, '=');
+	char *end;
+	if (!eq || eq == arg || !eq[1] || *arg < '0' || *arg > '9')
+		errx(EX_USAGE, "--place: expected K=DIR, not '%s'", arg);
+	errno = 0;
+	unsigned long n = strtoul(arg, &end, 10);
+	if (end != eq || errno || n >= MQ_PARTITIONS_MAX)
+		errx(EX_USAGE, "--place: expected K=DIR with K a partition "
+		    "number, not '%s'", arg);
+	*k = (unsigned)n;
+	*dir = eq + 1;
+}
+
+/* The placements as the library wants them: one entry per partition. */
+static const char **
+places(char **args, size_t n, unsigned partitions)
+{
+	if (!n)
+		return NULL;
+	const char **v = calloc(partitions, sizeof *v);
+	if (!v)
+		err(EX_OSERR, "calloc");
+	for (size_t i = 0; i < n; i++) {
+		unsigned k;
+		const char *dir;
+		parse_place(args[i], &k, &dir);
+		if (k >= partitions)
+			errx(EX_USAGE, "--place: no partition %u in a topic of %u "
+			    "partitions", k, partitions);
+		if (v[k])
+			errx(EX_USAGE, "--place: partition %u placed twice", k);
+		v[k] = dir;
+	}
+	return v;
+}
+
+static int
+cmd_alter(mq_spool *sp, const char *topic, unsigned partitions,
+    const char **place)
+{
+	if (mq_topic_alter_placed(sp, topic, partitions, place) < 0)
+		tool_fail();
 	return 0;
 }
 
@@ -112,12 +164,17 @@ cmd_info(mq_spool *sp, const char *topic, int json)
 		tool_fail();
 	if (json) {
 		json_t *heads = json_array(), *groups = json_array();
-		for (unsigned k = 0; k < in.conf.partitions; k++)
-			json_array_append_new(heads, json_pack("{s:i, s:I, s:I, s:I}",
+		for (unsigned k = 0; k < in.conf.partitions; k++) {
+			json_t *h = json_pack("{s:i, s:I, s:I, s:I}",
 			    "partition", (int)k,
 			    "committed", (json_int_t)in.partitions[k].committed,
 			    "messages", (json_int_t)in.partitions[k].log_messages,
-			    "bytes", (json_int_t)in.partitions[k].log_bytes));
+			    "bytes", (json_int_t)in.partitions[k].log_bytes);
+			if (in.partitions[k].place)
+				json_object_set_new(h, "place",
+				    json_string(in.partitions[k].place));
+			json_array_append_new(heads, h);
+		}
 		for (size_t i = 0; i < in.ngroups; i++)
 			json_array_append_new(groups, json_pack("{s:s, s:s, s:I, "
 			    "s:I, s:I, s:I, s:I}", "name", in.groups[i].name,
@@ -144,10 +201,12 @@ cmd_info(mq_spool *sp, const char *topic, int json)
 		printf("%-10s %12s %12s %12s\n", "PARTITION", "COMMITTED",
 		    "MESSAGES", "BYTES");
 		for (unsigned k = 0; k < in.conf.partitions; k++)
-			printf("%-10u %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n",
+			printf("%-10u %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "%s%s\n",
 			    k, in.partitions[k].committed,
 			    in.partitions[k].log_messages,
-			    in.partitions[k].log_bytes);
+			    in.partitions[k].log_bytes,
+			    in.partitions[k].place ? "  placed in " : "",
+			    in.partitions[k].place ? in.partitions[k].place : "");
 		printf("%-24s %-8s %12s %12s %12s %12s %12s\n", "GROUP", "MODE",
 		    "PENDING", "IN-FLIGHT", "DELAYED", "DEAD", "LAG");
 		for (size_t i = 0; i < in.ngroups; i++)
@@ -172,13 +231,18 @@ main(int argc, char *argv[])
 		{ "retention", required_argument, NULL, OPT_RETENTION },
 		{ "ttl", required_argument, NULL, OPT_TTL },
 		{ "expired", required_argument, NULL, OPT_EXPIRED },
+		{ "place", required_argument, NULL, OPT_PLACE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_topic_conf conf;
 	mq_topic_conf_default(&conf);
 	const char *spool = NULL;
-	int c, json = 0, confopts = 0;
+	int c, json = 0, confopts = 0, partopt = 0;
+	char **placeargs = calloc((size_t)argc + 1, sizeof *placeargs);
+	size_t nplace = 0;
+	if (!placeargs)
+		err(EX_OSERR, "calloc");
 	/* Options may come before or after the subcommand. */
 	while ((c = getopt_long(argc, argv, "s:", longopts, NULL)) != -1) {
 		switch (c) {
@@ -187,7 +251,10 @@ main(int argc, char *argv[])
 		case OPT_PARTITIONS:
 			conf.partitions = (unsigned)tool_number("--partitions",
 			    optarg, 1, MQ_PARTITIONS_MAX);
-			confopts = 1;
+			partopt = 1;
+			break;
+		case OPT_PLACE:
+			placeargs[nplace++] = optarg;
 			break;
 		case OPT_MAX_SIZE:
 			conf.max_message_size = tool_number("--max-message-size",
@@ -220,16 +287,22 @@ main(int argc, char *argv[])
 	const char *cmd = argv[0];
 	int want = !strcmp(cmd, "list") ? 1 : 2;
 	if (strcmp(cmd, "create") && strcmp(cmd, "list") && strcmp(cmd, "info") &&
-	    strcmp(cmd, "delete") && strcmp(cmd, "gc"))
-		errx(EX_USAGE, "unknown command '%s' (create, list, info, delete "
-		    "or gc)", cmd);
+	    strcmp(cmd, "delete") && strcmp(cmd, "gc") && strcmp(cmd, "alter"))
+		errx(EX_USAGE, "unknown command '%s' (create, alter, list, info, "
+		    "delete or gc)", cmd);
 	if ((!strcmp(cmd, "gc") || !strcmp(cmd, "list")) && argc <= 2)
 		want = argc;
 	if (argc != want)
 		usage(EX_USAGE);
 	if (confopts && strcmp(cmd, "create"))
-		errx(EX_USAGE, "--partitions, --max-message-size, --retention, "
-		    "--ttl and --expired go with create");
+		errx(EX_USAGE, "--max-message-size, --retention, --ttl and "
+		    "--expired go with create");
+	if ((partopt || nplace) && strcmp(cmd, "create") && strcmp(cmd, "alter"))
+		errx(EX_USAGE, "--partitions and --place go with create and alter");
+	if (!partopt && !strcmp(cmd, "alter"))
+		errx(EX_USAGE, "alter: --partitions N is required");
+	const char **place = places(placeargs, nplace, conf.partitions);
+	conf.place = place;
 	if (json && strcmp(cmd, "list") && strcmp(cmd, "info"))
 		errx(EX_USAGE, "--json goes with list and info");
 	if (want == 2 && strcmp(cmd, "list"))
@@ -239,6 +312,8 @@ main(int argc, char *argv[])
 	int rc = 0;
 	if (!strcmp(cmd, "create"))
 		rc = cmd_create(sp, argv[1], &conf);
+	else if (!strcmp(cmd, "alter"))
+		rc = cmd_alter(sp, argv[1], conf.partitions, place);
 	else if (!strcmp(cmd, "list"))
 		rc = cmd_list(sp, argc > 1 ? argv[1] : NULL, json);
 	else if (!strcmp(cmd, "info"))
@@ -248,5 +323,7 @@ main(int argc, char *argv[])
 	else if (mq_topic_delete(sp, argv[1]) < 0)
 		tool_fail();
 	mq_spool_close(sp);
+	free(place);
+	free(placeargs);
 	return rc;
 }
