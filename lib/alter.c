@@ -225,18 +225,27 @@ mq_topic_tree_remove(int parent, const char *name)
 	return rc;
 }
 
+/* The topic's configuration as topic.conf says now (an alter may have
+ * replaced it since the topic was opened). */
+int
+mq_topic_conf_now(const struct mq_topic *t, struct mq_topic_conf *c)
+{
+	struct mq_conf kv;
+	if (mq_conf_read(t->fd, "topic.conf", &kv) < 0)
+		return -1;
+	int rc = mq_topic_conf_parse(&kv, c);
+	mq_conf_free(&kv);
+	return rc;
+}
+
 int
 mq_topic_partitions_now(const struct mq_topic *t, unsigned *n)
 {
-	struct mq_conf kv;
 	struct mq_topic_conf c;
-	if (mq_conf_read(t->fd, "topic.conf", &kv) < 0)
+	if (mq_topic_conf_now(t, &c) < 0)
 		return -1;
-	int rc = mq_topic_conf_parse(&kv, &c);
-	mq_conf_free(&kv);
-	if (rc == 0)
-		*n = c.partitions;
-	return rc;
+	*n = c.partitions;
+	return 0;
 }
 
 /* Removes p<k> for k >= from: an interrupted alter's leftovers. */

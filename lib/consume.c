@@ -678,7 +678,7 @@ wait_for_change(mq_sub *s, double until)
 static bool
 any_scan(const mq_sub *s)
 {
-	bool again = s->refresh || s->rebalance;
+	bool again = s->refresh || (s->gc.ordered && s->rebalance);
 	for (size_t k = 0; k < s->np; k++)
 		again |= s->ps[k].scan_new;
 	return again;

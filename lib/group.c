@@ -59,6 +59,10 @@ mq_group_conf_parse(const struct mq_conf *kv, struct mq_group_conf *c)
 	c->exactly_once = eo && !strcmp(eo, "1");
 	const char *fs = mq_conf_get(kv, "from-start");
 	c->from_start = fs && !strcmp(fs, "1");
+	/* A wildcard subscription passes it on to the groups it makes. */
+	if (rc == 0)
+		rc = mq_conf_get_double(kv, "from-time", 0, &c->from_time,
+		    "group conf");
 	const char *mode = mq_conf_get(kv, "mode");
 	if (rc == 0 && mode && strcmp(mode, "ordered") && strcmp(mode, "shared"))
 		rc = mq_err(EX_CONFIG, "group conf: mode must be shared or ordered");

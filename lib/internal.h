@@ -142,6 +142,7 @@ int mq_place_make(int tfd, const char *name, const char *dir);
 int mq_partition_remove(int tfd, const char *name);
 int mq_topic_tree_remove(int parent, const char *name);
 int mq_topic_partitions_now(const struct mq_topic *, unsigned *n);
+int mq_topic_conf_now(const struct mq_topic *, struct mq_topic_conf *);
 
 /* repair.c */
 int mq_partition_repair_locked(const struct mq_topic *, unsigned k, int hfd,

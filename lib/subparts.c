@@ -195,12 +195,8 @@ mq_sub_parts_open(mq_sub *s)
 static int
 grow_topic(mq_sub *s, struct mq_topic *t)
 {
-	struct mq_conf kv;
 	struct mq_topic_conf c;
-	if (mq_conf_read(t->fd, "topic.conf", &kv) < 0)
-		return -1;
-	int rc = mq_topic_conf_parse(&kv, &c);
-	mq_conf_free(&kv);
+	int rc = mq_topic_conf_now(t, &c);
 	if (rc < 0 || c.partitions <= t->conf.partitions)
 		return rc;
 	int *pfd = reallocarray(t->pfd, c.partitions, sizeof *pfd);

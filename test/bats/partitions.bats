@@ -443,8 +443,8 @@ assert len(v) == 1 and v[0]["partition"] == 1 and v[0]["seq"] == 2, v
 	group_empty t g
 	run --separate-stderr mq-topic info t
 	assert_success
-	assert_line --regexp "^1 +15 +15  placed in $mnt/t-p1\$"
-	assert_line --regexp '^0 +15 +15$'
+	assert_line --regexp "^1 +15 +15 +[0-9]+  placed in $mnt/t-p1\$"
+	assert_line --regexp '^0 +15 +15 +[0-9]+$'
 	run --separate-stderr mq-topic info --json t
 	assert_success
 	"$PY" -c '

@@ -101,3 +101,15 @@ mkwild() {
 	mq-pub -q hot.a x
 	assert_equal "$(ls "$MQ_SPOOL/topics/hot.a/groups" | grep -c '\.conf$')" 1
 }
+
+@test "wildcard: --from-time starts every matching topic at that time" {
+	mq-pub -q w.a old1
+	mq-pub -q w.b old2
+	sleep 0.05
+	local t0=$EPOCHREALTIME
+	sleep 0.05
+	mq-pub -q w.a new1
+	mkwild 'w.*' g --from-time "@$t0"
+	run -0 mq-sub -g g -F '%t %s\n' 'w.*'
+	assert_output 'w.a new1'
+}
