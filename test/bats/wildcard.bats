@@ -109,7 +109,7 @@ mkwild() {
 	local t0=$EPOCHREALTIME
 	sleep 0.05
 	mq-pub -q w.a new1
-	mkwild 'w.*' g --from-time "@$t0"
-	run -0 mq-sub -g g -F '%t %s\n' 'w.*'
+	run -0 mq-sub -g g --from-time "@$t0" -F '%t %s\n' 'w.*'
 	assert_output 'w.a new1'
+	grep -q '^from-time=' "$MQ_SPOOL/topics/w.b/groups/g.conf"
 }
