@@ -196,6 +196,17 @@ bool mq_filter_has_jq(const mq_filter *);
 int mq_filter_from_conf(const struct mq_conf *, const char *what,
     mq_filter **out);
 int mq_filter_check(const struct mq_group_conf *);
+/* The jq filters of several groups, run as one program. */
+struct jq_state;
+struct mq_filterset {
+	struct jq_state *jq;
+	mq_filter **f;                      /* its filters, in program order */
+	size_t n;
+};
+int mq_filterset_use(struct mq_filterset *, mq_filter *const *f, size_t n);
+int mq_filterset_eval(struct mq_filterset *, mq_filter *const *f, size_t n,
+    struct mq_fmsg *, bool *out);
+void mq_filterset_free(struct mq_filterset *);
 
 /* ordered.c: members and partition owners of ordered groups. */
 #define MQ_MEMBER_MAX 128

@@ -52,6 +52,8 @@ struct mq_pub {
 	struct pub_filter *flt;         /* every group's filter seen so far */
 	size_t nflt;
 	mq_filter **gflt;               /* the chunk's groups' filters */
+	struct mq_filterset set;        /* their jq programs, as one */
+	bool *in;                       /* which groups a message enters */
 };
 
 int
@@ -129,6 +131,8 @@ mq_pub_close(mq_pub *p)
 	}
 	free(p->flt);
 	free(p->gflt);
+	free(p->in);
+	mq_filterset_free(&p->set);
 	mq_topic_close(&p->t);
 	free(p);
 }
@@ -205,14 +209,11 @@ stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
 		    (uint64_t)ceil(m->deliver_at * 1000), key);
 	struct mq_fmsg fm = { .key = m->key, .headers = m->headers,
 	    .nheaders = m->nheaders, .body = m->body, .len = m->len };
-	for (size_t g = 0; rc == 0 && g < ng; g++) {
-		int match = p->gflt[g] ? mq_filter_eval(p->gflt[g], &fm) : 1;
-		if (match < 0)
-			rc = -1;
-		else if (match && linkat(p->logfd[k], key, gfd[later ? ng + g : g],
+	rc = mq_filterset_eval(&p->set, p->gflt, ng, &fm, p->in);
+	for (size_t g = 0; rc == 0 && g < ng; g++)
+		if (p->in[g] && linkat(p->logfd[k], key, gfd[later ? ng + g : g],
 		    later ? dname : key, 0) < 0)
 			rc = mq_err_sys("link message into group");
-	}
 	mq_fmsg_done(&fm);
 	return rc;
 }
@@ -283,6 +284,8 @@ group_filter(mq_pub *p, const char *group, size_t at, mq_filter **out)
 		c = &p->flt[p->nflt++];
 		*c = (struct pub_filter){ .group = name };
 	}
+	/* The combined program may hold the old one. */
+	mq_filterset_free(&p->set);
 	mq_filter_free(c->f);
 	c->f = f;
 	c->ino = st.st_ino;
@@ -304,7 +307,10 @@ open_groups(mq_pub *p, unsigned k, int **gfdp, size_t *ngp)
 	mq_filter **gflt = reallocarray(p->gflt, n ? n : 1, sizeof *gflt);
 	if (gflt)
 		p->gflt = gflt;
-	int rc = gfd && gflt ? 0 : mq_err_sys("malloc");
+	bool *in = reallocarray(p->in, n ? n : 1, sizeof *in);
+	if (in)
+		p->in = in;
+	int rc = gfd && gflt && in ? 0 : mq_err_sys("malloc");
 	for (size_t i = 0; gfd && i < 2 * n; i++)
 		gfd[i] = -1;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -320,6 +326,8 @@ open_groups(mq_pub *p, unsigned k, int **gfdp, size_t *ngp)
 		if (rc == 0)
 			rc = group_filter(p, groups.v[i], i, &p->gflt[i]);
 	}
+	if (rc == 0)
+		rc = mq_filterset_use(&p->set, p->gflt, n);
 	mq_names_free(&groups);
 	if (rc < 0) {
 		close_groups(gfd, n);

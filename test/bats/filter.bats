@@ -315,3 +315,25 @@ EOF
 	assert_equal "$(count_new t other)" 0
 	assert_equal "$(head_field t committed)" 0
 }
+
+@test "many groups' filters run as one program, each keeping its own meaning" {
+	mkgroup t comment --group-filter $'.n > 1 # a comment )]'
+	mkgroup t defs --group-filter 'def big: .n > 2; big'
+	mkgroup t none --group-filter 'empty'
+	mkgroup t fails --group-filter 'error("no")'
+	mkgroup t halts --group-filter 'halt'
+	mkgroup t two --group-filter '.n == 2, true'
+	mkgroup t hdr --group-filter '.n >= 1' --group-match 'Region=eu*'
+	local n
+	for n in 1 2 3; do
+		mq-pub -q -H 'Region: eu-west' t "{\"n\":$n}"
+	done
+	mq-pub -q t 'not json'
+	assert_equal "$(count_new t comment)" 2
+	assert_equal "$(count_new t defs)" 1
+	assert_equal "$(count_new t none)" 0
+	assert_equal "$(count_new t fails)" 0
+	assert_equal "$(count_new t halts)" 0
+	assert_equal "$(count_new t two)" 1
+	assert_equal "$(count_new t hdr)" 3
+}
