@@ -296,7 +296,9 @@ cmd_create(mq_spool *sp, const char *topic, const char *group,
 {
 	/* Checked before anything is made, the topic included. */
 	struct mq_topic_conf tc;
-	if (mq_topic_conf_read(sp, topic, &tc) < 0) {
+	if (mq_is_pattern(topic))
+		mq_topic_conf_default(&tc);     /* the library refuses offsets */
+	else if (mq_topic_conf_read(sp, topic, &tc) < 0) {
 		if (mq_errcode() != EX_NOINPUT)
 			tool_fail();
 		mq_topic_conf_default(&tc);
@@ -416,7 +418,7 @@ main(int argc, char *argv[])
 	if (info)
 		tool_name("group", argv[1]);
 	if (create || delete) {
-		tool_name("topic", argv[1]);
+		tool_topic_or_pattern(argv[1]);
 		tool_name("group", argv[2]);
 	}
 

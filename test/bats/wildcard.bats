@@ -113,3 +113,19 @@ mkwild() {
 	assert_output 'w.a new1'
 	grep -q '^from-time=' "$MQ_SPOOL/topics/w.b/groups/g.conf"
 }
+
+@test "wildcard: mq-group create, list and delete take a pattern" {
+	run -0 mq-group create --ordered 'm.*' g
+	mq-pub -q m.a hi
+	run -0 mq-group list
+	assert_line --regexp '^m\.a +g +ordered +1 +0 +0 +0 +1 +m\.\*$'
+	assert_line --regexp '^m\.\* +g +ordered( +-){5} +m\.\*$'
+	run --separate-stderr mq-group create 'm.*' g
+	assert_equal "$status" 73
+	run --separate-stderr mq-group create --from-offset 0:1 'm.*' g2
+	assert_equal "$status" 64
+	assert_one_line_error mq-group
+	run -0 mq-group delete 'm.*' g
+	run -0 mq-group list
+	assert_output ''
+}
