@@ -186,6 +186,8 @@ mq_sub_close(mq_sub *s)
 {
 	if (!s)
 		return;
+	if (s->nheld)
+		mq_sub_release_held(s, NULL);
 	if (s->gc.ordered)
 		mq_member_leave(s);
 	mq_sub_parts_close(s);

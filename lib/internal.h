@@ -16,8 +16,6 @@
 #define MQ_CHUNK_MAX 4096
 #define MQ_STALE_TMP 3600.0
 
-/* spool.c */
-double mq_mono(void);
 
 /* error.c */
 int mq_err(int code, const char *fmt, ...)

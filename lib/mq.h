@@ -45,6 +45,8 @@ int mq_name_check(const char *kind, const char *name);
 /* Time, in seconds since the epoch; MQ_NOW (seconds, fractional) in the
  * environment overrides the clock for tests. */
 double mq_now(void);
+/* A monotonic clock, in seconds, for measuring waits. */
+double mq_mono(void);
 /* Parse "1.5", "30s", "5m", "2h", "1d" into seconds; -1 on error. */
 int mq_duration_parse(const char *s, double *out);
 /* Parse a point in time: RFC 3339 (2026-11-29T14:20:00Z, offsets too) or
@@ -358,6 +360,41 @@ struct mq_handler_result {
 };
 int mq_sub_run(mq_sub *, struct mq_msg *, const char *cmd, double timeout,
     int capture, struct mq_handler_result *);
+/* Runs the handler for a message and settles it (see mq-sub(1), --exec):
+ * exit 0 acks, after publishing its output lines to publish_to if set;
+ * 75 (or a stop at the end of the grace period) gives it back as a
+ * deferral; anything else, or the timeout, is a failure that comes back
+ * after its backoff, or is dead-lettered at the last attempt; with hold,
+ * a failure stays claimed until mq_sub_release_held.  Takes m.  Returns
+ * the outcome, or -1; *out's note is a one-line warning worth showing
+ * (empty when there is none). */
+struct mq_handling {
+	const char *cmd;
+	double timeout;                  /* seconds; 0: none */
+	double backoff, backoff_max;     /* see mq_backoff */
+	int hold;
+	struct mq_pub *publish_to;
+};
+enum {
+	MQ_HANDLED_ACKED, MQ_HANDLED_RETRY, MQ_HANDLED_DEAD, MQ_HANDLED_HELD,
+	MQ_HANDLED_STOPPED,
+};
+struct mq_handled {
+	int status;                      /* the handler's exit status */
+	char note[512];
+};
+int mq_sub_handle(mq_sub *, struct mq_msg *, const struct mq_handling *,
+    struct mq_handled *out);
+/* Renews the leases of held messages; call it between messages. */
+int mq_sub_keep_held(mq_sub *);
+/* Gives the held messages back (after their backoff); *dead counts
+ * those that went to the dead letters. */
+int mq_sub_release_held(mq_sub *, size_t *dead);
+/* Publishes each line of out as a message of p whose idempotency key is
+ * "<id>.<n>" (the n-th line): the outputs of a message handled twice
+ * exist once. */
+int mq_pub_outputs(struct mq_pub *p, const char *id, const char *out,
+    size_t len);
 /* The delay before the n-th retry: base * 2^(n-1), at most max, with
  * jitter (between half and all of it). */
 double mq_backoff(double base, double max, unsigned n);

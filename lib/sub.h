@@ -32,6 +32,13 @@ struct part {
 	uint64_t own_deadline;          /* ms, of our token when owned */
 };
 
+/* A message whose handler failed, kept claimed (handle.c). */
+struct mq_held {
+	struct mq_msg *m;
+	struct mq_nack how;
+	struct mq_handler_result r;
+};
+
 struct mq_sub {
 	mq_spool *sp;
 	char *name;                     /* the topic, or the wildcard pattern */
@@ -60,6 +67,8 @@ struct mq_sub {
 	char member_name[MQ_MEMBER_MAX + 32];
 	double next_beat;               /* wall clock */
 	bool rebalance;                 /* members or owners changed */
+	struct mq_held *held;           /* failures kept claimed (handle.c) */
+	size_t nheld, capheld;
 };
 
 /* subparts.c */

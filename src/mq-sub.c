@@ -51,7 +51,7 @@ static struct {
 } flt;
 
 static int handler_failed;
-static mq_pub *output;                  /* --publish-to */
+static struct mq_handling handling;     /* --exec */
 
 static volatile sig_atomic_t stopping;
 static int wake_pipe[2] = { -1, -1 };
@@ -111,20 +111,6 @@ settle(mq_sub *sub, struct mq_msg *m, int ok)
 		warnx("%s", mq_errmsg());
 }
 
-/* Without -f a run gives each message one chance: a message its handler
- * refused stays claimed until the run ends, then goes back (after its
- * backoff), so a cron job neither spins on it nor counts a delivery that
- * did not happen. */
-struct refusal {
-	struct mq_msg *m;
-	struct mq_nack how;
-	struct mq_handler_result r;
-};
-static struct {
-	struct refusal *v;
-	size_t n, cap;
-} refused;
-
 static void
 give_back(mq_sub *sub, struct mq_msg *m, const struct mq_nack *how)
 {
@@ -136,120 +122,36 @@ give_back(mq_sub *sub, struct mq_msg *m, const struct mq_nack *how)
 		    m->attempts);
 }
 
-/* Held refusals keep their leases (the heartbeat of a handler that has
- * finished), so a long run does not lose them early. */
-static void
-keep_refused(mq_sub *sub)
-{
-	double lease = mq_sub_lease(sub), now = mq_now();
-	for (size_t i = 0; i < refused.n; i++)
-		if (refused.v[i].m->lease_deadline - now < lease / 3 &&
-		    mq_sub_extend(sub, refused.v[i].m, lease) < 0)
-			warnx("%s", mq_errmsg());
-}
-
-static void
-give_back_refused(mq_sub *sub)
-{
-	for (size_t i = 0; i < refused.n; i++) {
-		struct refusal *f = &refused.v[i];
-		f->how.tail = f->r.tail;
-		give_back(sub, f->m, &f->how);
-		mq_msg_free(f->m);
-	}
-	free(refused.v);
-}
-
-/* Publishes each line the handler printed as a message of the output
- * topic, with an idempotency key derived from the input: a redelivered
- * input whose handler runs again yields the same outputs, which the
- * topic's dedup index drops, so each output exists once. */
-static int
-publish_outputs(const struct mq_msg *in, const char *out, size_t len)
-{
-	size_t n = 0, cap = 0;
-	struct mq_pub_msg *v = NULL;
-	char (*keys)[MQ_ID_LEN + 24] = NULL;
-	for (const char *p = out, *end = out + len; p < end;) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			v = reallocarray(v, cap, sizeof *v);
-			keys = reallocarray(keys, cap, sizeof *keys);
-			if (!v || !keys)
-				err(EX_OSERR, "malloc");
-		}
-		snprintf(keys[n], sizeof *keys, "%s.%zu", in->id, n + 1);
-		v[n] = (struct mq_pub_msg){ .partition = -1, .body = p, .len = l,
-		    .idempotency_key = keys[n] };
-		n++;
-		p += l + 1;
-	}
-	char (*ids)[MQ_ID_LEN + 1] = reallocarray(NULL, n ? n : 1, sizeof *ids);
-	if (!ids)
-		err(EX_OSERR, "malloc");
-	int rc = mq_pub_send(output, v, n, MQ_SYNC_BATCH, ids) == n ? 0 : -1;
-	free(ids);
-	free(keys);
-	free(v);
-	return rc;
-}
-
-/* Runs the handler for one message and settles it: exit 0 acks (after
- * publishing its output with --publish-to), 75 asks for it again later
- * (not a failure), anything else is a failure that comes back after a
- * backoff, or goes to the dead letters at the last. */
+/* Without -f a run gives each message one chance: a message its handler
+ * refused stays claimed (held) until the run ends. */
 static void
 handle(mq_sub *sub, struct mq_msg *m)
 {
-	struct refusal f = { .m = m };
-	if (mq_sub_run(sub, m, opt.exec, opt.handler_timeout,
-	    opt.publish_to != NULL, &f.r) < 0)
+	struct mq_handled h;
+	char id[MQ_ID_LEN + 1];
+	unsigned attempts = m->attempts;
+	snprintf(id, sizeof id, "%s", m->id);
+	int rc = mq_sub_handle(sub, m, &handling, &h);
+	if (h.note[0])
+		warnx("%s", h.note);
+	else if (rc < 0)
 		warnx("%s", mq_errmsg());
-	/* An output that can never be published (too large, say) fails the
-	 * input; one that cannot be published now defers it. */
-	if (f.r.status == 0 && opt.publish_to &&
-	    publish_outputs(m, f.r.out, f.r.out_len) < 0) {
-		warnx("--publish-to: %s", mq_errmsg());
-		f.r.status = mq_errcode() == EX_DATAERR ? EX_DATAERR : EX_TEMPFAIL;
-	}
-	free(f.r.out);
-	f.r.out = NULL;
-	/* A handler stopped after its timeout failed, whatever it exited
-	 * with then. */
-	if (f.r.status == 0 && !f.r.timed_out) {
-		settle(sub, m, 1);
-		mq_msg_free(m);
-		return;
-	}
-	f.how.status = f.r.status;
-	/* Stopped at the end of the grace period: not the message's fault. */
-	f.how.deferred = !f.r.timed_out &&
-	    (f.r.status == EX_TEMPFAIL || f.r.stopped);
-	if (f.r.stopped) {
+	if (rc == MQ_HANDLED_DEAD)
+		warnx("message %s dead-lettered after %u deliveries", id,
+		    attempts);
+	if (rc == MQ_HANDLED_HELD || rc == MQ_HANDLED_STOPPED)
 		handler_failed = 1;
-		give_back(sub, m, &f.how);
-		mq_msg_free(m);
-		return;
-	}
-	f.how.detail = f.r.timed_out ? "handler timed out" : NULL;
-	f.how.tail_len = f.r.tail_len;
-	f.how.delay = mq_backoff(opt.backoff, opt.backoff_max, m->attempts);
-	if (opt.follow) {
-		f.how.tail = f.r.tail;
-		give_back(sub, m, &f.how);
-		mq_msg_free(m);
-		return;
-	}
-	handler_failed = 1;
-	if (refused.n == refused.cap) {
-		refused.cap = refused.cap ? refused.cap * 2 : 16;
-		refused.v = reallocarray(refused.v, refused.cap, sizeof *refused.v);
-		if (!refused.v)
-			err(EX_OSERR, "malloc");
-	}
-	refused.v[refused.n++] = f;
+}
+
+static void
+release_held(mq_sub *sub)
+{
+	size_t dead;
+	if (mq_sub_release_held(sub, &dead) < 0)
+		warnx("%s", mq_errmsg());
+	if (dead)
+		warnx("%zu message%s dead-lettered after their last delivery",
+		    dead, dead == 1 ? "" : "s");
 }
 
 /* --match and --group-match: appends a condition. */
@@ -284,14 +186,6 @@ skip_unmatched(mq_sub *sub, struct mq_msg **batch, size_t n)
 	return keep;
 }
 
-static double
-mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Receives up to max messages: waits up to timeout for the first, then
  * takes what is already pending. */
 static size_t
@@ -305,7 +199,7 @@ receive(mq_sub *sub, double timeout, struct mq_msg **batch, size_t max)
 				settle(sub, batch[i], 0);
 				mq_msg_free(batch[i]);
 			}
-			give_back_refused(sub);
+			release_held(sub);
 			tool_fail();
 		}
 		if (rc == 0)
@@ -320,17 +214,18 @@ consume(mq_sub *sub)
 {
 	struct mq_msg *batch[BATCH];
 	unsigned long delivered = 0;
-	double deadline = mono() + opt.timeout;
+	double deadline = mq_mono() + opt.timeout;
 	while (!stopping && (!opt.count || delivered < opt.count)) {
 		double timeout = opt.follow ? (opt.timeout > 0 ? opt.timeout : -1) :
 		    delivered ? 0 : opt.timeout;
 		/* -t bounds the wait for a first message that matches. */
 		if (flt.f && !opt.follow && !delivered)
-			timeout = fmax(0, deadline - mono());
+			timeout = fmax(0, deadline - mq_mono());
 		size_t max = opt.exec ? 1 : BATCH;
 		if (opt.count && opt.count - delivered < max)
 			max = opt.count - delivered;
-		keep_refused(sub);
+		if (mq_sub_keep_held(sub) < 0)
+			warnx("%s", mq_errmsg());
 		size_t n = receive(sub, timeout, batch, max);
 		if (n == 0)
 			break;
@@ -366,7 +261,7 @@ consume(mq_sub *sub)
 		}
 		delivered += n;
 	}
-	give_back_refused(sub);
+	release_held(sub);
 	return delivered;
 }
 
@@ -594,14 +489,17 @@ main(int argc, char *argv[])
 	mq_sub *sub = mq_sub_open(sp, argv[0], opt.group, &so);
 	if (!sub)
 		tool_fail();
-	if (opt.publish_to && !(output = mq_pub_open(sp, opt.publish_to,
-	    MQ_CREATE)))
+	handling = (struct mq_handling){ .cmd = opt.exec,
+	    .timeout = opt.handler_timeout, .backoff = opt.backoff,
+	    .backoff_max = opt.backoff_max, .hold = !opt.follow };
+	if (opt.publish_to && !(handling.publish_to = mq_pub_open(sp,
+	    opt.publish_to, MQ_CREATE)))
 		tool_fail();
 	/* A batch is flushed whole before it is acked; one write suits it. */
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 	unsigned long delivered = consume(sub);
-	mq_pub_close(output);
+	mq_pub_close(handling.publish_to);
 	mq_filter_free(flt.f);
 	mq_sub_close(sub);
 	mq_spool_close(sp);
