@@ -86,6 +86,16 @@ conf_path(const char *pattern, const char *group, char *buf, size_t len)
 	return mq_path(buf, len, "wildcards/%s/%s.conf", pattern, group);
 }
 
+/* Checks both names, then makes the conf's path. */
+static int
+checked_conf_path(const char *pattern, const char *group, char *buf,
+    size_t len)
+{
+	if (mq_pattern_check(pattern) < 0 || mq_name_check("group", group) < 0)
+		return -1;
+	return conf_path(pattern, group, buf, len);
+}
+
 /* Reads a subscription's conf; its filter and header conditions point
  * into *kv and *match (free both). */
 static int
@@ -192,8 +202,7 @@ int
 mq_wildcard_unsubscribe(mq_spool *sp, const char *pattern, const char *group)
 {
 	char p[2 * MQ_NAME_MAX + 32];
-	if (mq_pattern_check(pattern) < 0 || mq_name_check("group", group) < 0 ||
-	    conf_path(pattern, group, p, sizeof p) < 0)
+	if (checked_conf_path(pattern, group, p, sizeof p) < 0)
 		return -1;
 	if (unlinkat(sp->fd, p, 0) < 0)
 		return errno == ENOENT ? mq_err(EX_NOINPUT, "no group '%s' on "
@@ -255,8 +264,7 @@ int
 mq_wildcard_exists(mq_spool *sp, const char *pattern, const char *group)
 {
 	char p[2 * MQ_NAME_MAX + 32];
-	if (mq_pattern_check(pattern) < 0 || mq_name_check("group", group) < 0 ||
-	    conf_path(pattern, group, p, sizeof p) < 0)
+	if (checked_conf_path(pattern, group, p, sizeof p) < 0)
 		return -1;
 	return faccessat(sp->fd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }

@@ -209,14 +209,16 @@ assert_usage_output() {
 }
 
 # mkgroup TOPIC GROUP [OPTIONS...]: subscribe GROUP (mq-sub with nothing
-# pending exits 1).
+# pending exits 1); TOPIC may be a wildcard pattern.
 mkgroup() {
-	local t=$1 g=$2
+	local t=$1 g=$2 conf
 	shift 2
 	run mq-sub -g "$g" "$@" "$t"
 	assert_equal "$status" 1
 	assert_equal "$output" ""
-	[[ -f $MQ_SPOOL/topics/$t/groups/$g.conf ]] || fail "group $g not created"
+	conf=$MQ_SPOOL/topics/$t/groups/$g.conf
+	[[ $t == *[*\>]* ]] && conf=$MQ_SPOOL/wildcards/$t/$g.conf
+	[[ -f $conf ]] || fail "group $g not created"
 }
 
 # body_of FILE: the body of a message file (everything after the first

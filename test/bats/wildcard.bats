@@ -3,18 +3,8 @@
 
 load helper
 
-# mkwild PATTERN GROUP [OPTIONS...]: subscribe GROUP to PATTERN.
-mkwild() {
-	local t=$1 g=$2
-	shift 2
-	run mq-sub -g "$g" "$@" "$t"
-	assert_equal "$status" 1
-	assert_equal "$output" ""
-	[[ -f $MQ_SPOOL/wildcards/$t/$g.conf ]] || fail "subscription $g not made"
-}
-
 @test "wildcard: a subscription made before the topics gets theirs, not others'" {
-	mkwild 'orders.*' w
+	mkgroup 'orders.*' w
 	mq-pub -q orders.eu eu1
 	mq-pub -q orders.us us1
 	mq-pub -q orders.eu.paid deep
@@ -30,7 +20,7 @@ mkwild() {
 
 @test "wildcard: made after the topics, it gets what is published from then on" {
 	mq-pub -q orders.eu old
-	mkwild 'orders.>' w
+	mkgroup 'orders.>' w
 	mq-pub -q orders.eu new
 	mq-pub -q orders.eu.paid deep
 	mq-pub -q orders other
@@ -39,7 +29,7 @@ mkwild() {
 }
 
 @test "wildcard: a running consumer picks up a topic created later" {
-	mkwild 'logs.*' w
+	mkgroup 'logs.*' w
 	spawn "$TD/out" mq-sub -f -g w -F '%t %s\n' 'logs.*'
 	sleep 0.2
 	mq-pub -q logs.a one
@@ -49,7 +39,7 @@ mkwild() {
 }
 
 @test "wildcard: receipts name the message's topic" {
-	mkwild 'a.*' w
+	mkgroup 'a.*' w
 	mq-pub -q a.x hello
 	run -0 mq-sub -g w --manual -F '%t %r' 'a.*'
 	local topic=${output%% *} receipt=${output#* }
@@ -59,7 +49,7 @@ mkwild() {
 }
 
 @test "wildcard: an ordered wildcard group keeps each partition's order" {
-	mkwild 'o.*' w --ordered
+	mkgroup 'o.*' w --ordered
 	seq 1 50 | mq-pub -q -l o.a
 	seq 1 50 | mq-pub -q -l o.b
 	run -0 mq-sub -g w -F '%t %s\n' 'o.*'
@@ -70,7 +60,7 @@ mkwild() {
 
 @test "wildcard: unsubscribing removes the groups it made and only those" {
 	mkgroup u.b w
-	mkwild 'u.*' w
+	mkgroup 'u.*' w
 	mq-pub -q u.a one
 	grep -qx 'pattern=u.\*' "$MQ_SPOOL/topics/u.a/groups/w.conf"
 	run -0 mq-sub -g w --unsubscribe 'u.*'
@@ -93,7 +83,7 @@ mkwild() {
 }
 
 @test "wildcard: 1,000 subscriptions on other patterns do not reach a topic" {
-	mkwild 'hot.*' w
+	mkgroup 'hot.*' w
 	for n in $(seq 1 1000); do
 		mkdir -p "$MQ_SPOOL/wildcards/other$n.*"
 		: >"$MQ_SPOOL/wildcards/other$n.*/g.conf"
