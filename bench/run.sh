@@ -239,7 +239,7 @@ fanout_table() {
 	done
 	# The filter's cost per group and message: all-match less no filter
 	# (the same links), less the difference of the one-message runs (the
-	# compiles, once per process).
+	# compile, once per process).
 	for g in $FAN_GROUPS; do
 		f=$(fmed "fan.$g.all") b=$(fmed "fan.$g.plain")
 		awk -v l="  context: jq filter cost, G=$g" \
@@ -255,7 +255,7 @@ fanout_table() {
 		    "  context: mq-pub of one message, G=$g" "" \
 		    "$(kv "$W/res/fan.one.$g.plain" seconds)" \
 		    "$(kv "$W/res/fan.one.$g.all" seconds)" \
-		    "s, no filter | jq filters (start-up; with jq, $g compiles)"
+		    "s, no filter | jq filters (start-up; with jq, one compile of $g filters)"
 	done
 }
 
