@@ -7,7 +7,7 @@ MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 
-PKGS = libbsd-overlay jansson libxxhash libarchive
+PKGS = libbsd-overlay jansson libxxhash libarchive libsodium
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
 
@@ -22,7 +22,7 @@ LDLIBS += $(PKG_LIBS) -ljq -lm
 # which keeps fork() for --exec handlers cheap.
 override LDFLAGS := -Wl,--as-needed $(LDFLAGS)
 
-TOOLS = mq-pub mq-sub mq-ack mq-topic mq-dlq mq-group
+TOOLS = mq-pub mq-sub mq-ack mq-topic mq-dlq mq-group mq-replicate
 LIB_SRC = $(wildcard lib/*.c)
 LIB_OBJ = $(LIB_SRC:.c=.o)
 TOOL_OBJ = src/tool.o

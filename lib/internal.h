@@ -272,6 +272,9 @@ int mq_wildcard_unsubscribe(mq_spool *, const char *pattern,
     const char *group);
 int mq_wildcard_exists(mq_spool *, const char *pattern, const char *group);
 
+/* keys.c */
+int mq_crypto_init(void);
+
 /* receipt.c */
 int mq_receipt_make(const char *topic, const char *group, unsigned k,
     const char *curname, char **out);

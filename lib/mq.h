@@ -453,6 +453,45 @@ int mq_dlq_export(mq_spool *, const char *topic, const char *group,
     const char *path, size_t *count);
 int mq_dlq_import(mq_spool *, const char *path, size_t *count);
 
+/* Replication keys (see mq-replicate(1)): an Ed25519 key pair per spool
+ * in SPOOL/replicate/, and the public keys of the peers it accepts. */
+#define MQ_PUBKEY_BYTES 32
+#define MQ_PUBKEY_HEX 64
+struct mq_identity {
+	unsigned char pk[MQ_PUBKEY_BYTES];
+	unsigned char sk[64];
+};
+/* Makes a key pair (name: a label for key.pub, NULL: the host name);
+ * refuses to replace a key unless replace.  pub gets the public key. */
+int mq_keys_generate(mq_spool *, const char *name, int replace,
+    char pub[MQ_PUBKEY_HEX + 1]);
+int mq_identity_load(mq_spool *, struct mq_identity *);
+void mq_identity_forget(struct mq_identity *);
+int mq_pubkey_parse(const char *hex, unsigned char pk[MQ_PUBKEY_BYTES]);
+void mq_pubkey_hex(const unsigned char pk[MQ_PUBKEY_BYTES],
+    char out[MQ_PUBKEY_HEX + 1]);
+/* 1 (its name in name), 0 not authorized, -1 error. */
+int mq_peer_authorized(mq_spool *, const unsigned char pk[MQ_PUBKEY_BYTES],
+    char *name, size_t len);
+/* Adds a peer: 1 added, 0 it was there. */
+int mq_peer_authorize(mq_spool *, const char *hex, const char *name);
+
+/* The channel between two replication peers over a pair of descriptors:
+ * frames of at most MQ_FRAME_MAX bytes.  With an identity (me) a
+ * handshake authenticates both ends against their spools'
+ * authorized_peers and encrypts every frame; without one (over ssh) the
+ * frames are plain.  See mq-replicate(1). */
+#define MQ_FRAME_MAX (MQ_MESSAGE_MAX_LIMIT + 1024 * 1024)
+typedef struct mq_link mq_link;
+mq_link *mq_link_open(int in, int out, mq_spool *, const struct mq_identity *me,
+    int initiator);
+/* The peer's long-term key (NULL on a plain link) and its name. */
+const unsigned char *mq_link_peer(const mq_link *, const char **name);
+int mq_link_send(mq_link *, const void *buf, size_t len);
+/* 1 with *buf (valid until the next call) and *len, 0 at the end. */
+int mq_link_recv(mq_link *, const void **buf, size_t *len);
+void mq_link_close(mq_link *);
+
 /* Output of a message: JSON object on one line, or a kcat-style format
  * (see mq-sub(1)).  mq_format_check validates a format string. */
 int mq_msg_write_json(const struct mq_msg *, FILE *);
