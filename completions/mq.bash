@@ -1,4 +1,5 @@
-# bash completion for mq-pub, mq-sub, mq-ack, mq-topic, mq-dlq and mq-group.
+# bash completion for mq-pub, mq-sub, mq-ack, mq-topic, mq-dlq, mq-group and
+# mq-replicate.
 #
 # Topics and groups are read from the spool: the value of -s on the command
 # line, else $MQ_SPOOL, else ${XDG_STATE_HOME:-$HOME/.local/state}/mq.  See
@@ -382,9 +383,36 @@ _mq_dlq()
 	fi
 }
 
+_mq_replicate()
+{
+	local cur prev
+	_mq_cur_prev
+	_mq_parse "-s --name"
+	case $prev in
+	-s)
+		_mq_dirs "$cur"
+		return ;;
+	--name)
+		return ;;
+	esac
+	local cmd=${_mq_args[0]}
+	# Options may come before or after the command (getopt_long permutes).
+	if [[ $cur == -* ]]; then
+		case $cmd in
+		keygen) _mq_reply $'-s\n--force\n--name' "$cur" ;;
+		'')     _mq_reply $'-s\n--help' "$cur" ;;
+		*)      _mq_reply $'-s' "$cur" ;;
+		esac
+	elif [[ -z $cmd ]]; then
+		_mq_reply $'keygen\npubkey\nauthorize' "$cur"
+	fi
+	# authorize PUBKEY [NAME]: nothing to offer.
+}
+
 complete -F _mq_pub mq-pub
 complete -F _mq_sub mq-sub
 complete -F _mq_ack mq-ack
 complete -F _mq_topic mq-topic
 complete -F _mq_dlq mq-dlq
 complete -F _mq_group mq-group
+complete -F _mq_replicate mq-replicate

@@ -77,13 +77,38 @@ write_private(mq_spool *sp, const char *path, const char *text, mode_t mode,
 	return mq_fsync_at(sp->fd, "replicate");
 }
 
+/* Makes replicate/ (synced into the spool) and removes key files a
+ * crash left in tmp/: they may hold a secret key. */
+static int
+replicate_dir(mq_spool *sp)
+{
+	if (faccessat(sp->fd, "replicate", F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+	    (mq_mkdir(sp->fd, "replicate") < 0 || mq_fsync_fd(sp->fd) < 0))
+		return -1;
+	int fd = openat(sp->fd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	struct mq_names l = { 0 };
+	if (fd >= 0 && mq_names_read(fd, NULL, &l) == 0)
+		for (size_t i = 0; i < l.n; i++) {
+			struct stat st;
+			if (!strncmp(l.v[i], "key.", 4) &&
+			    fstatat(fd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    mq_now() - (double)st.st_mtime > 60)
+				unlinkat(fd, l.v[i], 0);
+		}
+	mq_names_free(&l);
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
 int
 mq_keys_generate(mq_spool *sp, const char *name, int replace,
     char pub[MQ_PUBKEY_HEX + 1])
 {
 	unsigned char pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
 	char skhex[2 * sizeof sk + 1], text[2 * sizeof sk + 128];
-	if (mq_crypto_init() < 0 || mq_mkdir(sp->fd, "replicate") < 0)
+	if (mq_crypto_init() < 0 || replicate_dir(sp) < 0)
 		return -1;
 	if (name && (!*name || strpbrk(name, " \t\n\r") || strlen(name) > 64))
 		return mq_err(EX_USAGE, "a key name is 1 to 64 characters, no "
@@ -171,6 +196,9 @@ mq_peer_authorized(mq_spool *sp, const unsigned char pk[MQ_PUBKEY_BYTES],
 	for (char *line = buf, *end = buf + blen; !found && line < end;) {
 		char *nl = memchr(line, '\n', (size_t)(end - line));
 		char *e = nl ? nl : end;
+		while (e > line && (e[-1] == '\r' || e[-1] == ' ' ||
+		    e[-1] == '\t'))
+			e--;    /* a file edited elsewhere */
 		if (e - line >= MQ_PUBKEY_HEX && *line != '#' &&
 		    !strncasecmp(line, want, MQ_PUBKEY_HEX) &&
 		    (e - line == MQ_PUBKEY_HEX || line[MQ_PUBKEY_HEX] == ' ' ||
@@ -200,7 +228,7 @@ mq_peer_authorize(mq_spool *sp, const char *hex, const char *name)
 	int rc = mq_peer_authorized(sp, pk, n, sizeof n);
 	if (rc != 0)
 		return rc < 0 ? -1 : 0;
-	if (mq_mkdir(sp->fd, "replicate") < 0)
+	if (replicate_dir(sp) < 0)
 		return -1;
 	char *old = NULL, *text;
 	size_t olen = 0;

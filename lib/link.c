@@ -37,6 +37,7 @@
 struct mq_link {
 	int in, out;
 	int secure;
+	int ended;                      /* the peer's final frame came */
 	crypto_secretstream_xchacha20poly1305_state tx, rx;
 	unsigned char peer[MQ_PUBKEY_BYTES];
 	char peer_name[128];
@@ -265,12 +266,32 @@ mq_link_send(mq_link *l, const void *buf, size_t len)
 	return rc;
 }
 
+/* The last frame of a secure link says so (the final tag), so that a
+ * connection cut between two frames is not taken for an orderly end. */
+int
+mq_link_end(mq_link *l)
+{
+	if (!l->secure)
+		return 0;
+	unsigned char c[crypto_secretstream_xchacha20poly1305_ABYTES];
+	crypto_secretstream_xchacha20poly1305_push(&l->tx, c, NULL, NULL, 0,
+	    NULL, 0, crypto_secretstream_xchacha20poly1305_TAG_FINAL);
+	return send_raw(l, c, sizeof c);
+}
+
 int
 mq_link_recv(mq_link *l, const void **buf, size_t *len)
 {
-	size_t n, over = l->secure ?
+	size_t n = 0, over = l->secure ?
 	    crypto_secretstream_xchacha20poly1305_ABYTES : 0;
+	*buf = NULL;
+	*len = 0;
+	if (l->ended)
+		return 0;
 	int rc = recv_raw(l, MQ_FRAME_MAX + over, &n);
+	if (rc == 0 && l->secure)
+		return mq_err(EX_PROTOCOL, "peer: the connection ended without "
+		    "its final frame");
 	if (rc <= 0 || !l->secure) {
 		*buf = l->buf;
 		*len = n;
@@ -291,6 +312,10 @@ mq_link_recv(mq_link *l, const void **buf, size_t *len)
 	    &tag, l->buf, n, NULL, 0) != 0)
 		return mq_err(EX_PROTOCOL, "peer: a frame failed authentication "
 		    "(changed in transit?)");
+	if (tag == crypto_secretstream_xchacha20poly1305_TAG_FINAL) {
+		l->ended = 1;
+		return 0;
+	}
 	*buf = l->plain;
 	*len = (size_t)plen;
 	return 1;

@@ -488,8 +488,11 @@ mq_link *mq_link_open(int in, int out, mq_spool *, const struct mq_identity *me,
 /* The peer's long-term key (NULL on a plain link) and its name. */
 const unsigned char *mq_link_peer(const mq_link *, const char **name);
 int mq_link_send(mq_link *, const void *buf, size_t len);
-/* 1 with *buf (valid until the next call) and *len, 0 at the end. */
+/* 1 with *buf (valid until the next call) and *len, 0 at the end (on
+ * a secure link: the peer's mq_link_end; a cut connection is an error). */
 int mq_link_recv(mq_link *, const void **buf, size_t *len);
+/* Sends the final frame of a secure link (nothing on a plain one). */
+int mq_link_end(mq_link *);
 void mq_link_close(mq_link *);
 
 /* Output of a message: JSON object on one line, or a kcat-style format

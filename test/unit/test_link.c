@@ -127,9 +127,26 @@ main(void)
 			    r1, len, mq_errmsg());
 	}
 	ok(good, "20 frames (empty to 1 MiB) echoed whole and in order");
+	ok(l && mq_link_end(l) == 0, "the final frame sent");
 	mq_link_close(l);
 	close(sv[0]);
 	ok(child_status(pid) == 0, "the responder saw an orderly end");
+
+	/* 1b. A connection cut without the final frame is no orderly end. */
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	if ((pid = fork()) == 0) {
+		close(sv[0]);
+		respond(sv[1], b, &ib);
+	}
+	close(sv[1]);
+	l = mq_link_open(sv[0], sv[0], a, &ia, 1);
+	const void *echo;
+	size_t elen;
+	ok(l && mq_link_send(l, "x", 1) == 0 &&
+	    mq_link_recv(l, &echo, &elen) == 1, "a frame, then the cut");
+	mq_link_close(l);
+	close(sv[0]);
+	ok(child_status(pid) == EX_PROTOCOL, "the responder saw the cut");
 
 	/* 2. c is not in b's authorized_peers: refused by b, before any
 	 * frame. */
