@@ -49,6 +49,23 @@ respond(int fd, mq_spool *sp, const struct mq_identity *id)
 	_exit(rc < 0 ? mq_errcode() : 0);
 }
 
+/* Starts a responder for spool sp in a child; *fd gets our end. */
+static pid_t
+responder(mq_spool *sp, const struct mq_identity *id, int *fd)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		exit(1);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		respond(sv[1], sp, id);
+	}
+	close(sv[1]);
+	*fd = sv[0];
+	return pid;
+}
+
 static int
 child_status(pid_t pid)
 {
@@ -96,13 +113,7 @@ main(void)
 
 	/* 1. Both authorized: frames go both ways, whole and in order. */
 	int sv[2];
-	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(sv[0]);
-		respond(sv[1], b, &ib);
-	}
-	close(sv[1]);
+	pid_t pid = responder(b, &ib, &sv[0]);
 	mq_link *l = mq_link_open(sv[0], sv[0], a, &ia, 1);
 	ok(l != NULL, "handshake between authorized peers");
 	const char *name = NULL;
@@ -133,12 +144,7 @@ main(void)
 	ok(child_status(pid) == 0, "the responder saw an orderly end");
 
 	/* 1b. A connection cut without the final frame is no orderly end. */
-	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
-	if ((pid = fork()) == 0) {
-		close(sv[0]);
-		respond(sv[1], b, &ib);
-	}
-	close(sv[1]);
+	pid = responder(b, &ib, &sv[0]);
 	l = mq_link_open(sv[0], sv[0], a, &ia, 1);
 	const void *echo;
 	size_t elen;
@@ -151,12 +157,7 @@ main(void)
 	/* 2. c is not in b's authorized_peers: refused by b, before any
 	 * frame. */
 	mq_peer_authorize(c, pb, NULL);
-	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
-	if ((pid = fork()) == 0) {
-		close(sv[0]);
-		respond(sv[1], b, &ib);
-	}
-	close(sv[1]);
+	pid = responder(b, &ib, &sv[0]);
 	l = mq_link_open(sv[0], sv[0], c, &ic, 1);
 	ok(!l && mq_errcode() == EX_NOPERM, "an unknown key is refused: %s",
 	    mq_errmsg());
@@ -166,12 +167,7 @@ main(void)
 	/* 3. An impostor shows a's public key without a's secret key. */
 	struct mq_identity fake = ic;
 	memcpy(fake.pk, ia.pk, sizeof fake.pk);
-	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
-	if ((pid = fork()) == 0) {
-		close(sv[0]);
-		respond(sv[1], b, &ib);
-	}
-	close(sv[1]);
+	pid = responder(b, &ib, &sv[0]);
 	mq_peer_authorize(c, pb, NULL);
 	l = mq_link_open(sv[0], sv[0], c, &fake, 1);
 	close(sv[0]);
