@@ -319,3 +319,22 @@ uniq_lines() {
 	in_order "$TD/a"
 	in_order "$TD/b"
 }
+
+@test "ordered: a delayed message joins the order when due; a redriven one comes next" {
+	mq-topic create t
+	mkgroup t og --ordered --max-attempts 1
+	mq-pub -q --delay 0.6 t late
+	mq-pub -q t now
+	run -0 mq-sub -g og -F '%s\n' t
+	assert_output now
+	run -0 mq-sub -g og -t 3 -n 1 -F '%s\n' t
+	assert_output late
+	# Dead-letter one, publish behind it, redrive it: it is delivered
+	# before what was published after it.
+	printf '%s\n' bad next | mq-pub -q -l t
+	run mq-sub -g og -n 1 --exec 'exit 1' t
+	assert_equal "$(mq-dlq count -g og t)" 1
+	run -0 mq-dlq -g og redrive t
+	run -0 mq-sub -g og -F '%s\n' t
+	assert_output $'bad\nnext'
+}
