@@ -303,18 +303,6 @@ mq_group_stat_fill(const struct mq_topic *t, struct mq_group_stat *st)
 	return 0;
 }
 
-static bool
-is_group_conf(const char *name)
-{
-	size_t len = strlen(name);
-	char stem[MQ_NAME_MAX + 1];
-	if (len <= 5 || len - 5 > MQ_NAME_MAX || strcmp(name + len - 5, ".conf"))
-		return false;
-	memcpy(stem, name, len - 5);
-	stem[len - 5] = 0;
-	return mq_name_check("group", stem) == 0;
-}
-
 static int
 ref_push(struct mq_group_ref **v, size_t *n, const char *topic,
     const char *group, int wildcard, int ordered)
@@ -351,17 +339,17 @@ list_wildcards(mq_spool *sp, const char *glob, struct mq_group_ref **v,
 		struct mq_names l = { 0 };
 		int pfd = opendir_at(wfd, pats.v[i]);
 		if (pfd >= 0)
-			rc = mq_names_read(pfd, is_group_conf, &l);
+			rc = mq_group_names_read(pfd, &l);
 		for (size_t j = 0; rc == 0 && j < l.n; j++) {
 			struct mq_conf kv;
-			const char *mode;
-			int ordered = 0;
-			if (mq_conf_read(pfd, l.v[j], &kv) == 0) {
-				mode = mq_conf_get(&kv, "mode");
-				ordered = mode && !strcmp(mode, "ordered");
+			struct mq_group_conf gc = { 0 };
+			char conf[MQ_NAME_MAX + 8];
+			snprintf(conf, sizeof conf, "%s.conf", l.v[j]);
+			if (mq_conf_read(pfd, conf, &kv) == 0) {
+				mq_group_conf_parse(&kv, &gc);
 				mq_conf_free(&kv);
 			}
-			l.v[j][strlen(l.v[j]) - 5] = 0;
+			int ordered = gc.ordered;
 			rc = ref_push(v, n, pats.v[i], l.v[j], 1, ordered);
 		}
 		mq_names_free(&l);

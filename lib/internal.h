@@ -130,6 +130,7 @@ int mq_topic_open(mq_spool *, const char *name, int create, struct mq_topic *);
 void mq_topic_close(struct mq_topic *);
 int mq_topic_conf_parse(const struct mq_conf *, struct mq_topic_conf *);
 int mq_groups_read(const struct mq_topic *, struct mq_names *);
+int mq_group_names_read(int dirfd, struct mq_names *);
 int mq_lock_all(const struct mq_topic *, int *fds);
 void mq_unlock_all(const struct mq_topic *, int *fds);
 int mq_partition_build(int tfd, unsigned k, const char *place);

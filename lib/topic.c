@@ -316,16 +316,25 @@ is_group_conf(const char *name)
 	return mq_name_check("group", stem) == 0;
 }
 
+/* The groups whose <group>.conf is in a directory (a topic's groups/,
+ * or a wildcard subscription's pattern directory), by name. */
+int
+mq_group_names_read(int dirfd, struct mq_names *l)
+{
+	int rc = mq_names_read(dirfd, is_group_conf, l);
+	for (size_t i = 0; rc == 0 && i < l->n; i++)
+		l->v[i][strlen(l->v[i]) - 5] = 0;
+	return rc;
+}
+
 int
 mq_groups_read(const struct mq_topic *t, struct mq_names *l)
 {
 	int gfd = mq_dir_open(t->fd, "groups");
 	if (gfd < 0)
 		return -1;
-	int rc = mq_names_read(gfd, is_group_conf, l);
+	int rc = mq_group_names_read(gfd, l);
 	close(gfd);
-	for (size_t i = 0; rc == 0 && i < l->n; i++)
-		l->v[i][strlen(l->v[i]) - 5] = 0;
 	return rc;
 }
 

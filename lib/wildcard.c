@@ -269,13 +269,6 @@ mq_wildcard_exists(mq_spool *sp, const char *pattern, const char *group)
 	return faccessat(sp->fd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-static bool
-is_conf(const char *name)
-{
-	size_t n = strlen(name);
-	return n > 5 && !strcmp(name + n - 5, ".conf");
-}
-
 /* Joins a new topic to every subscription whose pattern matches it. */
 int
 mq_wildcard_topic_created(mq_spool *sp, const char *topic)
@@ -292,9 +285,8 @@ mq_wildcard_topic_created(mq_spool *sp, const char *topic)
 			continue;
 		struct mq_names groups = { 0 };
 		int pfd = mq_dir_open(wfd, pats.v[i]);
-		rc = pfd < 0 ? -1 : mq_names_read(pfd, is_conf, &groups);
+		rc = pfd < 0 ? -1 : mq_group_names_read(pfd, &groups);
 		for (size_t j = 0; rc == 0 && j < groups.n; j++) {
-			groups.v[j][strlen(groups.v[j]) - 5] = 0;
 			if (join(sp, pats.v[i], groups.v[j], topic, 1) < 0 &&
 			    mq_errcode() != EX_NOINPUT)
 				rc = -1;
