@@ -450,11 +450,7 @@ claim_new(mq_sub *s, struct part *p, const char *name, struct mq_entry *e,
 {
 	e->attempts++;
 	e->deadline_ms = (uint64_t)((mq_now() + s->lease) * 1000);
-	mq_hex_random(e->token, 8);
-	e->claimed = 1;
-	if (mq_entry_cur_name(e, cur, len) < 0)
-		return -1;
-	if (renameat(p->d.newfd, name, p->d.curfd, cur) < 0) {
+	if (mq_claim_move(p->d.newfd, name, p->d.curfd, e, 1, cur, len) < 0) {
 		if (errno == ENOENT)
 			return 0;
 		return mq_err_sys("claim");

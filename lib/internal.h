@@ -95,6 +95,7 @@ struct mq_entry {
 int mq_entry_parse(const char *name, struct mq_entry *);
 int mq_entry_new_name(const struct mq_entry *, char *buf, size_t len);
 int mq_entry_cur_name(const struct mq_entry *, char *buf, size_t len);
+unsigned mq_entry_failures(const struct mq_entry *);
 int mq_entry_delay_name(const struct mq_entry *, uint64_t due_ms, char *buf,
     size_t len);
 int mq_delay_parse(const char *name, uint64_t *due_ms, struct mq_entry *);
@@ -244,6 +245,8 @@ int mq_claim_return(const struct mq_topic *, unsigned k, const char *group,
     const struct mq_group_conf *);
 int mq_claim_reject(const struct mq_topic *, unsigned k, const char *group,
     const struct mq_gdirs *, const char *curname, const struct mq_why *);
+int mq_claim_move(int fromfd, const char *from, int curfd, struct mq_entry *,
+    int fresh, char *out, size_t len);
 int mq_claim_find(const struct mq_gdirs *, const char *curname, char *out,
     size_t len);
 int mq_claim_extend(const struct mq_gdirs *, const char *curname,

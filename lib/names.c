@@ -210,6 +210,13 @@ mq_entry_cur_name(const struct mq_entry *e, char *buf, size_t len)
 	    e->deadline_ms, e->token);
 }
 
+/* Failed deliveries: attempts less those deferred ("again later"). */
+unsigned
+mq_entry_failures(const struct mq_entry *e)
+{
+	return e->attempts - e->deferred;
+}
+
 int
 mq_entry_delay_name(const struct mq_entry *e, uint64_t due_ms, char *buf,
     size_t len)

@@ -147,14 +147,10 @@ mq_member_join(mq_sub *s)
 	    *host ? host : "host");
 	if ((s->membersfd = members_dir(s)) < 0 || member_file(s) < 0)
 		return -1;
-	if (s->ifd >= 0) {
-		char path[64];
-		snprintf(path, sizeof path, "/proc/self/fd/%d", s->membersfd);
-		s->wd_members = inotify_add_watch(s->ifd, path, IN_CREATE |
-		    IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR);
-		if (s->wd_members < 0)
-			return mq_err_sys("inotify");
-	}
+	if (s->ifd >= 0 && (s->wd_members = mq_watch(s->ifd, s->membersfd,
+	    IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
+	    IN_ONLYDIR)) < 0)
+		return -1;
 	s->rebalance = true;
 	return 0;
 }
@@ -354,12 +350,6 @@ mq_member_beat(mq_sub *s, bool force)
 	return rc;
 }
 
-static unsigned
-failures(const struct mq_entry *e)
-{
-	return e->attempts - e->deferred;
-}
-
 /* The claim waiting in cur/ of an owned partition: 0 none (claim the
  * oldest of new/), 1 claimed again as cur (deliver it), 2 in flight or
  * not yet due (wait), 3 dead-lettered (look again). */
@@ -395,7 +385,7 @@ mq_ordered_next(mq_sub *s, struct part *p, char *cur, size_t len,
 		rc = rc < 0 ? -1 : 2;
 		goto out;
 	}
-	if (s->gc.max_attempts && failures(e) >= s->gc.max_attempts) {
+	if (s->gc.max_attempts && mq_entry_failures(e) >= s->gc.max_attempts) {
 		struct mq_why why = { "max-attempts", "lease expired", -1,
 		    NULL, 0 };
 		rc = mq_dlq_put(p->t, p->k, s->group, p->d.curfd, first, e,
@@ -404,12 +394,8 @@ mq_ordered_next(mq_sub *s, struct part *p, char *cur, size_t len,
 	}
 	e->attempts++;
 	e->deadline_ms = (uint64_t)((mq_now() + s->lease) * 1000);
-	mq_hex_random(e->token, 8);
-	rc = mq_entry_cur_name(e, cur, len);
-	if (rc == 0 && renameat(p->d.curfd, first, p->d.curfd, cur) < 0)
-		rc = errno == ENOENT ? 2 : mq_err_sys("claim");
-	else if (rc == 0)
-		rc = 1;
+	rc = mq_claim_move(p->d.curfd, first, p->d.curfd, e, 1, cur, len) == 0 ?
+	    1 : errno == ENOENT ? 2 : mq_err_sys("claim");
 out:
 	mq_names_free(&l);
 	return rc;

@@ -72,10 +72,22 @@ mq_gdirs_close(struct mq_gdirs *d)
 	}
 }
 
-static unsigned
-failures(const struct mq_entry *e)
+/* Renames fromfd/from to the cur/ name of e in curfd (out gets it):
+ * a claim, a renewal or a deferral.  -1 with errno set, no error
+ * recorded: the callers say what ENOENT means to them.  A new token
+ * (fresh) makes the receipts of the old name useless. */
+int
+mq_claim_move(int fromfd, const char *from, int curfd, struct mq_entry *e,
+    int fresh, char *out, size_t len)
 {
-	return e->attempts - e->deferred;
+	if (fresh)
+		mq_hex_random(e->token, 8);
+	e->claimed = 1;
+	if (mq_entry_cur_name(e, out, len) < 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return renameat(fromfd, from, curfd, out);
 }
 
 int
@@ -93,7 +105,8 @@ mq_claim_return(const struct mq_topic *t, unsigned k, const char *group,
 		return mq_err(EX_SOFTWARE, "bad claim name %s", curname);
 	if (how->deferred)
 		e.deferred++;
-	if (!how->deferred && max_attempts && failures(&e) >= max_attempts) {
+	if (!how->deferred && max_attempts &&
+	    mq_entry_failures(&e) >= max_attempts) {
 		struct mq_why why = { "max-attempts", how->detail, how->status,
 		    how->tail, how->tail_len };
 		return mq_dlq_put(t, k, group, d->curfd, curname, &e, &why) < 0 ?
@@ -106,10 +119,8 @@ mq_claim_return(const struct mq_topic *t, unsigned k, const char *group,
 		 * anything newer (ordered.c). */
 		e.deadline_ms = (uint64_t)ceil((mq_now() + fmax(how->delay, 0)) *
 		    1000);
-		mq_hex_random(e.token, 8);
-		rc = mq_entry_cur_name(&e, name, sizeof name);
-		if (rc == 0 && renameat(d->curfd, curname, d->curfd, name) < 0)
-			rc = -1;
+		rc = mq_claim_move(d->curfd, curname, d->curfd, &e, 1, name,
+		    sizeof name);
 	} else if (how->delay > 0) {
 		uint64_t due = (uint64_t)ceil((mq_now() + how->delay) * 1000);
 		struct mq_gdirs dd = *d;
@@ -180,9 +191,7 @@ mq_claim_extend(const struct mq_gdirs *d, const char *curname, double seconds,
 	if (mq_entry_parse(curname, &e) < 0 || !e.claimed)
 		return mq_err(EX_SOFTWARE, "bad claim name %s", curname);
 	e.deadline_ms = (uint64_t)((mq_now() + seconds) * 1000);
-	if (mq_entry_cur_name(&e, out, len) < 0)
-		return -1;
-	if (renameat(d->curfd, curname, d->curfd, out) < 0) {
+	if (mq_claim_move(d->curfd, curname, d->curfd, &e, 0, out, len) < 0) {
 		if (errno == ENOENT)
 			return mq_err(EX_NOINPUT, "message %s is no longer claimed "
 			    "(its lease expired)", e.key + MQ_SEQ_DIGITS + 1);

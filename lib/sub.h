@@ -72,6 +72,7 @@ struct mq_sub {
 };
 
 /* subparts.c */
+int mq_watch(int ifd, int fd, uint32_t mask);    /* a watch descriptor */
 int mq_sub_parts_open(mq_sub *);
 int mq_sub_parts_refresh(mq_sub *);
 void mq_sub_parts_close(mq_sub *);

@@ -20,8 +20,8 @@
 
 #include "sub.h"
 
-static int
-watch(int ifd, int fd, uint32_t mask)
+int
+mq_watch(int ifd, int fd, uint32_t mask)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
@@ -64,12 +64,12 @@ open_part(mq_sub *s, struct part *p)
 	/* An ordered group waits for the claim ahead of it to go. */
 	uint32_t leave = s->gc.ordered ? IN_DELETE | IN_MOVED_FROM : 0;
 	if (s->ifd >= 0 &&
-	    ((p->wd_new = watch(s->ifd, p->d.newfd, arrive)) < 0 ||
-	    (p->wd_cur = watch(s->ifd, p->d.curfd, arrive | leave)) < 0 ||
-	    (p->wd_delay = watch(s->ifd, p->d.delayfd, arrive)) < 0 ||
-	    (p->wd_head = watch(s->ifd, p->hfd, IN_MODIFY)) < 0 ||
+	    ((p->wd_new = mq_watch(s->ifd, p->d.newfd, arrive)) < 0 ||
+	    (p->wd_cur = mq_watch(s->ifd, p->d.curfd, arrive | leave)) < 0 ||
+	    (p->wd_delay = mq_watch(s->ifd, p->d.delayfd, arrive)) < 0 ||
+	    (p->wd_head = mq_watch(s->ifd, p->hfd, IN_MODIFY)) < 0 ||
 	    (s->gc.ordered &&
-	    (p->wd_own = watch(s->ifd, p->ownfd, arrive)) < 0)))
+	    (p->wd_own = mq_watch(s->ifd, p->ownfd, arrive)) < 0)))
 		return -1;
 	return mq_partition_repair_try(t, k);
 }
@@ -139,8 +139,8 @@ add_topic(mq_sub *s, const char *name, int create)
 	}
 	s->topics[s->ntopics] = t;
 	s->wd_topic[s->ntopics++] = -1;
-	if (s->ifd >= 0 && (s->wd_topic[s->ntopics - 1] = watch(s->ifd, t->fd,
-	    IN_MOVED_TO | IN_CREATE)) < 0)
+	if (s->ifd >= 0 && (s->wd_topic[s->ntopics - 1] = mq_watch(s->ifd,
+	    t->fd, IN_MOVED_TO | IN_CREATE)) < 0)
 		return -1;
 	return add_parts(s, t, 0);
 }
@@ -183,7 +183,7 @@ int
 mq_sub_parts_open(mq_sub *s)
 {
 	if (s->wildcard) {
-		if (s->ifd >= 0 && (s->wd_topics = watch(s->ifd, s->sp->topics,
+		if (s->ifd >= 0 && (s->wd_topics = mq_watch(s->ifd, s->sp->topics,
 		    IN_MOVED_TO | IN_CREATE | IN_ONLYDIR)) < 0)
 			return -1;
 		return add_matching(s);
