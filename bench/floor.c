@@ -44,28 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void
-die(const char *what, const char *arg)
-{
-	fprintf(stderr, "floor: %s%s%s: %s\n", what, arg ? " " : "",
-	    arg ? arg : "", strerror(errno));
-	exit(1);
-}
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double
-tv(struct timeval t)
-{
-	return (double)t.tv_sec + (double)t.tv_usec / 1e6;
-}
+#include "bench.h"
 
 /* c0, when not NULL, is RUSAGE_CHILDREN at the start: the children's CPU
  * time since then is counted too. */
@@ -195,15 +174,42 @@ cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The names in directory dfd (no dot files), unsorted; *n gets how many. */
+static char **
+read_names(int dfd, size_t *n)
+{
+	struct dirent *e;
+	char **names = NULL;
+	size_t cap = 0;
+	DIR *d;
+
+	*n = 0;
+	if ((d = fdopendir(dup(dfd))) == NULL)
+		die("opendir", "new");
+	while ((errno = 0, e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			if ((names = realloc(names, cap * sizeof *names)) == NULL)
+				die("realloc", NULL);
+		}
+		if ((names[(*n)++] = strdup(e->d_name)) == NULL)
+			die("strdup", NULL);
+	}
+	if (errno)
+		die("readdir", "new");
+	closedir(d);
+	return names;
+}
+
 static int
 drain(const char *dir, int readbody)
 {
 	struct rusage r0;
-	struct dirent *e;
 	char **names = NULL, buf[65536];
-	size_t n = 0, cap = 0, i;
+	size_t n = 0, i;
 	double t0;
-	DIR *d;
 	int dfd, new, cur;
 
 	dfd = opendirat(AT_FDCWD, dir);
@@ -212,22 +218,7 @@ drain(const char *dir, int readbody)
 
 	getrusage(RUSAGE_SELF, &r0);
 	t0 = now();
-	if ((d = fdopendir(dup(new))) == NULL)
-		die("opendir", "new");
-	while ((errno = 0, e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			if ((names = realloc(names, cap * sizeof *names)) == NULL)
-				die("realloc", NULL);
-		}
-		if ((names[n++] = strdup(e->d_name)) == NULL)
-			die("strdup", NULL);
-	}
-	if (errno)
-		die("readdir", "new");
-	closedir(d);
+	names = read_names(new, &n);
 	qsort(names, n, sizeof *names, cmp);
 	for (i = 0; i < n; i++) {
 		if (renameat(new, names[i], cur, names[i]) < 0)
@@ -263,32 +254,16 @@ static int
 list(const char *dir)
 {
 	struct rusage r0;
-	struct dirent *e;
 	char **names = NULL;
-	size_t n = 0, cap = 0, i;
+	size_t n = 0, i;
 	double t0, t1, t2;
-	DIR *d;
 	int dfd, new;
 
 	dfd = opendirat(AT_FDCWD, dir);
 	new = opendirat(dfd, "new");
 	getrusage(RUSAGE_SELF, &r0);
 	t0 = now();
-	if ((d = fdopendir(new)) == NULL)
-		die("opendir", "new");
-	while ((errno = 0, e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			if ((names = realloc(names, cap * sizeof *names)) == NULL)
-				die("realloc", NULL);
-		}
-		if ((names[n++] = strdup(e->d_name)) == NULL)
-			die("strdup", NULL);
-	}
-	if (errno)
-		die("readdir", "new");
+	names = read_names(new, &n);
 	t1 = now();
 	qsort(names, n, sizeof *names, cmp);
 	t2 = now();
@@ -297,7 +272,7 @@ list(const char *dir)
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
-	closedir(d);
+	close(new);
 	return 0;
 }
 

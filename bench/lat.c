@@ -43,15 +43,9 @@
 #include "mq.h"
 #endif
 
-#define LINE_TIMEOUT_MS 10000
+#include "bench.h"
 
-static void
-die(const char *what, const char *arg)
-{
-	fprintf(stderr, "lat: %s%s%s: %s\n", what, arg ? " " : "",
-	    arg ? arg : "", strerror(errno));
-	exit(1);
-}
+#define LINE_TIMEOUT_MS 10000
 
 static int64_t
 now_ns(void)

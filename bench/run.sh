@@ -108,7 +108,7 @@ if [ -f "$ROOT/lib/libmq.a" ]; then
 	# shellcheck disable=SC2046,SC2086
 	$CC "${CF[@]}" -I"$ROOT/lib" -o "$W/bin/lat" "$ROOT/bench/lat.c" \
 	    "$ROOT/lib/libmq.a" $(pkg-config --libs libbsd-overlay jansson \
-	    libxxhash) -ljq -lm && have_lib=1
+	    libxxhash libarchive libsodium) -ljq -lm && have_lib=1
 fi
 if [ "$have_lib" = 0 ]; then
 	echo "bench: lib/libmq.a missing or not linkable: no mq latency" >&2

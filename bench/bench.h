@@ -1,0 +1,37 @@
+/* bench.h: what the benchmark helpers share (each is one C file, built
+ * by run.sh; include this after the system headers, with _GNU_SOURCE). */
+#ifndef MQ_BENCH_H
+#define MQ_BENCH_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+static inline void
+die(const char *what, const char *arg)
+{
+	fprintf(stderr, "%s: %s%s%s: %s\n", program_invocation_short_name, what,
+	    arg ? " " : "", arg ? arg : "", strerror(errno));
+	exit(1);
+}
+
+/* Monotonic seconds. */
+static inline double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline double
+tv(struct timeval t)
+{
+	return (double)t.tv_sec + (double)t.tv_usec / 1e6;
+}
+
+#endif
