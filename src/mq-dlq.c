@@ -224,10 +224,8 @@ main(int argc, char *argv[])
 	const char *cmd = argv[0], *topic = argv[1];
 	int redrive = !strcmp(cmd, "redrive"), purge = !strcmp(cmd, "purge");
 	int export = !strcmp(cmd, "export"), import = !strcmp(cmd, "import");
-	if (!redrive && !purge && !export && !import && strcmp(cmd, "list") &&
-	    strcmp(cmd, "count") && strcmp(cmd, "show"))
-		errx(EX_USAGE, "unknown command '%s' (list, count, show, redrive, "
-		    "purge, export or import)", cmd);
+	tool_command(cmd, (const char *const[]){ "list", "count", "show",
+	    "redrive", "purge", "export", "import", NULL });
 	if ((!strcmp(cmd, "show") && argc != 3) ||
 	    ((!strcmp(cmd, "list") || !strcmp(cmd, "count")) && argc != 2) ||
 	    (export && argc != 3) || (import && argc != 2))

@@ -396,9 +396,8 @@ main(int argc, char *argv[])
 	const char *cmd = argv[0];
 	int list = !strcmp(cmd, "list"), info = !strcmp(cmd, "info"),
 	    create = !strcmp(cmd, "create"), delete = !strcmp(cmd, "delete");
-	if (!list && !info && !create && !delete)
-		errx(EX_USAGE, "unknown command '%s' (list, info, create or "
-		    "delete)", cmd);
+	tool_command(cmd, (const char *const[]){ "list", "info", "create",
+	    "delete", NULL });
 	if ((list && argc > 2) || (info && argc != 2) ||
 	    ((create || delete) && argc != 3))
 		usage(EX_USAGE);

@@ -64,9 +64,8 @@ main(int argc, char *argv[])
 		usage(EX_USAGE);
 	const char *cmd = argv[0];
 	int keygen = !strcmp(cmd, "keygen"), authorize = !strcmp(cmd, "authorize");
-	if (!keygen && !authorize && strcmp(cmd, "pubkey"))
-		errx(EX_USAGE, "unknown command '%s' (keygen, pubkey or "
-		    "authorize)", cmd);
+	tool_command(cmd, (const char *const[]){ "keygen", "pubkey",
+	    "authorize", NULL });
 	if ((keygen || !authorize) ? argc != 1 : argc < 2 || argc > 3)
 		usage(EX_USAGE);
 	if ((force || name) && !keygen)

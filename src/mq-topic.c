@@ -286,10 +286,8 @@ main(int argc, char *argv[])
 		usage(EX_USAGE);
 	const char *cmd = argv[0];
 	int want = !strcmp(cmd, "list") ? 1 : 2;
-	if (strcmp(cmd, "create") && strcmp(cmd, "list") && strcmp(cmd, "info") &&
-	    strcmp(cmd, "delete") && strcmp(cmd, "gc") && strcmp(cmd, "alter"))
-		errx(EX_USAGE, "unknown command '%s' (create, alter, list, info, "
-		    "delete or gc)", cmd);
+	tool_command(cmd, (const char *const[]){ "create", "alter", "list",
+	    "info", "delete", "gc", NULL });
 	if ((!strcmp(cmd, "gc") || !strcmp(cmd, "list")) && argc <= 2)
 		want = argc;
 	if (argc != want)

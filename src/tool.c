@@ -1,7 +1,9 @@
 /* tool.c: helpers shared by the tools' main()s. */
 #include <err.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sysexits.h>
 
 #include "tool.h"
@@ -25,6 +27,20 @@ tool_topic_or_pattern(const char *name)
 	if ((mq_is_pattern(name) ? mq_pattern_check(name) :
 	    mq_name_check("topic", name)) < 0)
 		tool_fail();
+}
+
+int
+tool_command(const char *cmd, const char *const *names)
+{
+	char list[256] = "";
+	size_t n = 0;
+	for (; names[n]; n++)
+		if (!strcmp(cmd, names[n]))
+			return (int)n;
+	for (size_t i = 0; i < n; i++)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+		    i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
+	errx(EX_USAGE, "unknown command '%s' (%s)", cmd, list);
 }
 
 mq_spool *

@@ -10,6 +10,9 @@ void tool_fail(void) __attribute__((noreturn));
 void tool_name(const char *kind, const char *name);
 /* A topic name, or a wildcard pattern of topics. */
 void tool_topic_or_pattern(const char *name);
+/* The index of cmd in names (NULL-terminated); anything else is a usage
+ * error that lists them. */
+int tool_command(const char *cmd, const char *const *names);
 mq_spool *tool_spool(const char *dir, int flags);
 double tool_duration(const char *opt, const char *arg);
 unsigned long tool_number(const char *opt, const char *arg, unsigned long min,
