@@ -294,8 +294,9 @@ mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
 /* Gives back every claim in the partition whose lease has passed (an
  * expired lease is a failed delivery: the last one goes to the dead
  * letters); p->earliest gets the earliest deadline still to come.
- * Returns how many went back to new/.  In an ordered group claims stay
- * where they are: the partition's owner takes them again (ordered.c). */
+ * Returns how many went back to new/.  Not for ordered groups: their
+ * claims stay where they are, and the partition's owner takes them again
+ * (ordered.c). */
 static int
 expire_partition(mq_sub *s, struct part *p, double now)
 {
@@ -315,10 +316,6 @@ expire_partition(mq_sub *s, struct part *p, double now)
 			continue;
 		if (e.deadline_ms > now_ms) {
 			p->earliest = fmin(p->earliest, (double)e.deadline_ms / 1000);
-			continue;
-		}
-		if (s->gc.ordered) {
-			p->scan_new = true;     /* the owner looks again */
 			continue;
 		}
 		int rc = mq_claim_return(p->t, p->k, s->group, &p->d, l.v[i],
@@ -515,8 +512,14 @@ try_claim_ordered(mq_sub *s, size_t i, struct mq_msg **out)
 				continue;
 			}
 		}
-		if (rc == 1 && (rc = deliver(s, i, cur, &e, out)) != 0)
+		if (rc == 1 && (rc = deliver(s, i, cur, &e, out)) != 0) {
+			/* cur/ holds our claim now: nothing to list till it
+			 * is settled or its lease ends. */
+			if (rc == 1)
+				p->blocked_until = (double)e.deadline_ms / 1000;
 			return rc;
+		}
+		p->cur_left = true;     /* settled unseen */
 	}
 }
 
@@ -562,7 +565,7 @@ drain_events(mq_sub *s)
 			for (size_t k = 0; k < s->np; k++) {
 				struct part *p = &s->ps[k];
 				if (ev->mask & IN_Q_OVERFLOW) {
-					p->scan_new = p->scan_cur = true;
+					p->scan_new = p->scan_cur = p->cur_left = true;
 					p->scan_delay = p->resort = true;
 					s->refresh = s->rebalance = true;
 				} else if (ev->wd == p->wd_head) {
@@ -578,8 +581,11 @@ drain_events(mq_sub *s)
 						p->resort = true;
 				} else if (ev->wd == p->wd_cur) {
 					p->scan_cur = true;
-					if (s->gc.ordered)
-						p->scan_new = true;
+					/* Ordered: a claim that left may unblock. */
+					if (s->gc.ordered &&
+					    (ev->mask & (IN_DELETE | IN_MOVED_FROM)) &&
+					    !(ev->len && !strcmp(ev->name, p->settled)))
+						p->scan_new = p->cur_left = true;
 				} else if (ev->wd == p->wd_delay) {
 					p->scan_delay = true;
 				} else if (ev->wd == p->wd_own) {
@@ -603,7 +609,13 @@ expire_leases(mq_sub *s, bool all)
 	s->earliest = INFINITY;
 	for (size_t k = 0; k < s->np; k++) {
 		struct part *p = &s->ps[k];
-		if (all || p->scan_cur || now >= p->earliest) {
+		if (s->gc.ordered) {
+			/* The owner takes back what expires (ordered.c); we
+			 * wake when the claim of a partition we own does. */
+			p->earliest = p->owned && p->blocked_until > 0 ?
+			    p->blocked_until : INFINITY;
+			p->scan_cur = false;
+		} else if (all || p->scan_cur || now >= p->earliest) {
 			int n = expire_partition(s, p, now);
 			if (n < 0)
 				return -1;
@@ -666,7 +678,7 @@ wait_for_change(mq_sub *s, double until)
 		drain_events(s);
 	} else {
 		for (size_t k = 0; k < s->np; k++)
-			s->ps[k].scan_new = s->ps[k].scan_cur =
+			s->ps[k].scan_new = s->ps[k].scan_cur = s->ps[k].cur_left =
 			    s->ps[k].scan_delay = s->ps[k].resort = true;
 		s->refresh = s->rebalance = true;
 	}
@@ -794,9 +806,13 @@ mq_sub_ack_batch(mq_sub *s, struct mq_msg *const *m, size_t n)
 			return -1;
 	}
 	int rc = 0;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		struct part *p = part_of(s, m[i]);
 		if (unlink_claim(s, m[i]) < 0)
 			rc = -1;
+		p->cur_left = true;
+		snprintf(p->settled, sizeof p->settled, "%s", priv_of(m[i])->cur);
+	}
 	return rc;
 }
 
@@ -818,7 +834,7 @@ mq_sub_nack(mq_sub *s, const struct mq_msg *m, const struct mq_nack *how)
 		rc = mq_claim_return(p->t, p->k, s->group, &p->d, pv->cur, how,
 		    &s->gc);
 	if (rc == 0)
-		p->scan_new = p->resort = true;
+		p->scan_new = p->resort = p->cur_left = true;
 	return rc;
 }
 
@@ -831,6 +847,7 @@ mq_sub_reject(mq_sub *s, const struct mq_msg *m, const struct mq_nack *how)
 	    how ? how->status : -1, how ? how->tail : NULL,
 	    how ? how->tail_len : 0 };
 	int rc = mq_claim_reject(p->t, p->k, s->group, &p->d, pv->cur, &why);
+	p->cur_left = true;
 	if (rc < 0 && mq_errcode() == EX_NOINPUT && refresh_claim(s, pv) == 0)
 		rc = mq_claim_reject(p->t, p->k, s->group, &p->d, pv->cur, &why);
 	return rc;

@@ -308,7 +308,7 @@ settle_owner(mq_sub *s, struct part *p, bool mine, uint64_t *next)
 	p->owned = true;
 	p->own_deadline = now + session_ms(s);
 	/* What the last owner left: look at all of it afresh. */
-	p->scan_new = p->resort = true;
+	p->scan_new = p->resort = p->cur_left = true;
 	return 0;
 }
 
@@ -359,6 +359,10 @@ mq_ordered_next(mq_sub *s, struct part *p, char *cur, size_t len,
 {
 	if (!p->owned)
 		return 2;
+	if (!p->cur_left && mq_now() < p->blocked_until)
+		return 2;
+	p->cur_left = false;
+	p->blocked_until = 0;
 	struct mq_names l = { 0 };
 	if (mq_names_reread(p->curdir, NULL, &l) < 0) {
 		mq_names_free(&l);
@@ -378,7 +382,7 @@ mq_ordered_next(mq_sub *s, struct part *p, char *cur, size_t len,
 		goto out;
 	rc = 2;
 	if (e->deadline_ms > now_ms()) {
-		p->earliest = fmin(p->earliest, (double)e->deadline_ms / 1000);
+		p->blocked_until = (double)e->deadline_ms / 1000;
 		goto out;
 	}
 	if ((rc = mq_owner_confirm(s, p)) <= 0) {

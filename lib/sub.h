@@ -26,7 +26,12 @@ struct part {
 	double earliest;                /* earliest lease deadline in cur/ */
 	bool scan_delay;
 	double due;                     /* earliest due time in delay/ */
-	/* Ordered groups: the ownership token. */
+	/* Ordered groups: the ownership token, and what the last listing of
+	 * cur/ found: a claim not due before blocked_until.  Until then it
+	 * is listed again only once a claim left cur/ (cur_left). */
+	double blocked_until;
+	bool cur_left;
+	char settled[MQ_KEY_LEN + 64];  /* our last ack here: its event is old news */
 	int ownfd, wd_own;
 	bool owned;
 	uint64_t own_deadline;          /* ms, of our token when owned */
