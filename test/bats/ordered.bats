@@ -51,7 +51,7 @@ ordered_check() {
 	mkgroup t og --ordered
 	local c p
 	for c in 1 2 3; do
-		spawn "$TD/c$c.out" sh -c "exec mq-sub -f -t 4 -g og -F '%p %o %k %s\n' t >> '$TD/shared'"
+		spawn "$TD/c$c.out" sh -c "exec mq-sub -f -t 4 -g og -F '%p %o %k %s c$c\n' t >> '$TD/shared'"
 	done
 	for p in 1 2 3 4; do
 		(
@@ -74,6 +74,8 @@ ordered_check() {
 	     END { exit bad }' "$TD/shared"
 	# More than one consumer did work, and all tokens are free again.
 	assert [ "$(cat "$TD"/c?.out.err | wc -c)" -eq 0 ]
+	(($(awk '{print $5}' "$TD/shared" | sort -u | wc -l) >= 2)) ||
+	    fail "one consumer did all the work"
 	run owners t og
 	assert_equal "$(echo "$output" | sort -u)" "-"
 }
