@@ -40,7 +40,7 @@ lib/libmq.so.$(SOVERSION): $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libmq.so.$(SOVERSION) $(LDFLAGS) -o $@ \
 		$(LIB_OBJ) $(LDLIBS)
 
-$(LIB_OBJ) $(TOOL_OBJ) $(TOOLS:%=src/%.o): lib/mq.h lib/internal.h lib/sub.h src/tool.h
+$(LIB_OBJ) $(TOOL_OBJ) $(TOOLS:%=src/%.o): lib/mq.h lib/internal.h lib/sub.h lib/repl.h src/tool.h
 
 bin/%: src/%.o $(TOOL_OBJ) lib/libmq.a
 	@mkdir -p bin

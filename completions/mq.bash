@@ -159,7 +159,7 @@ _mq_pub()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-H -i -k -p -s --sync --delay --at --ttl --dedup"
+	_mq_parse "-H -i -k -p -s --sync --delay --at --ttl --dedup --replicas --replica-timeout"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
@@ -173,11 +173,11 @@ _mq_pub()
 	--dedup)
 		_mq_reply 'content' "$cur"
 		return ;;
-	-H|-i|-k|--delay|--at|--ttl)
+	-H|-i|-k|--delay|--at|--ttl|--replicas|--replica-timeout)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-0\n-H\n-i\n-k\n-l\n-p\n-q\n-s\n--sync=\n--delay\n--at\n--ttl\n--atomic\n--dedup=content\n--help' "$cur"
+		_mq_reply $'-0\n-H\n-i\n-k\n-l\n-p\n-q\n-s\n--sync=\n--delay\n--at\n--ttl\n--atomic\n--dedup=content\n--replicas\n--replica-timeout\n--help' "$cur"
 		[[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
@@ -387,24 +387,38 @@ _mq_replicate()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-s --name"
+	_mq_parse "-s --name --listen --retry --rsh --remote-spool --remote-command"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
 		return ;;
-	--name)
+	--rsh)
+		local IFS=$'\n'
+		COMPREPLY=($(compgen -P "$_mq_pre" -c -- "$cur"))
+		return ;;
+	--name|--listen|--retry|--remote-spool|--remote-command)
 		return ;;
 	esac
-	local cmd=${_mq_args[0]}
+	local cmd=${_mq_args[0]} n=${#_mq_args[@]} w
 	# Options may come before or after the command (getopt_long permutes).
 	if [[ $cur == -* ]]; then
 		case $cmd in
+		serve)  _mq_reply $'-s\n-v\n--listen\n--stdio\n--inetd\n--syslog' "$cur" ;;
+		push|pull) _mq_reply $'-s\n-v\n--follow\n--retry\n--progress\n--no-progress\n--syslog\n--rsh\n--remote-spool\n--remote-command' "$cur" ;;
+		status) _mq_reply $'-s\n--json' "$cur" ;;
 		keygen) _mq_reply $'-s\n--force\n--name' "$cur" ;;
 		'')     _mq_reply $'-s\n--help' "$cur" ;;
 		*)      _mq_reply $'-s' "$cur" ;;
 		esac
 	elif [[ -z $cmd ]]; then
-		_mq_reply $'keygen\npubkey\nauthorize' "$cur"
+		_mq_reply $'serve\npush\npull\nstatus\npromote\nkeygen\npubkey\nauthorize' "$cur"
+	elif [[ $cmd == push || $cmd == pull ]] && ((n == 1)); then
+		# ADDR:PORT, unless --rsh names the peer: offer host names.
+		for w in "${COMP_WORDS[@]}"; do
+			[[ $w == --rsh || $w == --rsh=* ]] && return
+		done
+		local IFS=$'\n'
+		COMPREPLY=($(compgen -A hostname -- "$cur"))
 	fi
 	# authorize PUBKEY [NAME]: nothing to offer.
 }

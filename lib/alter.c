@@ -373,7 +373,10 @@ mq_topic_alter_placed(mq_spool *sp, const char *topic, unsigned partitions,
 		struct mq_topic t;
 		if (mq_topic_open(sp, topic, 0, &t) < 0)
 			return -1;
+		unsigned before = t.conf.partitions;
 		int rc = alter_open(&t, partitions, place);
+		if (rc == 0 && partitions != before)
+			mq_journal_note(sp, 'T', "%s", topic);
 		mq_topic_close(&t);
 		if (rc != 2)
 			return rc;

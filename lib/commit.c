@@ -40,7 +40,8 @@ mq_offset_parse(const char *s, struct mq_offset *out)
 /* Unlinks the names of dir below offset; delay/ names start with their
  * due time (skip is then 21 characters). */
 static int
-ack_below(int dirfd, size_t skip, uint64_t offset, uint64_t *acked)
+ack_below(const struct mq_topic *t, unsigned k, const char *group, int dirfd,
+    size_t skip, uint64_t offset, uint64_t *acked)
 {
 	struct mq_names l = { 0 };
 	if (mq_names_read(dirfd, NULL, &l) < 0)
@@ -51,8 +52,10 @@ ack_below(int dirfd, size_t skip, uint64_t offset, uint64_t *acked)
 		if (strlen(l.v[i]) <= skip || mq_seq_of(l.v[i] + skip, &seq) < 0 ||
 		    seq >= offset)
 			continue;
-		if (unlinkat(dirfd, l.v[i], 0) == 0)
+		if (unlinkat(dirfd, l.v[i], 0) == 0) {
 			(*acked)++;
+			mq_journal_change(t, 'A', k, group, l.v[i] + skip);
+		}
 		else if (errno != ENOENT)
 			rc = mq_err_sys("ack %s", l.v[i]);
 	}
@@ -86,11 +89,12 @@ mq_group_commit(mq_spool *sp, const char *topic, const char *group,
 	if (rc == 0)
 		rc = mq_gdirs_open(&t, at->partition, group, &d);
 	if (rc == 0)
-		rc = ack_below(d.newfd, 0, at->offset, acked);
+		rc = ack_below(&t, at->partition, group, d.newfd, 0, at->offset, acked);
 	if (rc == 0)
-		rc = ack_below(d.curfd, 0, at->offset, acked);
+		rc = ack_below(&t, at->partition, group, d.curfd, 0, at->offset, acked);
 	if (rc == 0 && d.delayfd >= 0)
-		rc = ack_below(d.delayfd, MQ_SEQ_DIGITS + 1, at->offset, acked);
+		rc = ack_below(&t, at->partition, group, d.delayfd,
+		    MQ_SEQ_DIGITS + 1, at->offset, acked);
 	mq_gdirs_close(&d);
 	if (hfd >= 0)
 		close(hfd);

@@ -393,7 +393,8 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 	/* Processed before (the ack was lost): settle it unseen. */
 	if (p->donefd >= 0 && faccessat(p->donefd, e->key + MQ_SEQ_DIGITS + 1,
 	    F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-		unlinkat(p->d.curfd, cur, 0);
+		if (unlinkat(p->d.curfd, cur, 0) == 0)
+			mq_journal_change(p->t, 'A', p->k, s->group, cur);
 		return 0;
 	}
 	struct mq_msg *m;
@@ -424,6 +425,8 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 		    mq_dlq_put(p->t, p->k, s->group, p->d.curfd, cur, e, &why);
 		if (rc < 0 && drop)
 			return mq_err_sys("drop expired message");
+		if (drop)
+			mq_journal_change(p->t, 'A', p->k, s->group, cur);
 		return rc < 0 ? -1 : 0;
 	}
 	struct msg_priv *pv = m->priv;
@@ -772,13 +775,17 @@ static int
 unlink_claim(mq_sub *s, const struct mq_msg *m)
 {
 	struct msg_priv *pv = priv_of(m);
-	int fd = part_of(s, m)->d.curfd;
-	if (unlinkat(fd, pv->cur, 0) == 0)
-		return 0;
-	if (errno != ENOENT)
-		return mq_err_sys("ack");
-	if (refresh_claim(s, pv) == 0 && unlinkat(fd, pv->cur, 0) == 0)
-		return 0;
+	struct part *p = part_of(s, m);
+	int fd = p->d.curfd;
+	if (unlinkat(fd, pv->cur, 0) < 0) {
+		if (errno != ENOENT)
+			return mq_err_sys("ack");
+		if (refresh_claim(s, pv) < 0 || unlinkat(fd, pv->cur, 0) < 0)
+			goto gone;
+	}
+	mq_journal_change(p->t, 'A', p->k, s->group, pv->cur);
+	return 0;
+gone:
 	return mq_err(EX_NOINPUT, "message %s is no longer claimed (its lease "
 	    "expired)", m->id);
 }

@@ -58,6 +58,8 @@ mq_dlq_put(const struct mq_topic *t, unsigned k, const char *group,
 		    mq_err_sys("dead-letter %s", name);
 	if (rc == 0)
 		rc = mq_fsync_fd(dfd);
+	if (rc == 0)
+		mq_journal_change(t, 'D', k, group, name);
 	close(dfd);
 	return rc;
 }

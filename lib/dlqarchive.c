@@ -773,8 +773,10 @@ place_letters(const struct import *im, const struct mq_topic *t, size_t from,
 			rc = place(im, r, dfd, why, 1);
 		if (rc == 0)
 			rc = place(im, m, dfd, m->name, 0);
-		if (rc == 0)
+		if (rc == 0) {
 			(*count)++;
+			mq_journal_change(t, 'D', f0->k, f0->group, m->name);
+		}
 		else if (rc == 1)
 			rc = 0;
 	}

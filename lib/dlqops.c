@@ -289,6 +289,9 @@ mq_dlq_redrive(mq_spool *sp, const struct mq_dead *d, const char *to_topic)
 		/* Attempts start again: the name in new/ is the bare KEY. */
 		if (renameat(dfd, d->name, g.newfd, e.key) < 0)
 			rc = errno == ENOENT ? 1 : mq_err_sys("redrive %s", d->id);
+		else
+			mq_journal_change(&t, 'R', d->partition, d->group,
+			    d->name);
 	} else if (rc == 0) {
 		char claim[MQ_KEY_LEN + 48];
 		snprintf(claim, sizeof claim, ".redrive.%s", d->name);
@@ -302,8 +305,11 @@ mq_dlq_redrive(mq_spool *sp, const struct mq_dead *d, const char *to_topic)
 			renameat(dfd, claim, dfd, d->name);
 			rc = mq_err(code, "%s", msg);
 		}
-		if (rc == 0)
+		if (rc == 0) {
 			unlinkat(dfd, claim, 0);
+			mq_journal_change(&t, 'X', d->partition, d->group,
+			    d->name);
+		}
 	}
 	if (rc == 0)
 		drop_record(dfd, d->name);
@@ -324,6 +330,8 @@ mq_dlq_purge(mq_spool *sp, const struct mq_dead *d)
 	int rc = dfd < 0 ? -1 : 0;
 	if (rc == 0 && unlinkat(dfd, d->name, 0) < 0)
 		rc = errno == ENOENT ? 1 : mq_err_sys("purge %s", d->id);
+	else if (rc == 0)
+		mq_journal_change(&t, 'X', d->partition, d->group, d->name);
 	if (rc == 0)
 		drop_record(dfd, d->name);
 	if (dfd >= 0)

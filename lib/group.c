@@ -311,6 +311,8 @@ again:
 	} else if (hfds) {
 		mq_unlock_all(&t, hfds);
 	}
+	if (rc == 1)
+		mq_journal_note(sp, 'T', "%s", t.name);
 	if (rc == 1 && backfills(c) && mq_group_backfill(&t, group) < 0)
 		rc = -1;
 	free(hfds);
@@ -353,8 +355,9 @@ backfill_partition(const struct mq_topic *t, unsigned k, const char *group,
 			if (match <= 0)
 				continue;
 		}
-		if (linkat(lfd, l.v[i], nfd, l.v[i], 0) < 0 && errno != EEXIST &&
-		    errno != ENOENT)
+		if (linkat(lfd, l.v[i], nfd, l.v[i], 0) == 0)
+			mq_journal_change(t, 'L', k, group, l.v[i]);
+		else if (errno != EEXIST && errno != ENOENT)
 			rc = mq_err_sys("backfill %s", l.v[i]);
 	}
 	if (rc == 0 && syncfs(nfd) < 0)
@@ -469,6 +472,49 @@ mq_group_exists(mq_spool *sp, const char *topic, const char *group)
 	int rc = conf_path(group, p, sizeof p);
 	if (rc == 0)
 		rc = faccessat(t.fd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	mq_topic_close(&t);
+	return rc;
+}
+
+/* A group as a replication peer has it (replrecv.c): its directories in
+ * every partition and its configuration as sent, but ready: the peer's
+ * backfill arrives as its own records.  Nothing is journaled here. */
+int
+mq_group_adopt(mq_spool *sp, const char *topic, const char *group,
+    const char *text, size_t len)
+{
+	struct mq_conf kv;
+	struct mq_group_conf c;
+	char path[MQ_NAME_MAX + 16], *out = NULL;
+	if (conf_path(group, path, sizeof path) < 0 ||
+	    mq_conf_parse(text, len, path, &kv) < 0)
+		return -1;
+	int rc = mq_group_conf_parse(&kv, &c);
+	if (rc == 0 && mq_conf_get(&kv, "state"))
+		rc = mq_conf_set(&kv, "state", "ready");
+	if (rc == 0)
+		rc = mq_conf_render(&kv, &out);
+	mq_conf_free(&kv);
+	struct mq_topic t;
+	if (rc < 0 || open_for_group(sp, topic, group, 0, &t) < 0) {
+		free(out);
+		return -1;
+	}
+	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
+	rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
+	if (rc == 0 && faccessat(t.fd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+		for (unsigned k = 0; rc == 0 && k < t.conf.partitions; k++)
+			rc = mq_group_dirs_make(&t, k, group, c.ordered);
+		if (rc == 0)
+			rc = mq_write_file(t.fd, path, out, strlen(out), 1, 0) < 0 ?
+			    -1 : 0;
+		if (rc == 0)
+			rc = mq_fsync_at(t.fd, "groups");
+	}
+	if (hfds)
+		mq_unlock_all(&t, hfds);
+	free(hfds);
+	free(out);
 	mq_topic_close(&t);
 	return rc;
 }

@@ -117,7 +117,52 @@ struct mq_spool {
 	char *path;
 	int fd;
 	int topics;
+	int jfd;                        /* the journal, opened on first use */
 };
+
+struct mq_topic;
+/* journal.c: SPOOL/journal, the change journal (mq-spool(5), CHANGE
+ * JOURNAL).  Records are built in a buffer and written with one write. */
+#define MQ_JLINE_MAX 262144          /* a P record names every group */
+struct mq_jbuf {
+	char *buf;
+	size_t len, cap;
+};
+int mq_journal_fd(mq_spool *);
+int mq_journal_line(struct mq_jbuf *, char type, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int mq_journal_raw(struct mq_jbuf *, const char *origin, uint64_t seq,
+    const char *rec, size_t len);
+/* Writes the buffer (and empties it); *end: the journal offset after it. */
+int mq_journal_write(mq_spool *, struct mq_jbuf *, uint64_t *end);
+void mq_jbuf_free(struct mq_jbuf *);
+/* One record, built and written at once. */
+int mq_journal_note(mq_spool *, char type, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+uint64_t mq_journal_size(mq_spool *);
+void mq_journal_change(const struct mq_topic *, char type, unsigned k,
+    const char *group, const char *name);
+struct mq_jrec {
+	char origin[MQ_ID_LEN + 1];     /* "" for this spool's own */
+	uint64_t seq;                   /* in the origin's journal */
+	uint64_t at, end;               /* where the line is in ours */
+	char type;
+	uint64_t ms;
+	char *text;                     /* "T ms args", without the sum */
+	size_t len;
+	char *args;                     /* after the time */
+};
+struct mq_jreader {
+	int fd;
+	char *buf;
+	size_t cap, fill, off;
+	uint64_t pos;                   /* journal offset of buf + off */
+	uint64_t skipped;               /* lines that failed their sum */
+};
+int mq_jreader_open(mq_spool *, struct mq_jreader *, uint64_t from);
+/* 1 a record, 0 nothing more yet (the rest may be a line being written). */
+int mq_jreader_next(struct mq_jreader *, struct mq_jrec *);
+void mq_jreader_close(struct mq_jreader *);
 
 /* topic.c: an open topic. */
 struct mq_topic {
@@ -173,6 +218,9 @@ int mq_group_settings(const struct mq_topic *, const char *group,
 int mq_group_conf_parse(const struct mq_conf *, struct mq_group_conf *);
 int mq_group_conf_render(const struct mq_topic *, const struct mq_group_conf *,
     const uint64_t *start, const char *pattern, char **out);
+/* A group as a replication peer sent it (replrecv.c). */
+int mq_group_adopt(mq_spool *, const char *topic, const char *group,
+    const char *text, size_t len);
 int mq_group_subscribe_as(mq_spool *, const char *topic, const char *group,
     const struct mq_group_conf *, const char *pattern);
 int mq_group_dirs_make(const struct mq_topic *, unsigned k, const char *group,

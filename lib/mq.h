@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -304,6 +305,9 @@ void mq_content_key(const void *body, size_t len, char out[48]);
  * messages or none.  They must then all go to one partition. */
 void mq_pub_atomic(mq_pub *, int on);
 void mq_pub_close(mq_pub *);
+/* The end of the journal records of what this publisher stored: a peer
+ * whose confirmed offset reaches it has them (mq_replicas_wait). */
+uint64_t mq_pub_journal_end(const mq_pub *);
 
 /* Consuming */
 typedef struct mq_sub mq_sub;
@@ -494,6 +498,50 @@ int mq_link_recv(mq_link *, const void **buf, size_t *len);
 /* Sends the final frame of a secure link (nothing on a plain one). */
 int mq_link_end(mq_link *);
 void mq_link_close(mq_link *);
+
+/* Replication (mq-replicate(1)): one session over an open link.  This
+ * side sends its journal (MQ_REPL_SEND) or receives and applies the
+ * peer's (MQ_REPL_RECV); a responder takes the role the initiator's
+ * hello leaves it (MQ_REPL_ANY). */
+enum mq_repl_role { MQ_REPL_ANY, MQ_REPL_SEND, MQ_REPL_RECV };
+struct mq_repl_opts {
+	int follow;                     /* wait for new changes, never end */
+	int progress;                   /* an updating line on stderr */
+	/* Messages for the log: syslog priorities (LOG_ERR, LOG_INFO...). */
+	void (*log)(int prio, const char *msg, void *ctx);
+	void *ctx;
+	const volatile int *stop;       /* set (by a signal): end cleanly */
+};
+int mq_repl_session(mq_spool *, mq_link *, enum mq_repl_role, int initiator,
+    const struct mq_repl_opts *);
+/* Waits until n peers have confirmed this spool's journal up to end:
+ * 0, or 1 at the timeout (*got: how many had). */
+int mq_replicas_wait(mq_spool *, uint64_t end, unsigned n, double timeout,
+    unsigned *got);
+struct mq_peer_status {
+	char id[MQ_ID_LEN + 1];
+	char name[128];
+	int connected;                  /* in contact within 15 s */
+	double contact;                 /* last confirmation or ping */
+	uint64_t confirmed, journal;    /* offsets in this spool's journal */
+	uint64_t records;               /* records not yet confirmed */
+	double lag;                     /* age of the oldest of them, s */
+};
+int mq_repl_status(mq_spool *, struct mq_peer_status **, size_t *n,
+    size_t *quarantined);
+/* Finishes what an interrupted receive left and marks the spool
+ * primary; fails with EX_TEMPFAIL while a receiver runs. */
+int mq_repl_promote(mq_spool *, size_t *repaired);
+
+/* Transports of replication (net.c): TCP (an address is HOST:PORT,
+ * [IPV6]:PORT, or PORT on 127.0.0.1), and a command run by sh(1) as
+ * "RSH COMMAND serve --stdio [-s SPOOL]" whose standard input and output
+ * are the channel. */
+int mq_net_listen(const char *addr);
+int mq_net_accept(int listener);
+int mq_net_connect(const char *addr);
+int mq_rsh_spawn(const char *rsh, const char *command, const char *spool,
+    int *in, int *out, pid_t *pid);
 
 /* Output of a message: JSON object on one line, or a kcat-style format
  * (see mq-sub(1)).  mq_format_check validates a format string. */

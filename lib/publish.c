@@ -54,6 +54,10 @@ struct mq_pub {
 	mq_filter **gflt;               /* the chunk's groups' filters */
 	struct mq_filterset set;        /* their jq programs, as one */
 	bool *in;                       /* which groups a message enters */
+	struct mq_names gnames;         /* the chunk's groups */
+	struct mq_jbuf jb;              /* the chunk's journal records */
+	uint64_t jend;                  /* journal offset after our records */
+	signed char *jsame;             /* journal on the partition's fs? */
 };
 
 int
@@ -89,7 +93,9 @@ mq_pub_open(mq_spool *sp, const char *topic, int flags)
 	p->hfd = malloc(np * sizeof *p->hfd);
 	p->logfd = malloc(np * sizeof *p->logfd);
 	p->dedupfd = malloc(np * sizeof *p->dedupfd);
-	if (!p->hfd || !p->logfd || !p->dedupfd) {
+	p->jsame = calloc(np, sizeof *p->jsame);
+	if (!p->hfd || !p->logfd || !p->dedupfd || !p->jsame) {
+		free(p->jsame);
 		mq_err_sys("malloc");
 		free(p->hfd);
 		free(p->logfd);
@@ -125,6 +131,9 @@ mq_pub_close(mq_pub *p)
 	free(p->hfd);
 	free(p->logfd);
 	free(p->dedupfd);
+	free(p->jsame);
+	mq_names_free(&p->gnames);
+	mq_jbuf_free(&p->jb);
 	for (size_t i = 0; i < p->nflt; i++) {
 		free(p->flt[i].group);
 		mq_filter_free(p->flt[i].f);
@@ -171,6 +180,31 @@ write_all(int fd, struct iovec *iov, int n)
 	return 0;
 }
 
+/* The chunk's P record of a message: the groups it was linked into. */
+static int
+journal_publish(mq_pub *p, unsigned k, const char *key, size_t ng)
+{
+	char *list = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&list, &len);
+	if (!f)
+		return mq_err_sys("malloc");
+	const char *sep = "";
+	for (size_t g = 0; g < ng; g++)
+		if (p->in[g]) {
+			fprintf(f, "%s%s", sep, p->gnames.v[g]);
+			sep = ",";
+		}
+	if (!*sep)
+		fputs("-", f);
+	int rc = fclose(f) == 0 ? 0 : mq_err_sys("malloc");
+	if (rc == 0)
+		rc = mq_journal_line(&p->jb, 'P', "%s %u %s %s", p->t.name, k,
+		    key, list);
+	free(list);
+	return rc;
+}
+
 /* Writes one message at log/KEY and links it into each group: into new/,
  * or for a message not yet due into delay/<due>.KEY. */
 static int
@@ -215,13 +249,47 @@ stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
 		    later ? dname : key, 0) < 0)
 			rc = mq_err_sys("link message into group");
 	mq_fmsg_done(&fm);
-	return rc;
+	return rc == 0 ? journal_publish(p, k, key, ng) : rc;
+}
+
+/* The chunk's records go to the journal before the commit point, and are
+ * made durable with the chunk: syncfs covers them when the journal is on
+ * the partition's file system (see mq-spool(5), CHANGE JOURNAL). */
+static int
+journal_chunk(mq_pub *p, unsigned k, enum mq_sync sync)
+{
+	if (p->jb.len == 0)
+		return 0;
+	uint64_t end;
+	if (mq_journal_write(p->sp, &p->jb, &end) < 0)
+		return -1;
+	if (end > p->jend)
+		p->jend = end;
+	if (sync == MQ_SYNC_NONE)
+		return 0;
+	int jfd = mq_journal_fd(p->sp);
+	if (!p->jsame[k]) {
+		struct stat a, b;
+		p->jsame[k] = fstat(jfd, &a) == 0 && fstat(p->logfd[k], &b) == 0 &&
+		    a.st_dev == b.st_dev ? 1 : -1;
+	}
+	if ((sync == MQ_SYNC_EACH || p->jsame[k] < 0) && fdatasync(jfd) < 0)
+		return mq_err_sys("sync journal");
+	return 0;
+}
+
+uint64_t
+mq_pub_journal_end(const mq_pub *p)
+{
+	return p->jend;
 }
 
 static int
 make_durable(mq_pub *p, unsigned k, const int *gfd, size_t ng,
     enum mq_sync sync)
 {
+	if (journal_chunk(p, k, sync) < 0)
+		return -1;
 	if (sync == MQ_SYNC_NONE)
 		return 0;
 	if (sync == MQ_SYNC_BATCH)
@@ -328,7 +396,8 @@ open_groups(mq_pub *p, unsigned k, int **gfdp, size_t *ngp)
 	}
 	if (rc == 0)
 		rc = mq_filterset_use(&p->set, p->gflt, n);
-	mq_names_free(&groups);
+	mq_names_free(&p->gnames);
+	p->gnames = groups;
 	if (rc < 0) {
 		close_groups(gfd, n);
 		return -1;
@@ -403,6 +472,7 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 		int code = mq_errcode();
 		snprintf(msg, sizeof msg, "%s", mq_errmsg());
 		mq_partition_repair_locked(&p->t, k, hfd, &h);
+		p->jb.len = 0;
 		mq_err(code, "%s", msg);
 		for (size_t i = 0; i < n; i++)
 			ids[idx[i]][0] = 0;

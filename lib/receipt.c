@@ -127,6 +127,8 @@ receipt_settle(mq_spool *sp, const char *topic, const char *group,
 				    "%s is gone (its lease expired and it was "
 				    "claimed again)", r.e.key + MQ_SEQ_DIGITS + 1) :
 				    mq_err_sys("ack");
+			else
+				mq_journal_change(&t, 'A', r.k, group, cur);
 			break;
 		case NACK:
 			rc = mq_claim_return(&t, r.k, group, &d, cur, how, &gc);

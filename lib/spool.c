@@ -101,7 +101,7 @@ mq_spool_open(const char *dir, int flags)
 		return NULL;
 	}
 	sp->path = path;
-	sp->fd = sp->topics = -1;
+	sp->fd = sp->topics = sp->jfd = -1;
 	if ((flags & MQ_CREATE) && mq_mkdirs(AT_FDCWD, path) < 0)
 		goto fail;
 	sp->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -144,6 +144,8 @@ mq_spool_close(mq_spool *sp)
 		return;
 	if (sp->topics >= 0)
 		close(sp->topics);
+	if (sp->jfd >= 0)
+		close(sp->jfd);
 	if (sp->fd >= 0)
 		close(sp->fd);
 	free(sp->path);

@@ -174,6 +174,8 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 	}
 	if (rc != 1)
 		mq_topic_tree_remove(sp->fd, stage);
+	else
+		mq_journal_note(sp, 'T', "%s", name);
 	/* In place: now it gets the groups of the wildcard subscriptions
 	 * that match it (wildcard.c says why this order misses none). */
 	if (rc == 1 && mq_wildcard_topic_created(sp, name) < 0)

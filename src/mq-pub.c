@@ -18,7 +18,7 @@
 
 enum {
 	OPT_SYNC = 256, OPT_HELP, OPT_DELAY, OPT_AT, OPT_TTL, OPT_ATOMIC,
-	OPT_DEDUP,
+	OPT_DEDUP, OPT_REPLICAS, OPT_REPLICA_TIMEOUT,
 };
 
 static struct {
@@ -33,7 +33,10 @@ static struct {
 	double delay, at, ttl;
 	int atomic, dedup_content, have_at;
 	const char *idem;               /* -i */
-} opt = { .partition = -1 };
+	unsigned replicas;              /* peers that must confirm */
+	double replica_timeout;
+	mq_spool *sp;
+} opt = { .partition = -1, .replica_timeout = 10 };
 
 static void
 usage(int code)
@@ -42,7 +45,8 @@ usage(int code)
 	    "usage: %s [-0lq] [-H 'Name: value']... [-k KEY] [-p PARTITION] "
 	    "[-s SPOOL]\n              [--sync=each|batch|none] [--delay SECONDS "
 	    "| --at TIME] [--ttl SECONDS]\n              [--atomic] TOPIC "
-	    "[MESSAGE...]\n              [-i ID | --dedup=content]\n",
+	    "[MESSAGE...]\n              [-i ID | --dedup=content] "
+	    "[--replicas N [--replica-timeout SECONDS]]\n",
 	    getprogname());
 	exit(code);
 }
@@ -73,6 +77,22 @@ send(mq_pub *pub, struct mq_pub_msg *msgs, size_t n)
 		    ikeys[i] : NULL;
 	}
 	size_t stored = mq_pub_send(pub, msgs, n, opt.sync, ids);
+	/* Synchronous replication: the peers confirm what the journal
+	 * says we stored (mq-replicate(1)). */
+	unsigned got = 0;
+	int late = 0;
+	if (stored == n && opt.replicas > 0) {
+		char msg[1024];
+		int code = 0;
+		late = mq_replicas_wait(opt.sp, mq_pub_journal_end(pub),
+		    opt.replicas, opt.replica_timeout, &got);
+		if (late < 0) {
+			code = mq_errcode();
+			snprintf(msg, sizeof msg, "%s", mq_errmsg());
+		}
+		if (late < 0)
+			errx(code, "%s", msg);
+	}
 	for (size_t i = 0; !opt.quiet && i < n; i++)
 		if (ids[i][0])
 			printf("%s\n", ids[i]);
@@ -82,6 +102,10 @@ send(mq_pub *pub, struct mq_pub_msg *msgs, size_t n)
 	free(ikeys);
 	if (stored < n)
 		tool_fail();
+	if (late)
+		errx(EX_UNAVAILABLE, "stored here, but only %u of %u replicas "
+		    "confirmed it within %g s", got, opt.replicas,
+		    opt.replica_timeout);
 }
 
 static void
@@ -206,6 +230,9 @@ main(int argc, char *argv[])
 		{ "ttl", required_argument, NULL, OPT_TTL },
 		{ "atomic", no_argument, NULL, OPT_ATOMIC },
 		{ "dedup", required_argument, NULL, OPT_DEDUP },
+		{ "replicas", required_argument, NULL, OPT_REPLICAS },
+		{ "replica-timeout", required_argument, NULL,
+		    OPT_REPLICA_TIMEOUT },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -264,6 +291,14 @@ main(int argc, char *argv[])
 				    "control characters)", MQ_NAME_MAX);
 			opt.idem = optarg;
 			break;
+		case OPT_REPLICAS:
+			opt.replicas = (unsigned)tool_number("--replicas", optarg,
+			    0, 64);
+			break;
+		case OPT_REPLICA_TIMEOUT:
+			opt.replica_timeout = tool_duration("--replica-timeout",
+			    optarg);
+			break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
@@ -278,7 +313,7 @@ main(int argc, char *argv[])
 		errx(EX_USAGE, "choose one of -i and --dedup=content");
 	tool_name("topic", argv[0]);
 
-	mq_spool *sp = tool_spool(spool, MQ_CREATE);
+	mq_spool *sp = opt.sp = tool_spool(spool, MQ_CREATE);
 	mq_pub *pub = mq_pub_open(sp, argv[0], MQ_CREATE);
 	if (!pub)
 		tool_fail();

@@ -1,28 +1,326 @@
 /*
- * mq-replicate: replication between spools.  This version manages the
- * keys that authenticate peers; the transfer itself is not there yet
- * (see mq-replicate(1)).
+ * mq-replicate: replication between spools: keys, the daemon (serve),
+ * push and pull over TCP or ssh, status and promote.  The protocol and
+ * everything it changes on disk are in libmq (replsend.c, replrecv.c);
+ * this file picks transports, retries, logs and prints.
  */
 #include <err.h>
-#include <stdlib.h>
+#include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <sysexits.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "tool.h"
 
-enum { OPT_HELP = 256, OPT_FORCE, OPT_NAME };
+enum {
+	OPT_HELP = 256, OPT_FORCE, OPT_NAME, OPT_LISTEN, OPT_STDIO, OPT_INETD,
+	OPT_FOLLOW, OPT_RETRY, OPT_RSH, OPT_REMOTE_SPOOL, OPT_REMOTE_COMMAND,
+	OPT_PROGRESS, OPT_NO_PROGRESS, OPT_SYSLOG, OPT_JSON,
+};
+
+static struct {
+	int force, stdio, inetd, follow, progress, verbose, use_syslog, json;
+	const char *name, *listen, *rsh, *remote_spool, *remote_command;
+	double retry;
+} opt = { .progress = -1, .retry = 1, .remote_command = "mq-replicate" };
+
+static volatile int stop;
+
+/* The error of the last session: mq_errmsg(), or what the transport
+ * says when the remote command could not run. */
+static struct {
+	int code;
+	char msg[1024];
+} last;
+
+static void
+keep_error(void)
+{
+	last.code = mq_errcode();
+	snprintf(last.msg, sizeof last.msg, "%s", mq_errmsg());
+}
 
 static void
 usage(int code)
 {
+	const char *p = getprogname();
 	fprintf(code ? stderr : stdout,
-	    "usage: %s [-s SPOOL] keygen [--force] [--name NAME]\n"
+	    "usage: %s [-s SPOOL] serve [--listen ADDR:PORT | --stdio | --inetd] "
+	    "[-v] [--syslog]\n"
+	    "       %s [-s SPOOL] push|pull [--follow] [--retry SECONDS] "
+	    "[--progress | --no-progress]\n"
+	    "              [-v] [--syslog] (ADDR:PORT | --rsh CMD "
+	    "[--remote-spool DIR] [--remote-command PATH])\n"
+	    "       %s [-s SPOOL] status [--json]\n"
+	    "       %s [-s SPOOL] promote\n"
+	    "       %s [-s SPOOL] keygen [--force] [--name NAME]\n"
 	    "       %s [-s SPOOL] pubkey\n"
 	    "       %s [-s SPOOL] authorize PUBKEY [NAME]\n",
-	    getprogname(), getprogname(), getprogname());
+	    p, p, p, p, p, p, p);
 	exit(code);
+}
+
+static void
+log_line(int prio, const char *msg, void *ctx)
+{
+	(void)ctx;
+	if (opt.use_syslog) {
+		syslog(prio, "%s", msg);
+		return;
+	}
+	if (prio > LOG_WARNING && !opt.verbose)
+		return;
+	if (opt.progress > 0)
+		fputc('\n', stderr);
+	fprintf(stderr, "%s: %s\n", getprogname(), msg);
+}
+
+static void
+log_error(const char *what)
+{
+	char msg[1200];
+	snprintf(msg, sizeof msg, "%s%s%s", what ? what : "", what ? ": " : "",
+	    mq_errmsg());
+	log_line(LOG_ERR, msg, NULL);
+}
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void
+signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static struct mq_repl_opts
+repl_opts(int follow)
+{
+	struct mq_repl_opts o = { .follow = follow, .log = log_line,
+	    .stop = &stop };
+	o.progress = opt.progress > 0;
+	return o;
+}
+
+/* One connection of the daemon, in a child: secure unless over ssh. */
+static int
+serve_one(mq_spool *sp, int in, int out, int secure)
+{
+	struct mq_identity id;
+	if (secure && mq_identity_load(sp, &id) < 0)
+		return -1;
+	mq_link *l = mq_link_open(in, out, sp, secure ? &id : NULL, 0);
+	if (secure)
+		mq_identity_forget(&id);
+	if (!l)
+		return -1;
+	struct mq_repl_opts o = repl_opts(0);
+	o.progress = 0;
+	int rc = mq_repl_session(sp, l, MQ_REPL_ANY, 0, &o);
+	mq_link_close(l);
+	return rc;
+}
+
+static int
+serve(mq_spool *sp)
+{
+	if (opt.stdio || opt.inetd)
+		return serve_one(sp, 0, 1, opt.inetd);
+	/* Check the key now rather than at the first connection. */
+	struct mq_identity id;
+	if (mq_identity_load(sp, &id) < 0)
+		return -1;
+	mq_identity_forget(&id);
+	int lfd = mq_net_listen(opt.listen ? opt.listen : "127.0.0.1:7468");
+	if (lfd < 0)
+		return -1;
+	struct sigaction sa = { .sa_handler = SIG_IGN, .sa_flags = SA_NOCLDWAIT };
+	sigaction(SIGCHLD, &sa, NULL);
+	char msg[256];
+	snprintf(msg, sizeof msg, "listening on %s",
+	    opt.listen ? opt.listen : "127.0.0.1:7468");
+	log_line(LOG_INFO, msg, NULL);
+	while (!stop) {
+		int fd = mq_net_accept(lfd);
+		if (fd < 0) {
+			if (mq_errcode() != EX_TEMPFAIL)
+				log_error("accept");
+			continue;
+		}
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(lfd);
+			int rc = serve_one(sp, fd, fd, 1);
+			if (rc < 0)
+				log_error("connection");
+			_exit(rc < 0 ? mq_errcode() : 0);
+		}
+		if (pid < 0)
+			log_error("fork");
+		close(fd);
+	}
+	close(lfd);
+	return 0;
+}
+
+/* One session as the initiator: over --rsh, or TCP to dest. */
+static int
+session(mq_spool *sp, const char *dest, enum mq_repl_role role)
+{
+	int in, out, rc;
+	pid_t pid = -1;
+	struct mq_identity id;
+	int secure = !opt.rsh;
+	if (opt.rsh) {
+		if (mq_rsh_spawn(opt.rsh, opt.remote_command, opt.remote_spool,
+		    &in, &out, &pid) < 0) {
+			keep_error();
+			return -1;
+		}
+	} else {
+		if (mq_identity_load(sp, &id) < 0) {
+			keep_error();
+			return -1;
+		}
+		if ((in = mq_net_connect(dest)) < 0) {
+			keep_error();
+			mq_identity_forget(&id);
+			return -1;
+		}
+		out = in;
+	}
+	mq_link *l = mq_link_open(in, out, sp, secure ? &id : NULL, 1);
+	if (secure)
+		mq_identity_forget(&id);
+	struct mq_repl_opts o = repl_opts(opt.follow);
+	rc = l ? mq_repl_session(sp, l, role, 1, &o) : -1;
+	if (rc < 0)
+		keep_error();
+	if (l)
+		mq_link_close(l);
+	close(in);
+	if (out != in)
+		close(out);
+	if (pid > 0) {
+		int st;
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		/* The remote command failed before any protocol. */
+		if (rc < 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127) {
+			last.code = EX_UNAVAILABLE;
+			snprintf(last.msg, sizeof last.msg, "--rsh: could not "
+			    "run '%s %s'", opt.rsh, opt.remote_command);
+		}
+	}
+	return rc;
+}
+
+static int
+push_pull(mq_spool *sp, const char *dest, enum mq_repl_role role)
+{
+	double delay = opt.retry;
+	for (;;) {
+		int rc = session(sp, dest, role);
+		if (rc < 0 && (!opt.follow || stop)) {
+			if (opt.use_syslog)
+				syslog(LOG_ERR, "%s", last.msg);
+			errx(last.code, "%s", last.msg);
+		}
+		if (!opt.follow || stop)
+			return rc;
+		if (rc < 0) {
+			/* A refused key or a misconfiguration will not mend by
+			 * itself, but a daemon keeps trying: log and wait. */
+			char msg[1200];
+			snprintf(msg, sizeof msg, "%s: %s", dest ? dest : opt.rsh,
+			    last.msg);
+			log_line(LOG_ERR, msg, NULL);
+		}
+		for (double t = 0; t < delay && !stop; t += 0.1)
+			usleep(100000);
+		delay = rc < 0 ? (delay * 2 > 30 ? 30 : delay * 2) : opt.retry;
+	}
+}
+
+static void
+ago(double t, char *buf, size_t len)
+{
+	if (t <= 0) {
+		snprintf(buf, len, "never");
+		return;
+	}
+	double d = mq_now() - t;
+	if (d < 0)
+		d = 0;
+	if (d < 120)
+		snprintf(buf, len, "%.0fs ago", d);
+	else if (d < 7200)
+		snprintf(buf, len, "%.0fm ago", d / 60);
+	else
+		snprintf(buf, len, "%.0fh ago", d / 3600);
+}
+
+static int
+status(mq_spool *sp)
+{
+	struct mq_peer_status *v;
+	size_t n, q;
+	if (mq_repl_status(sp, &v, &n, &q) < 0)
+		return -1;
+	if (opt.json) {
+		json_t *peers = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(peers, json_pack("{s:s,s:s,s:s,"
+			    "s:f,s:I,s:I,s:I,s:I,s:f}", "id", v[i].id, "name",
+			    v[i].name, "state", v[i].connected ? "connected" :
+			    "disconnected", "contact", v[i].contact, "confirmed",
+			    (json_int_t)v[i].confirmed, "journal",
+			    (json_int_t)v[i].journal, "lag_bytes",
+			    (json_int_t)(v[i].journal - v[i].confirmed),
+			    "lag_records", (json_int_t)v[i].records,
+			    "lag_seconds", v[i].lag));
+		json_t *root = json_pack("{s:o,s:I}", "peers", peers,
+		    "quarantined", (json_int_t)q);
+		json_dumpf(root, stdout, JSON_COMPACT);
+		putchar('\n');
+		json_decref(root);
+	} else {
+		printf("%-20s %-13s %-12s %12s %10s %9s\n", "PEER", "STATE",
+		    "CONTACT", "LAG BYTES", "RECORDS", "LAG S");
+		for (size_t i = 0; i < n; i++) {
+			char when[32];
+			ago(v[i].contact, when, sizeof when);
+			printf("%-20s %-13s %-12s %12llu %10llu %9.3f\n",
+			    v[i].name[0] ? v[i].name : v[i].id,
+			    v[i].connected ? "connected" : "disconnected", when,
+			    (unsigned long long)(v[i].journal - v[i].confirmed),
+			    (unsigned long long)v[i].records, v[i].lag);
+		}
+		if (q)
+			printf("%zu quarantined file(s) in %s/replicate/"
+			    "quarantine\n", q, mq_spool_path(sp));
+	}
+	free(v);
+	if (fflush(stdout) == EOF)
+		err(EX_IOERR, "stdout");
+	return 0;
 }
 
 /* Prints this spool's public key line (key.pub). */
@@ -38,22 +336,71 @@ pubkey(mq_spool *sp)
 	printf("%s\n", hex);
 }
 
+static int
+keys(mq_spool *sp, const char *cmd, int argc, char **argv)
+{
+	if (!strcmp(cmd, "keygen")) {
+		char hex[MQ_PUBKEY_HEX + 1];
+		if (mq_keys_generate(sp, opt.name, opt.force, hex) < 0)
+			return -1;
+		printf("%s\n", hex);
+	} else if (!strcmp(cmd, "authorize")) {
+		int rc = mq_peer_authorize(sp, argv[1], argc > 2 ? argv[2] : NULL);
+		if (rc < 0)
+			return -1;
+		if (rc == 0)
+			warnx("peer %s was authorized already", argv[1]);
+	} else {
+		pubkey(sp);
+	}
+	return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "name", required_argument, NULL, OPT_NAME },
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "stdio", no_argument, NULL, OPT_STDIO },
+		{ "inetd", no_argument, NULL, OPT_INETD },
+		{ "follow", no_argument, NULL, OPT_FOLLOW },
+		{ "retry", required_argument, NULL, OPT_RETRY },
+		{ "rsh", required_argument, NULL, OPT_RSH },
+		{ "remote-spool", required_argument, NULL, OPT_REMOTE_SPOOL },
+		{ "remote-command", required_argument, NULL, OPT_REMOTE_COMMAND },
+		{ "progress", no_argument, NULL, OPT_PROGRESS },
+		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+		{ "syslog", no_argument, NULL, OPT_SYSLOG },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *spool = NULL, *name = NULL;
-	int c, force = 0;
-	while ((c = getopt_long(argc, argv, "s:", longopts, NULL)) != -1) {
+	const char *spool = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "s:v", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': spool = optarg; break;
-		case OPT_FORCE: force = 1; break;
-		case OPT_NAME: name = optarg; break;
+		case 'v': opt.verbose = 1; break;
+		case OPT_FORCE: opt.force = 1; break;
+		case OPT_NAME: opt.name = optarg; break;
+		case OPT_LISTEN: opt.listen = optarg; break;
+		case OPT_STDIO: opt.stdio = 1; break;
+		case OPT_INETD: opt.inetd = 1; break;
+		case OPT_FOLLOW: opt.follow = 1; break;
+		case OPT_RETRY:
+			opt.retry = tool_duration("--retry", optarg);
+			if (opt.retry <= 0)
+				errx(EX_USAGE, "--retry: must be more than 0");
+			break;
+		case OPT_RSH: opt.rsh = optarg; break;
+		case OPT_REMOTE_SPOOL: opt.remote_spool = optarg; break;
+		case OPT_REMOTE_COMMAND: opt.remote_command = optarg; break;
+		case OPT_PROGRESS: opt.progress = 1; break;
+		case OPT_NO_PROGRESS: opt.progress = 0; break;
+		case OPT_SYSLOG: opt.use_syslog = 1; break;
+		case OPT_JSON: opt.json = 1; break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
@@ -63,27 +410,62 @@ main(int argc, char *argv[])
 	if (argc < 1)
 		usage(EX_USAGE);
 	const char *cmd = argv[0];
-	int keygen = !strcmp(cmd, "keygen"), authorize = !strcmp(cmd, "authorize");
-	tool_command(cmd, (const char *const[]){ "keygen", "pubkey",
-	    "authorize", NULL });
-	if ((keygen || !authorize) ? argc != 1 : argc < 2 || argc > 3)
-		usage(EX_USAGE);
-	if ((force || name) && !keygen)
+	tool_command(cmd, (const char *const[]){ "serve", "push", "pull",
+	    "status", "promote", "keygen", "pubkey", "authorize", NULL });
+	int is_keygen = !strcmp(cmd, "keygen"), is_auth = !strcmp(cmd, "authorize");
+	int is_serve = !strcmp(cmd, "serve"), is_push = !strcmp(cmd, "push"),
+	    is_pull = !strcmp(cmd, "pull");
+	int transfer = is_push || is_pull;
+	/* Which options go with which command. */
+	if ((opt.force || opt.name) && !is_keygen)
 		errx(EX_USAGE, "--force and --name go with keygen");
-	mq_spool *sp = tool_spool(spool, keygen || authorize ? MQ_CREATE : 0);
-	if (keygen) {
-		char hex[MQ_PUBKEY_HEX + 1];
-		if (mq_keys_generate(sp, name, force, hex) < 0)
-			tool_fail();
-		printf("%s\n", hex);
-	} else if (authorize) {
-		int rc = mq_peer_authorize(sp, argv[1], argc > 2 ? argv[2] : NULL);
-		if (rc < 0)
-			tool_fail();
+	if ((opt.listen || opt.stdio || opt.inetd) && !is_serve)
+		errx(EX_USAGE, "--listen, --stdio and --inetd go with serve");
+	if ((opt.listen != NULL) + opt.stdio + opt.inetd > 1 && is_serve)
+		errx(EX_USAGE, "choose one of --listen, --stdio and --inetd");
+	if ((opt.follow || opt.rsh || opt.remote_spool || opt.progress >= 0 ||
+	    opt.retry != 1) && !transfer)
+		errx(EX_USAGE, "--follow, --retry, --rsh, --remote-spool and "
+		    "--progress go with push and pull");
+	if ((opt.remote_spool || strcmp(opt.remote_command, "mq-replicate")) &&
+	    !opt.rsh)
+		errx(EX_USAGE, "--remote-spool and --remote-command go with --rsh");
+	if (opt.json && strcmp(cmd, "status"))
+		errx(EX_USAGE, "--json goes with status");
+	if (is_auth ? argc < 2 || argc > 3 : transfer ? argc != (opt.rsh ? 1 : 2) :
+	    argc != 1) {
+		if (transfer)
+			errx(EX_USAGE, opt.rsh ? "%s: no ADDR:PORT with --rsh" :
+			    "%s: give ADDR:PORT, or --rsh CMD", cmd);
+		usage(EX_USAGE);
+	}
+	if (opt.use_syslog)
+		openlog("mq-replicate", LOG_PID, LOG_DAEMON);
+	if (opt.progress < 0)
+		opt.progress = isatty(2) && !opt.use_syslog && !opt.follow;
+	mq_spool *sp = tool_spool(spool, is_keygen || is_auth || is_serve ||
+	    transfer ? MQ_CREATE : 0);
+	signals();
+	int rc;
+	if (is_serve)
+		rc = serve(sp);
+	else if (transfer)
+		rc = push_pull(sp, argc > 1 ? argv[1] : NULL, is_push ?
+		    MQ_REPL_SEND : MQ_REPL_RECV);
+	else if (!strcmp(cmd, "status"))
+		rc = status(sp);
+	else if (!strcmp(cmd, "promote")) {
+		size_t n;
+		rc = mq_repl_promote(sp, &n);
 		if (rc == 0)
-			warnx("peer %s was authorized already", argv[1]);
-	} else {
-		pubkey(sp);
+			printf("promoted %s: %zu message(s) left half-received "
+			    "finished\n", mq_spool_path(sp), n);
+	} else
+		rc = keys(sp, cmd, argc, argv);
+	if (rc < 0) {
+		if (opt.use_syslog)
+			syslog(LOG_ERR, "%s", mq_errmsg());
+		tool_fail();
 	}
 	mq_spool_close(sp);
 	return 0;

@@ -1,0 +1,291 @@
+/*
+ * journal.c: the spool's change journal, SPOOL/journal.
+ *
+ * Every change that replication must carry (publish, backfill link, ack,
+ * dead letter, redrive, purge, topic configuration) is one line appended
+ * with a single write(2) on an O_APPEND descriptor, so concurrent writers
+ * on a local file system never interleave.  A line's own offset is its
+ * sequence number for this spool as an origin; lines copied in from a
+ * peer carry their origin and sequence ("@origin seq ...").  Each line
+ * ends with an XXH32 of the rest, so a line torn by a power loss is seen
+ * and skipped.  See mq-spool(5), CHANGE JOURNAL.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "internal.h"
+
+int
+mq_journal_fd(mq_spool *sp)
+{
+	if (sp->jfd >= 0)
+		return sp->jfd;
+	int fd = openat(sp->fd, "journal", O_WRONLY | O_APPEND | O_CREAT |
+	    O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return mq_err_sys("journal");
+	sp->jfd = fd;
+	return fd;
+}
+
+/* Appends " <sum>\n" for the line that starts at buf + start. */
+static int
+seal(char *buf, size_t start, size_t *len, size_t cap)
+{
+	if (*len + 10 > cap)
+		return mq_err(EX_SOFTWARE, "journal record too long");
+	unsigned sum = XXH32(buf + start, *len - start, 0);
+	*len += (size_t)snprintf(buf + *len, cap - *len, " %08x\n", sum);
+	return 0;
+}
+
+int
+mq_journal_line(struct mq_jbuf *b, char type, const char *fmt, ...)
+{
+	size_t need = b->len + MQ_JLINE_MAX;
+	if (need > b->cap) {
+		char *p = realloc(b->buf, need);
+		if (!p)
+			return mq_err_sys("malloc");
+		b->buf = p;
+		b->cap = need;
+	}
+	size_t start = b->len;
+	int n = snprintf(b->buf + b->len, MQ_JLINE_MAX, "%c %" PRIu64 " ", type,
+	    (uint64_t)(mq_now() * 1000));
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(b->buf + b->len + n, MQ_JLINE_MAX - (size_t)n - 10,
+	    fmt, ap);
+	va_end(ap);
+	if (m < 0 || (size_t)(n + m) >= MQ_JLINE_MAX - 10)
+		return mq_err(EX_SOFTWARE, "journal record too long");
+	b->len += (size_t)(n + m);
+	return seal(b->buf, start, &b->len, b->cap);
+}
+
+int
+mq_journal_raw(struct mq_jbuf *b, const char *origin, uint64_t seq,
+    const char *rec, size_t len)
+{
+	size_t need = b->len + len + MQ_ID_LEN + 40;
+	if (need > b->cap) {
+		char *p = realloc(b->buf, need);
+		if (!p)
+			return mq_err_sys("malloc");
+		b->buf = p;
+		b->cap = need;
+	}
+	size_t start = b->len;
+	b->len += (size_t)snprintf(b->buf + b->len, b->cap - b->len,
+	    "@%s %" PRIu64 " %.*s", origin, seq, (int)len, rec);
+	return seal(b->buf, start, &b->len, b->cap);
+}
+
+int
+mq_journal_write(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
+{
+	if (b->len == 0)
+		return 0;
+	int fd = mq_journal_fd(sp);
+	if (fd < 0)
+		return -1;
+	ssize_t w = write(fd, b->buf, b->len);
+	if (w < 0)
+		return mq_err_sys("journal");
+	if ((size_t)w != b->len)
+		return mq_err(EX_IOERR, "journal: short write");
+	if (end) {
+		/* After an O_APPEND write the offset is the end of ours. */
+		off_t o = lseek(fd, 0, SEEK_CUR);
+		*end = o < 0 ? 0 : (uint64_t)o;
+	}
+	b->len = 0;
+	return 0;
+}
+
+void
+mq_jbuf_free(struct mq_jbuf *b)
+{
+	free(b->buf);
+	b->buf = NULL;
+	b->len = b->cap = 0;
+}
+
+int
+mq_journal_note(mq_spool *sp, char type, const char *fmt, ...)
+{
+	char line[2048];                /* names of a topic and a group */
+	int n = snprintf(line, sizeof line, "%c %" PRIu64 " ", type,
+	    (uint64_t)(mq_now() * 1000));
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(line + n, sizeof line - (size_t)n - 10, fmt, ap);
+	va_end(ap);
+	if (m < 0 || (size_t)(n + m) >= sizeof line - 10)
+		return mq_err(EX_SOFTWARE, "journal record too long");
+	size_t len = (size_t)(n + m);
+	if (seal(line, 0, &len, sizeof line) < 0)
+		return -1;
+	struct mq_jbuf b = { line, len, sizeof line };
+	return mq_journal_write(sp, &b, NULL);
+}
+
+/* Reading.  The reader keeps a window of the file; a line is complete
+ * when its newline is there. */
+int
+mq_jreader_open(mq_spool *sp, struct mq_jreader *r, uint64_t from)
+{
+	memset(r, 0, sizeof *r);
+	r->fd = openat(sp->fd, "journal", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (r->fd < 0 && errno != ENOENT)
+		return mq_err_sys("journal");
+	r->pos = from;
+	r->cap = 1 << 20;
+	r->buf = malloc(r->cap);
+	if (!r->buf)
+		return mq_err_sys("malloc");
+	return 0;
+}
+
+void
+mq_jreader_close(struct mq_jreader *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r->buf);
+	r->buf = NULL;
+}
+
+uint64_t
+mq_journal_size(mq_spool *sp)
+{
+	struct stat st;
+	if (fstatat(sp->fd, "journal", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	return (uint64_t)st.st_size;
+}
+
+/* Splits a sealed line (without its newline) in place: checks the sum,
+ * and, for a copied line, takes its origin and sequence off the front. */
+static int
+parse_line(char *line, size_t len, struct mq_jrec *rec)
+{
+	if (len < 10 || line[len - 9] != ' ')
+		return -1;
+	char *end;
+	unsigned long sum = strtoul(line + len - 8, &end, 16);
+	if (end != line + len || XXH32(line, len - 9, 0) != sum)
+		return -1;
+	line[len - 9] = 0;
+	rec->origin[0] = 0;
+	char *p = line;
+	if (*p == '@') {
+		char *sp1 = strchr(p, ' ');
+		if (!sp1 || sp1 - p - 1 != MQ_ID_LEN)
+			return -1;
+		memcpy(rec->origin, p + 1, MQ_ID_LEN);
+		rec->origin[MQ_ID_LEN] = 0;
+		errno = 0;
+		rec->seq = strtoull(sp1 + 1, &end, 10);
+		if (errno || *end != ' ')
+			return -1;
+		p = end + 1;
+	}
+	if (!p[0] || p[1] != ' ')
+		return -1;
+	rec->type = p[0];
+	rec->text = p;
+	rec->len = strlen(p);
+	/* The arguments after the type and the time. */
+	char *args = strchr(p + 2, ' ');
+	if (!args)
+		return -1;
+	rec->ms = strtoull(p + 2, NULL, 10);
+	rec->args = args + 1;
+	return 0;
+}
+
+/* A line that fails its sum may be a record cut by a crash with the
+ * next writer's record after it: find where a whole record starts. */
+static size_t
+resync(char *line, size_t len, struct mq_jrec *rec)
+{
+	for (size_t i = 1; i + 10 < len; i++) {
+		bool start = line[i] == '@' || (strchr("PLADRXT", line[i]) &&
+		    line[i + 1] == ' ');
+		if (start && line[i] && parse_line(line + i, len - i, rec) == 0)
+			return i;
+	}
+	return 0;
+}
+
+int
+mq_jreader_next(struct mq_jreader *r, struct mq_jrec *rec)
+{
+	for (;;) {
+		char *nl = memchr(r->buf + r->off, '\n', r->fill - r->off);
+		if (!nl) {
+			if (r->fd < 0)
+				return 0;
+			/* Slide the partial line to the front and read more. */
+			size_t part = r->fill - r->off;
+			memmove(r->buf, r->buf + r->off, part);
+			r->fill = part;
+			r->off = 0;
+			if (r->fill == r->cap) {
+				/* A line longer than any writer writes: skip
+				 * what there is of it. */
+				r->pos += r->fill;
+				r->fill = 0;
+				r->skipped++;
+			}
+			ssize_t n = pread(r->fd, r->buf + r->fill,
+			    r->cap - r->fill, (off_t)(r->pos + r->fill));
+			if (n < 0)
+				return mq_err_sys("journal");
+			if (n == 0)
+				return 0;
+			r->fill += (size_t)n;
+			continue;
+		}
+		size_t len = (size_t)(nl - (r->buf + r->off));
+		char *line = r->buf + r->off;
+		uint64_t at = r->pos;
+		r->off += len + 1;
+		r->pos += len + 1;
+		size_t skip = 0;
+		if (parse_line(line, len, rec) < 0 &&
+		    (skip = resync(line, len, rec)) == 0) {
+			r->skipped++;
+			continue;
+		}
+		rec->at = at + skip;
+		rec->end = r->pos;
+		if (!rec->origin[0])
+			rec->seq = at;
+		return 1;
+	}
+}
+
+/* A change to one message of a group: A and L name its KEY, D, R and X
+ * its dead letter.  Best effort: the change is made already, and a
+ * record that cannot be written is lost as one cut by a crash would be
+ * (after a failover, the message may be delivered again). */
+void
+mq_journal_change(const struct mq_topic *t, char type, unsigned k,
+    const char *group, const char *name)
+{
+	int len = type == 'A' || type == 'L' ? MQ_KEY_LEN : (int)strlen(name);
+	mq_journal_note(t->sp, type, "%s %u %s %.*s", t->name, k, group, len,
+	    name);
+}

@@ -1,0 +1,60 @@
+/*
+ * repl.h: what the replication sender (replsend.c), receiver
+ * (replrecv.c) and their state (replstate.c) share.  See mq-spool(5),
+ * CHANGE JOURNAL and REPLICATION CHANNEL.
+ */
+#ifndef MQ_REPL_H
+#define MQ_REPL_H
+
+#include <stdarg.h>
+
+#include "internal.h"
+
+#define REPL_BATCH_RECORDS 1024
+#define REPL_BATCH_BYTES (4u << 20)
+#define REPL_WINDOW 4                   /* batches sent before an answer */
+#define REPL_PING 5.0                   /* seconds between pings when idle */
+
+/* The vector: for each origin, the next sequence not yet seen. */
+struct repl_seen {
+	struct repl_origin {
+		char id[MQ_ID_LEN + 1];
+		uint64_t next;
+	} *v;
+	size_t n;
+};
+uint64_t repl_seen_get(const struct repl_seen *, const char *origin);
+int repl_seen_put(struct repl_seen *, const char *origin, uint64_t next);
+void repl_seen_free(struct repl_seen *);
+int repl_seen_render(const struct repl_seen *, char **text, size_t *len);
+int repl_seen_parse(const char *text, size_t len, struct repl_seen *);
+/* The receiver's vector, from replicate/seen, else from the journal. */
+int repl_seen_load(mq_spool *, struct repl_seen *);
+int repl_seen_save(mq_spool *, const struct repl_seen *);
+
+int repl_spool_id(mq_spool *, char id[MQ_ID_LEN + 1]);
+int repl_dir(mq_spool *, const char *sub);      /* made when missing */
+
+/* What a sender records of a peer after each confirmation. */
+int repl_peer_save(mq_spool *, const char *peer_id, const char *name,
+    uint64_t confirmed, int connected);
+int repl_peer_confirmed(mq_spool *, const char *peer_id, uint64_t *pos);
+
+void repl_log(const struct mq_repl_opts *, int prio, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Frames: a word, then text or data. */
+int repl_send_text(mq_link *, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int repl_expect(mq_link *, const char *word, const char **rest, size_t *len);
+
+/* The two sides of a session, after the hello. */
+int repl_send(mq_spool *, mq_link *, const char *peer, const char *peer_name,
+    const struct mq_repl_opts *);
+int repl_recv(mq_spool *, mq_link *, const char *peer, const char *peer_name,
+    const struct mq_repl_opts *);
+
+/* A KEY's sequence number, from the start of the name. */
+int repl_key_seq(const char *key, uint64_t *seq);
+
+#endif

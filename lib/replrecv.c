@@ -1,0 +1,1019 @@
+/*
+ * replrecv.c: the receiving side of a replication session: applying a
+ * peer's records to this spool.
+ *
+ * Applying is idempotent, so a batch that was not confirmed (a crash, a
+ * cut connection, a damaged message) is simply applied again.  A
+ * message is written to a group's tmp/ (where consumers never look),
+ * linked into the other groups' tmp/, then linked to log/KEY (the commit
+ * point).  A repeat finds log/KEY there and only finishes what is left
+ * in tmp/; a name that arrives with other content is quarantined, never
+ * written over.  Nothing a batch adds to a queue is visible before the
+ * batch's records are in our journal: a local consumer could otherwise
+ * ack a message, and journal the ack, before the message's own record,
+ * and a peer we pass both to would see them the wrong way round.  So at
+ * the end of a batch: everything is synced; the records go to the
+ * journal, as the origin's; the staged links (publishes, backfills,
+ * redrives) are renamed into new/ or delay/ and synced; the heads are
+ * raised above the origin's sequence numbers (first, while applying, as
+ * next, so that a crash leaves an unfinished publish that the next lock
+ * holder repairs); then the batch is confirmed.  See mq-spool(5),
+ * REPLICATION CHANNEL.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "repl.h"
+
+struct rgroup {
+	char name[MQ_NAME_MAX + 1];
+	int tmpfd, newfd, curfd, delayfd;
+};
+
+struct rpart {
+	int hfd, logfd;
+	int locked;
+	struct mq_head h;
+	struct rgroup *gv;
+	size_t ng;
+};
+
+struct rtopic {
+	char *name;
+	struct mq_topic t;
+	struct rpart *pv;
+};
+
+/* A staged link to rename into its queue at the end of the batch. */
+struct staged {
+	size_t topic, group;
+	unsigned k;
+	char key[MQ_KEY_LEN + 1];
+	double due;
+};
+
+struct receiver {
+	mq_spool *sp;
+	mq_link *l;
+	const struct mq_repl_opts *o;
+	char me[MQ_ID_LEN + 1], peer[MQ_ID_LEN + 1], peer_name[128];
+	struct repl_seen seen;
+	struct rtopic *tv;
+	size_t nt;
+	struct mq_jbuf jb;
+	int wrote;                      /* files to make durable */
+	struct staged *sv;
+	size_t ns, scap;
+	int lockfd;                     /* replicate/lock-recv */
+	uint64_t records, messages, quarantined;
+	char line[MQ_JLINE_MAX + MQ_ID_LEN + 32];
+};
+
+int
+repl_key_seq(const char *key, uint64_t *seq)
+{
+	if (strlen(key) < MQ_KEY_LEN || key[MQ_SEQ_DIGITS] != '.')
+		return -1;
+	return mq_seq_of(key, seq);
+}
+
+static void
+group_close(struct rgroup *g)
+{
+	int *fds[] = { &g->tmpfd, &g->newfd, &g->curfd, &g->delayfd };
+	for (size_t i = 0; i < 4; i++)
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+}
+
+static void
+rtopic_close(struct rtopic *rt)
+{
+	for (unsigned k = 0; rt->pv && k < rt->t.conf.partitions; k++) {
+		struct rpart *p = &rt->pv[k];
+		if (p->locked)
+			mq_head_unlock(p->hfd);
+		if (p->hfd >= 0)
+			close(p->hfd);
+		if (p->logfd >= 0)
+			close(p->logfd);
+		for (size_t i = 0; i < p->ng; i++)
+			group_close(&p->gv[i]);
+		free(p->gv);
+	}
+	free(rt->pv);
+	mq_topic_close(&rt->t);
+	free(rt->name);
+}
+
+static struct rtopic *
+topic_of(struct receiver *r, const char *name)
+{
+	for (size_t i = 0; i < r->nt; i++)
+		if (!strcmp(r->tv[i].name, name))
+			return &r->tv[i];
+	struct rtopic *v = reallocarray(r->tv, r->nt + 1, sizeof *v);
+	if (!v) {
+		mq_err_sys("malloc");
+		return NULL;
+	}
+	r->tv = v;
+	struct rtopic *rt = &v[r->nt];
+	memset(rt, 0, sizeof *rt);
+	if (mq_topic_open(r->sp, name, 0, &rt->t) < 0)
+		return NULL;
+	rt->name = strdup(name);
+	rt->pv = calloc(rt->t.conf.partitions, sizeof *rt->pv);
+	if (!rt->name || !rt->pv) {
+		free(rt->name);
+		free(rt->pv);
+		mq_topic_close(&rt->t);
+		mq_err_sys("malloc");
+		return NULL;
+	}
+	for (unsigned k = 0; k < rt->t.conf.partitions; k++)
+		rt->pv[k].hfd = rt->pv[k].logfd = -1;
+	r->nt++;
+	return rt;
+}
+
+/* Forgets an open topic (its configuration changed). */
+static void
+topic_forget(struct receiver *r, const char *name)
+{
+	for (size_t i = 0; i < r->nt; i++)
+		if (!strcmp(r->tv[i].name, name)) {
+			rtopic_close(&r->tv[i]);
+			r->tv[i] = r->tv[--r->nt];
+			return;
+		}
+}
+
+/* Partition k of a topic, locked for the rest of the batch (a dead
+ * publisher's leftovers repaired first). */
+static struct rpart *
+part_of(struct receiver *r, struct rtopic *rt, unsigned k)
+{
+	if (k >= rt->t.conf.partitions) {
+		mq_err(EX_PROTOCOL, "peer: topic %s has no partition %u here",
+		    rt->name, k);
+		return NULL;
+	}
+	struct rpart *p = &rt->pv[k];
+	if (p->hfd < 0 && (p->hfd = mq_head_open(rt->t.pfd[k], 0)) < 0)
+		return NULL;
+	if (p->logfd < 0 && (p->logfd = mq_dir_open(rt->t.pfd[k], "log")) < 0)
+		return NULL;
+	if (!p->locked) {
+		if (mq_head_lock(p->hfd, 1) < 0)
+			return NULL;
+		p->locked = 1;
+		if (mq_head_read(p->hfd, &p->h) < 0 ||
+		    mq_partition_repair_locked(&rt->t, k, p->hfd, &p->h) < 0)
+			return NULL;
+	}
+	(void)r;
+	return p;
+}
+
+/* A group's directories in a partition; NULL (no error) if the group
+ * does not exist here. */
+static struct rgroup *
+group_of(struct rtopic *rt, unsigned k, struct rpart *p, const char *name,
+    size_t len)
+{
+	for (size_t i = 0; i < p->ng; i++)
+		if (strlen(p->gv[i].name) == len && !memcmp(p->gv[i].name, name,
+		    len))
+			return p->gv[i].tmpfd >= 0 ? &p->gv[i] : NULL;
+	struct rgroup *v = reallocarray(p->gv, p->ng + 1, sizeof *v);
+	if (!v)
+		return NULL;
+	p->gv = v;
+	struct rgroup *g = &v[p->ng++];
+	snprintf(g->name, sizeof g->name, "%.*s", (int)len, name);
+	g->tmpfd = g->newfd = g->curfd = g->delayfd = -1;
+	char path[MQ_NAME_MAX + 16];
+	static const char *const sub[] = { "tmp", "new", "cur", "delay" };
+	int *fds[] = { &g->tmpfd, &g->newfd, &g->curfd, &g->delayfd };
+	for (size_t i = 0; i < 4; i++) {
+		if (mq_path(path, sizeof path, "g/%s/%s", g->name, sub[i]) < 0)
+			break;
+		if (i == 3)
+			mq_mkdir(rt->t.pfd[k], path);
+		*fds[i] = openat(rt->t.pfd[k], path, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC);
+		if (*fds[i] < 0) {
+			group_close(g);
+			g->tmpfd = g->newfd = g->curfd = g->delayfd = -1;
+			return NULL;
+		}
+	}
+	return g;
+}
+
+/* Mq-Deliver-At of a message file, 0 when it has none. */
+static double
+deliver_at(const char *data, size_t len)
+{
+	const char *end = memmem(data, len, "\n\n", 2);
+	static const char h[] = "\nMq-Deliver-At: ";
+	const char *p = end ? memmem(data, (size_t)(end - data) + 1, h,
+	    sizeof h - 1) : NULL;
+	if (!p)
+		return 0;
+	p += sizeof h - 1;
+	char v[64];
+	size_t n = strcspn(p, "\n");
+	if (n >= sizeof v)
+		return 0;
+	memcpy(v, p, n);
+	v[n] = 0;
+	struct timespec ts;
+	if (mq_time_parse(v, &ts) < 0)
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Moves a staged link of KEY into the group's queue: new/KEY, or
+ * delay/<due>.KEY while it is not due. */
+static int
+unstage(struct rgroup *g, const char *key, double due)
+{
+	char dname[MQ_KEY_LEN + 32];
+	int later = due > mq_now();
+	if (later)
+		snprintf(dname, sizeof dname, "%020" PRIu64 ".%s",
+		    (uint64_t)ceil(due * 1000), key);
+	if (renameat(g->tmpfd, key, later ? g->delayfd : g->newfd,
+	    later ? dname : key) < 0 && errno != ENOENT)
+		return mq_err_sys("replicate %s", key);
+	return 0;
+}
+
+static int
+stage(struct receiver *r, struct rtopic *rt, unsigned k, struct rgroup *g,
+    const char *key, double due)
+{
+	if (r->ns == r->scap) {
+		size_t cap = r->scap ? 2 * r->scap : 256;
+		struct staged *v = reallocarray(r->sv, cap, sizeof *v);
+		if (!v)
+			return mq_err_sys("malloc");
+		r->sv = v;
+		r->scap = cap;
+	}
+	struct staged *st = &r->sv[r->ns++];
+	st->topic = (size_t)(rt - r->tv);
+	st->group = (size_t)(g - rt->pv[k].gv);
+	st->k = k;
+	snprintf(st->key, sizeof st->key, "%s", key);
+	st->due = due;
+	return 0;
+}
+
+/* Messages at or above committed stay invisible until the end of the
+ * batch raises the head; next says a crash must undo them. */
+static int
+raise_next(struct rpart *p, uint64_t seq)
+{
+	if (seq < p->h.committed || seq + 1 <= p->h.next)
+		return 0;
+	p->h.next = seq + 1;
+	return mq_head_write(p->hfd, &p->h, 0);
+}
+
+static int
+write_file(int dirfd, const char *name, const void *data, size_t len)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0666);
+	if (fd < 0 && errno == EEXIST) {
+		/* Left by an apply that did not finish. */
+		unlinkat(dirfd, name, 0);
+		fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC, 0666);
+	}
+	if (fd < 0)
+		return mq_err_sys("replicate %s", name);
+	const char *p = data;
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			int e = errno;
+			close(fd);
+			unlinkat(dirfd, name, 0);
+			errno = e;
+			return mq_err_sys("replicate %s", name);
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	if (close(fd) < 0)
+		return mq_err_sys("replicate %s", name);
+	return 0;
+}
+
+static int
+link_over(int fromfd, const char *from, int tofd, const char *to)
+{
+	if (linkat(fromfd, from, tofd, to, 0) == 0)
+		return 0;
+	if (errno == EEXIST && unlinkat(tofd, to, 0) == 0 &&
+	    linkat(fromfd, from, tofd, to, 0) == 0)
+		return 0;
+	return mq_err_sys("replicate %s", to);
+}
+
+static int
+same_content(int dirfd, const char *name, const char *data, size_t len)
+{
+	char *buf;
+	size_t n;
+	if (mq_read_at(dirfd, name, MQ_FRAME_MAX, &buf, &n) < 0)
+		return -1;
+	int same = n == len && !memcmp(buf, data, len);
+	free(buf);
+	return same;
+}
+
+/* A name that came with other content than ours: kept aside, reported. */
+static int
+quarantine(struct receiver *r, const char *topic, unsigned k, const char *key,
+    const char *origin, const char *data, size_t len)
+{
+	int qfd = repl_dir(r->sp, "quarantine");
+	if (qfd < 0)
+		return -1;
+	char name[MQ_NAME_MAX + MQ_KEY_LEN + MQ_ID_LEN + 32];
+	snprintf(name, sizeof name, "%s.%u.%s.%s", topic, k, key, origin);
+	int rc = mq_write_file(qfd, name, data, len, 1, 1);
+	close(qfd);
+	r->quarantined++;
+	repl_log(r->o, LOG_WARNING, "quarantined %s/%u/%s from %s: this spool "
+	    "has other content under that name (kept in replicate/quarantine/"
+	    "%s)", topic, k, key, origin, name);
+	return rc < 0 ? -1 : 0;
+}
+
+/* P topic k KEY groups */
+static int
+apply_publish(struct receiver *r, struct rtopic *rt, unsigned k,
+    const char *key, const char *groups, const char *origin,
+    const char *data, size_t len)
+{
+	struct rpart *p = part_of(r, rt, k);
+	uint64_t seq;
+	if (!p)
+		return -1;
+	if (repl_key_seq(key, &seq) < 0)
+		return mq_err(EX_PROTOCOL, "peer: bad message name %s", key);
+	double due = deliver_at(data, len);
+	struct rgroup *gv[256];
+	size_t ng = 0;
+	/* The groups it went to at the origin that exist here. */
+	struct rgroup **gp = gv;
+	size_t cap = sizeof gv / sizeof *gv;
+	for (const char *g = groups; *g && strcmp(g, "-"); ) {
+		size_t n = strcspn(g, ",");
+		struct rgroup *rg = group_of(rt, k, p, g, n);
+		if (rg) {
+			if (ng == cap) {
+				struct rgroup **v = malloc(2 * cap * sizeof *v);
+				if (!v) {
+					if (gp != gv)
+						free(gp);
+					return mq_err_sys("malloc");
+				}
+				memcpy(v, gp, ng * sizeof *v);
+				if (gp != gv)
+					free(gp);
+				gp = v;
+				cap *= 2;
+			}
+			gp[ng++] = rg;
+		}
+		g += n + (g[n] == ',');
+	}
+	int rc = 0;
+	if (faccessat(p->logfd, key, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* Applied before: finish it, or quarantine other content. */
+		int same = same_content(p->logfd, key, data, len);
+		if (same < 0)
+			rc = -1;
+		else if (!same)
+			rc = quarantine(r, rt->name, k, key, origin, data, len);
+		for (size_t i = 0; rc == 0 && same && i < ng; i++)
+			rc = stage(r, rt, k, gp[i], key, due);
+		goto out;
+	}
+	if ((rc = raise_next(p, seq)) < 0)
+		goto out;
+	r->wrote = 1;
+	if (ng == 0) {
+		char tmp[MQ_KEY_LEN + 8];
+		snprintf(tmp, sizeof tmp, ".r.%s", key);
+		rc = write_file(p->logfd, tmp, data, len);
+		if (rc == 0)
+			rc = link_over(p->logfd, tmp, p->logfd, key);
+		unlinkat(p->logfd, tmp, 0);
+		goto out;
+	}
+	rc = write_file(gp[0]->tmpfd, key, data, len);
+	for (size_t i = 1; rc == 0 && i < ng; i++)
+		rc = link_over(gp[0]->tmpfd, key, gp[i]->tmpfd, key);
+	/* The commit point. */
+	if (rc == 0 && linkat(gp[0]->tmpfd, key, p->logfd, key, 0) < 0)
+		rc = mq_err_sys("replicate %s", key);
+	for (size_t i = 0; rc == 0 && i < ng; i++)
+		rc = stage(r, rt, k, gp[i], key, due);
+out:
+	if (gp != gv)
+		free(gp);
+	if (rc == 0)
+		r->messages++;
+	return rc;
+}
+
+/* Finds the group's link to KEY under whatever name it has now (new/,
+ * cur/ or delay/): its directory and name in *fd and name. */
+static int
+find_entry(struct rgroup *g, const char *key, int *fd, char *name, size_t len)
+{
+	if (faccessat(g->newfd, key, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		*fd = g->newfd;
+		snprintf(name, len, "%s", key);
+		return 1;
+	}
+	if (faccessat(g->tmpfd, key, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		*fd = g->tmpfd;         /* staged by this batch */
+		snprintf(name, len, "%s", key);
+		return 1;
+	}
+	int dirs[] = { g->newfd, g->curfd, g->delayfd };
+	for (size_t d = 0; d < 3; d++) {
+		struct mq_names l = { 0 };
+		if (mq_names_read(dirs[d], NULL, &l) < 0)
+			return -1;
+		size_t skip = d == 2 ? MQ_SEQ_DIGITS + 1 : 0;
+		int found = 0;
+		for (size_t i = 0; !found && i < l.n; i++)
+			if (strlen(l.v[i]) >= skip + MQ_KEY_LEN &&
+			    !memcmp(l.v[i] + skip, key, MQ_KEY_LEN)) {
+				*fd = dirs[d];
+				snprintf(name, len, "%s", l.v[i]);
+				found = 1;
+			}
+		mq_names_free(&l);
+		if (found)
+			return 1;
+	}
+	return 0;
+}
+
+/* A, L, D, R, X: a change to one message of a group. */
+static int
+apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
+    const char *group, const char *name, const char *data, size_t dlen,
+    const char *why, size_t wlen)
+{
+	struct rpart *p = part_of(r, rt, k);
+	if (!p)
+		return -1;
+	struct rgroup *g = group_of(rt, k, p, group, strlen(group));
+	if (!g)
+		return 0;               /* no such group here */
+	char key[MQ_KEY_LEN + 1], found[MQ_KEY_LEN + 64];
+	uint64_t seq;
+	snprintf(key, sizeof key, "%s", name);
+	if (repl_key_seq(key, &seq) < 0)
+		return mq_err(EX_PROTOCOL, "peer: bad message name %s", name);
+	int fd, rc = 0;
+	switch (type) {
+	case 'A':
+		rc = find_entry(g, key, &fd, found, sizeof found);
+		if (rc == 1 && unlinkat(fd, found, 0) < 0 && errno != ENOENT)
+			rc = mq_err_sys("replicate ack of %s", key);
+		return rc < 0 ? -1 : 0;
+	case 'L':
+		if (linkat(p->logfd, key, g->tmpfd, key, 0) < 0 &&
+		    errno != EEXIST)
+			return errno == ENOENT ? 0 : mq_err_sys("replicate %s",
+			    key);
+		r->wrote = 1;
+		if (raise_next(p, seq) < 0)
+			return -1;
+		return stage(r, rt, k, g, key, 0);
+	default:
+		break;
+	}
+	if (raise_next(p, seq) < 0)
+		return -1;
+	char dir[MQ_NAME_MAX + 16], wname[MQ_KEY_LEN + 72];
+	if (mq_path(dir, sizeof dir, "dlq/%s", group) < 0 ||
+	    mq_path(wname, sizeof wname, "%s.why", name) < 0)
+		return -1;
+	if (type == 'D' && mq_mkdirs(rt->t.pfd[k], dir) < 0)
+		return -1;
+	int dfd = openat(rt->t.pfd[k], dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : mq_err_sys("%s", dir);
+	r->wrote = 1;
+	if (type == 'R') {
+		/* Staged like a publish; a repeat finds it staged already. */
+		if (renameat(dfd, name, g->tmpfd, key) < 0 && (errno != ENOENT ||
+		    faccessat(g->tmpfd, key, F_OK, AT_SYMLINK_NOFOLLOW) < 0)) {
+			if (errno != ENOENT)
+				rc = mq_err_sys("replicate redrive of %s", name);
+		} else {
+			rc = stage(r, rt, k, g, key, 0);
+		}
+		unlinkat(dfd, wname, 0);
+	} else if (type == 'X') {
+		if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+			rc = mq_err_sys("replicate purge of %s", name);
+		unlinkat(dfd, wname, 0);
+	} else if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+		/* D: the record first, as mq_dlq_put does; then the
+		 * message, from the queue, the log, or as sent. */
+		rc = mq_write_file(dfd, wname, why, wlen, 0, 1) < 0 ? -1 : 0;
+		int f = rc == 0 ? find_entry(g, key, &fd, found, sizeof found) : -1;
+		if (f < 0)
+			rc = -1;
+		else if (f == 1 && renameat(fd, found, dfd, name) == 0)
+			;
+		else if (linkat(p->logfd, key, dfd, name, 0) == 0)
+			;
+		else if (dlen) {
+			char tmp[MQ_KEY_LEN + 72];
+			snprintf(tmp, sizeof tmp, ".r.%s", name);
+			rc = write_file(dfd, tmp, data, dlen);
+			if (rc == 0)
+				rc = link_over(dfd, tmp, dfd, name);
+			unlinkat(dfd, tmp, 0);
+		}
+	}
+	close(dfd);
+	return rc;
+}
+
+/* CONF <topic>: creates what is missing here; changes nothing else. */
+static int
+apply_conf(struct receiver *r, const char *buf, size_t len)
+{
+	const char *end = buf + len, *nl = memchr(buf, '\n', len);
+	char topic[MQ_NAME_MAX + 1];
+	if (!nl || nl - buf < 6 || (size_t)(nl - buf - 5) > MQ_NAME_MAX)
+		return mq_err(EX_PROTOCOL, "peer: bad CONF");
+	snprintf(topic, sizeof topic, "%.*s", (int)(nl - buf - 5), buf + 5);
+	if (mq_name_check("topic", topic) < 0)
+		return mq_err(EX_PROTOCOL, "peer: bad topic name in CONF");
+	const char *p = nl + 1;
+	int rc = 0;
+	while (rc == 0 && p < end) {
+		char what[16], name[MQ_NAME_MAX + 1] = "";
+		size_t flen;
+		nl = memchr(p, '\n', (size_t)(end - p));
+		char line[MQ_NAME_MAX + 64];
+		if (!nl || (size_t)(nl - p) >= sizeof line)
+			return mq_err(EX_PROTOCOL, "peer: bad CONF");
+		snprintf(line, sizeof line, "%.*s", (int)(nl - p), p);
+		int ok = sscanf(line, "topic.conf %zu", &flen) == 1 ?
+		    (snprintf(what, sizeof what, "topic"), 1) :
+		    sscanf(line, "group %200s %zu", name, &flen) == 2 ?
+		    (snprintf(what, sizeof what, "group"), 1) : 0;
+		p = nl + 1;
+		if (!ok || flen > (size_t)(end - p))
+			return mq_err(EX_PROTOCOL, "peer: bad CONF");
+		if (!strcmp(what, "topic")) {
+			struct mq_conf kv;
+			struct mq_topic_conf c;
+			struct mq_topic_conf now;
+			rc = mq_conf_parse(p, flen, "topic.conf", &kv);
+			if (rc == 0) {
+				rc = mq_topic_conf_parse(&kv, &c);
+				mq_conf_free(&kv);
+			}
+			if (rc == 0 && mq_topic_conf_read(r->sp, topic, &now) < 0) {
+				c.place = NULL;
+				rc = mq_topic_create(r->sp, topic, &c) < 0 ? -1 : 0;
+				topic_forget(r, topic);
+			} else if (rc == 0 && now.partitions < c.partitions) {
+				rc = mq_topic_alter(r->sp, topic, c.partitions);
+				topic_forget(r, topic);
+			}
+		} else if (mq_name_check("group", name) < 0) {
+			rc = mq_err(EX_PROTOCOL, "peer: bad group name in CONF");
+		} else if (mq_group_exists(r->sp, topic, name) == 0) {
+			rc = mq_group_adopt(r->sp, topic, name, p, flen);
+			topic_forget(r, topic);
+		}
+		p += flen;
+	}
+	return rc;
+}
+
+/* The end of a batch: files durable, heads committed, records journaled
+ * and durable, the vector saved. */
+/* syncfs of the spool's file system and of every partition touched
+ * (placed partitions may be on others). */
+static int
+sync_all(struct receiver *r)
+{
+	if (syncfs(r->sp->fd) < 0)
+		return mq_err_sys("sync");
+	for (size_t i = 0; i < r->nt; i++)
+		for (unsigned k = 0; k < r->tv[i].t.conf.partitions; k++) {
+			struct rpart *p = &r->tv[i].pv[k];
+			if (p->locked && p->logfd >= 0 && syncfs(p->logfd) < 0)
+				return mq_err_sys("sync");
+		}
+	return 0;
+}
+
+/* The end of a batch: what was written durable; the records journaled
+ * and durable; the staged links renamed into their queues and that
+ * durable; the heads raised; the vector saved.  See the top. */
+static int
+finish(struct receiver *r)
+{
+	int rc = 0;
+	if (r->wrote)
+		rc = sync_all(r);
+	uint64_t end;
+	if (rc == 0 && r->jb.len) {
+		rc = mq_journal_write(r->sp, &r->jb, &end);
+		if (rc == 0 && fdatasync(mq_journal_fd(r->sp)) < 0)
+			rc = mq_err_sys("sync journal");
+	}
+	for (size_t i = 0; rc == 0 && i < r->ns; i++) {
+		struct staged *st = &r->sv[i];
+		struct rtopic *rt = &r->tv[st->topic];
+		rc = unstage(&rt->pv[st->k].gv[st->group], st->key, st->due);
+	}
+	if (rc == 0 && r->ns)
+		rc = sync_all(r);
+	for (size_t i = 0; i < r->nt; i++) {
+		struct rtopic *rt = &r->tv[i];
+		for (unsigned k = 0; k < rt->t.conf.partitions; k++) {
+			struct rpart *p = &rt->pv[k];
+			if (!p->locked)
+				continue;
+			if (rc == 0 && p->h.next > p->h.committed) {
+				p->h.committed = p->h.next;
+				rc = mq_head_write(p->hfd, &p->h, 1);
+			}
+			mq_head_unlock(p->hfd);
+			p->locked = 0;
+		}
+	}
+	r->jb.len = 0;
+	r->wrote = 0;
+	r->ns = 0;
+	if (rc == 0)
+		rc = repl_seen_save(r->sp, &r->seen);
+	return rc;
+}
+
+/* One record of a batch, its line "@origin seq T ms args". */
+static int
+apply_record(struct receiver *r, char *line, size_t ll, const char *data,
+    size_t dlen, const char *why, size_t wlen)
+{
+	char origin[MQ_ID_LEN + 1];
+	uint64_t seq;
+	char *e;
+	if (ll < MQ_ID_LEN + 6 || line[0] != '@' || line[MQ_ID_LEN + 1] != ' ')
+		return mq_err(EX_PROTOCOL, "peer: bad record");
+	memcpy(origin, line + 1, MQ_ID_LEN);
+	origin[MQ_ID_LEN] = 0;
+	errno = 0;
+	seq = strtoull(line + MQ_ID_LEN + 2, &e, 10);
+	if (errno || *e != ' ')
+		return mq_err(EX_PROTOCOL, "peer: bad record");
+	char *text = e + 1;
+	size_t tlen = ll - (size_t)(text - line);
+	if (!strcmp(origin, r->me) || seq < repl_seen_get(&r->seen, origin))
+		return 0;               /* ours, or had already */
+	/* T ms topic [k a b] */
+	char type = text[0], topic[MQ_NAME_MAX + 1], a[MQ_NAME_MAX + 1];
+	unsigned k = 0;
+	int n = 0;
+	char *args = tlen > 2 ? strchr(text + 2, ' ') : NULL;
+	if (!args || text[1] != ' ')
+		return mq_err(EX_PROTOCOL, "peer: bad record");
+	args++;
+	int rc = 0;
+	if (type == 'T') {
+		;
+	} else if (strchr("PLADRX", type) && sscanf(args, "%200s %u %200s %n",
+	    topic, &k, a, &n) == 3 && n > 0 && args[n]) {
+		const char *b = args + n;
+		struct rtopic *rt = topic_of(r, topic);
+		if (!rt) {
+			if (mq_errcode() != EX_NOINPUT)
+				return -1;
+			repl_log(r->o, LOG_WARNING, "record for topic %s, which "
+			    "is not here: skipped", topic);
+		} else if (type == 'P') {
+			rc = apply_publish(r, rt, k, a, b, origin, data, dlen);
+		} else {
+			rc = apply_change(r, rt, k, type, a, b, data, dlen, why,
+			    wlen);
+		}
+	}
+	if (rc == 0)
+		rc = mq_journal_raw(&r->jb, origin, seq, text, tlen);
+	if (rc == 0)
+		rc = repl_seen_put(&r->seen, origin, seq + 1);
+	r->records++;
+	return rc;
+}
+
+/* BATCH start end n, then n records.  Returns 0 (answered OK), or 1
+ * with *bad: a message was damaged in transit. */
+static int
+apply_batch(struct receiver *r, char *buf, size_t len, uint64_t *end,
+    uint64_t *bad)
+{
+	char *p = memchr(buf, '\n', len), *lim = buf + len;
+	uint64_t start;
+	size_t n;
+	if (!p || sscanf(buf, "BATCH %" SCNu64 " %" SCNu64 " %zu", &start, end,
+	    &n) != 3)
+		return mq_err(EX_PROTOCOL, "peer: bad BATCH");
+	p++;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		char *nl = memchr(p, '\n', (size_t)(lim - p));
+		uint64_t at;
+		size_t ll, dlen, wlen;
+		char hash[40];
+		if (!nl || sscanf(p, "%" SCNu64 " %zu %zu %zu %39s", &at, &ll,
+		    &dlen, &wlen, hash) != 5)
+			return mq_err(EX_PROTOCOL, "peer: bad record header");
+		p = nl + 1;
+		if (ll > (size_t)(lim - p) || dlen > (size_t)(lim - p) - ll ||
+		    wlen > (size_t)(lim - p) - ll - dlen)
+			return mq_err(EX_PROTOCOL, "peer: record cut short");
+		char *line = p, *data = p + ll;
+		p += ll + dlen + wlen;
+		if (dlen + wlen) {
+			XXH128_hash_t h = XXH3_128bits(data, dlen + wlen);
+			char want[33];
+			snprintf(want, sizeof want, "%016llx%016llx",
+			    (unsigned long long)h.high64,
+			    (unsigned long long)h.low64);
+			if (strcmp(want, hash)) {
+				repl_log(r->o, LOG_WARNING, "a message from %s "
+				    "failed its hash: asking for it again",
+				    r->peer_name);
+				*bad = at;
+				rc = finish(r);
+				return rc < 0 ? -1 : 1;
+			}
+		}
+		/* The line is not NUL-terminated in the frame, and the
+		 * message follows it: a copy. */
+		if (ll >= sizeof r->line)
+			return mq_err(EX_PROTOCOL, "peer: record too long");
+		memcpy(r->line, line, ll);
+		r->line[ll] = 0;
+		rc = apply_record(r, r->line, ll, data, dlen, data + dlen, wlen);
+	}
+	if (rc == 0)
+		rc = repl_seen_put(&r->seen, r->peer, *end);
+	int frc = finish(r);
+	return rc < 0 || frc < 0 ? -1 : 0;
+}
+
+/* Batches are applied one at a time into a spool, whichever session
+ * they come from: replicate/lock-recv, held from the first record to
+ * the confirmation.  So several peers may send to one spool at once. */
+static int
+lock_open(mq_spool *sp)
+{
+	int dfd = repl_dir(sp, ".");
+	if (dfd < 0)
+		return -1;
+	int fd = openat(dfd, "lock-recv", O_RDWR | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0644);
+	close(dfd);
+	return fd < 0 ? mq_err_sys("replicate/lock-recv") : fd;
+}
+
+static int
+lock_set(int fd, short type)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET };
+	while (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
+		if (errno != EINTR)
+			return mq_err_sys("lock replicate/lock-recv");
+	return 0;
+}
+
+int
+repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
+    const struct mq_repl_opts *o)
+{
+	struct receiver r = { .sp = sp, .l = l, .o = o };
+	snprintf(r.peer, sizeof r.peer, "%s", peer);
+	snprintf(r.peer_name, sizeof r.peer_name, "%s", peer_name);
+	int lfd = r.lockfd = lock_open(sp);
+	int rc = lfd < 0 ? -1 : repl_spool_id(sp, r.me);
+	if (rc == 0)
+		rc = repl_seen_load(sp, &r.seen);
+	/* What we have of our own: the whole journal. */
+	if (rc == 0)
+		rc = repl_seen_put(&r.seen, r.me, mq_journal_size(sp));
+	char *text = NULL;
+	size_t tlen;
+	if (rc == 0)
+		rc = repl_seen_render(&r.seen, &text, &tlen);
+	if (rc == 0) {
+		char *frame = malloc(tlen + 5);
+		rc = frame ? 0 : mq_err_sys("malloc");
+		if (rc == 0) {
+			memcpy(frame, "SEEN\n", 5);
+			memcpy(frame + 5, text, tlen);
+			rc = mq_link_send(l, frame, tlen + 5);
+			free(frame);
+		}
+	}
+	free(text);
+	int skipping = 0;
+	uint64_t resend = 0;
+	while (rc == 0) {
+		const void *buf;
+		size_t len;
+		int got = mq_link_recv(l, &buf, &len);
+		if (got <= 0) {
+			rc = got < 0 ? -1 : mq_err(EX_PROTOCOL, "peer: ended "
+			    "without END");
+			break;
+		}
+		char *f = (char *)buf;
+		if (len >= 3 && !memcmp(f, "END", 3))
+			break;
+		if (len >= 4 && !memcmp(f, "PING", 4))
+			continue;
+		if (len >= 5 && !memcmp(f, "CONF ", 5)) {
+			rc = apply_conf(&r, f, len);
+			continue;
+		}
+		if (len >= 6 && !memcmp(f, "ERROR ", 6)) {
+			rc = mq_err(EX_PROTOCOL, "peer: %.*s", (int)(len - 6),
+			    f + 6);
+			break;
+		}
+		if (len < 6 || memcmp(f, "BATCH ", 6)) {
+			rc = mq_err(EX_PROTOCOL, "peer: unexpected frame");
+			break;
+		}
+		uint64_t start = strtoull(f + 6, NULL, 10), end = 0, bad = 0;
+		if (skipping && start != resend) {
+			rc = repl_send_text(l, "SKIP");
+			continue;
+		}
+		skipping = 0;
+		/* Another session may have applied records meanwhile. */
+		repl_seen_free(&r.seen);
+		int ab = lock_set(lfd, F_WRLCK) < 0 ||
+		    repl_seen_load(sp, &r.seen) < 0 ? -1 :
+		    apply_batch(&r, f, len, &end, &bad);
+		lock_set(lfd, F_UNLCK);
+		if (ab < 0)
+			rc = -1;
+		else if (ab == 1) {
+			skipping = 1;
+			resend = bad;
+			rc = repl_send_text(l, "RESEND %" PRIu64, bad);
+		} else {
+			rc = repl_send_text(l, "OK %" PRIu64, end);
+		}
+	}
+	if (rc < 0) {
+		/* Tell the peer why, if it still listens. */
+		char msg[600];
+		snprintf(msg, sizeof msg, "ERROR %d %s", mq_errcode(), mq_errmsg());
+		int code = mq_errcode();
+		char keep[1024];
+		snprintf(keep, sizeof keep, "%s", mq_errmsg());
+		mq_link_send(l, msg, strlen(msg));
+		mq_err(code, "%s", keep);
+	} else {
+		repl_log(o, LOG_INFO, "from %s: applied %" PRIu64 " records (%"
+		    PRIu64 " messages)%s", peer_name, r.records, r.messages,
+		    r.quarantined ? ", some quarantined" : "");
+	}
+	for (size_t i = 0; i < r.nt; i++)
+		rtopic_close(&r.tv[i]);
+	free(r.tv);
+	mq_jbuf_free(&r.jb);
+	free(r.sv);
+	repl_seen_free(&r.seen);
+	if (lfd >= 0)
+		close(lfd);
+	return rc;
+}
+
+/* Staged links an interrupted receive left in g/<G>/tmp/: into the queue
+ * if the message reached log/, else away. */
+static int
+unstage_all(mq_spool *sp, const char *topic, size_t *n)
+{
+	struct mq_topic t;
+	if (mq_topic_open(sp, topic, 0, &t) < 0)
+		return -1;
+	struct mq_names groups = { 0 };
+	int rc = mq_groups_read(&t, &groups);
+	for (unsigned k = 0; rc == 0 && k < t.conf.partitions; k++) {
+		if (mq_partition_repair_try(&t, k) < 0) {
+			rc = -1;
+			break;
+		}
+		int lfd = mq_dir_open(t.pfd[k], "log");
+		for (size_t i = 0; lfd >= 0 && rc == 0 && i < groups.n; i++) {
+			struct rpart p = { .logfd = lfd };
+			struct rtopic rt = { .t = t };
+			struct rgroup *g = group_of(&rt, k, &p, groups.v[i],
+			    strlen(groups.v[i]));
+			struct mq_names l = { 0 };
+			if (g && mq_names_read(g->tmpfd, NULL, &l) < 0)
+				rc = -1;
+			for (size_t j = 0; rc == 0 && j < l.n; j++) {
+				if (!mq_is_key(l.v[j]))
+					continue;
+				if (faccessat(lfd, l.v[j], F_OK,
+				    AT_SYMLINK_NOFOLLOW) < 0) {
+					unlinkat(g->tmpfd, l.v[j], 0);
+					continue;
+				}
+				char *buf;
+				size_t len;
+				double due = 0;
+				if (mq_read_at(g->tmpfd, l.v[j], MQ_FRAME_MAX, &buf,
+				    &len) == 0) {
+					due = deliver_at(buf, len);
+					free(buf);
+				}
+				rc = unstage(g, l.v[j], due);
+				(*n)++;
+			}
+			mq_names_free(&l);
+			for (size_t j = 0; j < p.ng; j++)
+				group_close(&p.gv[j]);
+			free(p.gv);
+		}
+		if (lfd >= 0)
+			close(lfd);
+		else
+			rc = -1;
+	}
+	mq_names_free(&groups);
+	mq_topic_close(&t);
+	return rc;
+}
+
+int
+mq_repl_promote(mq_spool *sp, size_t *repaired)
+{
+	*repaired = 0;
+	int lfd = lock_open(sp);
+	if (lfd < 0 || lock_set(lfd, F_WRLCK) < 0) {
+		if (lfd >= 0)
+			close(lfd);
+		return -1;
+	}
+	char **names;
+	size_t n;
+	int rc = mq_topic_list(sp, &names, &n);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = unstage_all(sp, names[i], repaired);
+	mq_strv_free(names, n);
+	int dfd = rc == 0 ? repl_dir(sp, ".") : -1;
+	if (dfd >= 0) {
+		char text[64];
+		int len = snprintf(text, sizeof text, "primary %.3f\n", mq_now());
+		rc = mq_write_file(dfd, "role", text, (size_t)len, 1, 1) < 0 ?
+		    -1 : 0;
+		close(dfd);
+	} else if (rc == 0) {
+		rc = -1;
+	}
+	close(lfd);
+	return rc;
+}

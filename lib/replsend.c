@@ -1,0 +1,678 @@
+/*
+ * replsend.c: the sending side of a replication session.
+ *
+ * The peer says what it has seen from each origin; we read our journal
+ * from the point the peer last confirmed and send, in journal order,
+ * every record it has not seen, with the message file for a publish (once,
+ * however many groups it went to) and for a dead letter.  Batches are
+ * confirmed only once the peer has them durably, and the confirmed
+ * offset is recorded in replicate/peers/<peer>, where mq-pub --replicas
+ * looks.  Nothing lists the spool: a reconnect costs what changed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "repl.h"
+#include "sub.h"
+
+struct stopic {
+	char *name;
+	struct mq_topic t;              /* t.fd < 0: could not be opened */
+	int *logfd, *hfd;
+	uint64_t *committed;
+	struct mq_names groups;         /* as in the last CONF sent */
+	int sent;                       /* a CONF was sent */
+};
+
+struct rec_args {
+	char topic[MQ_NAME_MAX + 1];
+	unsigned k;
+	char a[MQ_NAME_MAX + 1];        /* KEY or group */
+	char b[MQ_JLINE_MAX];           /* groups, or KEY / dead letter name */
+};
+
+struct sender {
+	mq_spool *sp;
+	mq_link *l;
+	const struct mq_repl_opts *o;
+	char me[MQ_ID_LEN + 1], peer[MQ_ID_LEN + 1], peer_name[128];
+	struct repl_seen seen;          /* the peer's */
+	struct mq_jreader r;
+	struct stopic *tv;
+	size_t nt;
+	char *buf;                      /* the batch being built */
+	size_t len, cap, nrec;
+	uint64_t start, pos;            /* the batch's range in our journal */
+	uint64_t ends[REPL_WINDOW];     /* of the batches not yet answered */
+	unsigned out;
+	uint64_t confirmed;
+	int blocked;                    /* a publish not yet committed */
+	struct rec_args ra;             /* the record being added */
+	uint64_t records, messages, bytes;
+	double began, shown;
+};
+
+static int
+room(struct sender *s, size_t more)
+{
+	if (s->len + more <= s->cap)
+		return 0;
+	size_t cap = s->cap ? s->cap : 1 << 16;
+	while (cap < s->len + more)
+		cap *= 2;
+	char *p = realloc(s->buf, cap);
+	if (!p)
+		return mq_err_sys("malloc");
+	s->buf = p;
+	s->cap = cap;
+	return 0;
+}
+
+static void
+stopic_close(struct stopic *st)
+{
+	if (st->t.fd >= 0) {
+		for (unsigned k = 0; k < st->t.conf.partitions; k++) {
+			if (st->logfd[k] >= 0)
+				close(st->logfd[k]);
+			if (st->hfd[k] >= 0)
+				close(st->hfd[k]);
+		}
+		mq_topic_close(&st->t);
+	}
+	free(st->logfd);
+	free(st->hfd);
+	free(st->committed);
+	mq_names_free(&st->groups);
+	free(st->name);
+}
+
+/* The topic, opened once per session; NULL when it is gone. */
+static struct stopic *
+topic_of(struct sender *s, const char *name)
+{
+	for (size_t i = 0; i < s->nt; i++)
+		if (!strcmp(s->tv[i].name, name))
+			return s->tv[i].t.fd >= 0 ? &s->tv[i] : NULL;
+	struct stopic *v = reallocarray(s->tv, s->nt + 1, sizeof *v);
+	if (!v)
+		return NULL;
+	s->tv = v;
+	struct stopic *st = &v[s->nt++];
+	memset(st, 0, sizeof *st);
+	st->t.fd = -1;
+	st->name = strdup(name);
+	if (!st->name || mq_topic_open(s->sp, name, 0, &st->t) < 0) {
+		st->t.fd = -1;
+		return NULL;
+	}
+	unsigned np = st->t.conf.partitions;
+	st->logfd = malloc(np * sizeof *st->logfd);
+	st->hfd = malloc(np * sizeof *st->hfd);
+	st->committed = calloc(np, sizeof *st->committed);
+	if (!st->logfd || !st->hfd || !st->committed) {
+		mq_topic_close(&st->t);
+		st->t.fd = -1;
+		return NULL;
+	}
+	for (unsigned k = 0; k < np; k++)
+		st->logfd[k] = st->hfd[k] = -1;
+	return st;
+}
+
+/* A topic grown since we opened it: open it again. */
+static struct stopic *
+topic_with(struct sender *s, const char *name, unsigned k)
+{
+	struct stopic *st = topic_of(s, name);
+	if (!st || k < st->t.conf.partitions)
+		return st;
+	unsigned now;
+	if (mq_topic_partitions_now(&st->t, &now) < 0 || k >= now)
+		return NULL;
+	size_t i = (size_t)(st - s->tv);
+	stopic_close(st);
+	s->tv[i] = s->tv[--s->nt];
+	return topic_of(s, name);
+}
+
+/* CONF <topic>: topic.conf and every group's conf, as they are now. */
+static int
+send_conf(struct sender *s, const char *name)
+{
+	struct stopic *st = topic_of(s, name);
+	if (!st)
+		return 0;               /* deleted: nothing to say */
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	if (!f)
+		return mq_err_sys("malloc");
+	char *buf;
+	size_t len;
+	int rc = mq_read_at(st->t.fd, "topic.conf", 65536, &buf, &len);
+	if (rc == 0) {
+		fprintf(f, "CONF %s\ntopic.conf %zu\n", name, len);
+		fwrite(buf, 1, len, f);
+		free(buf);
+	}
+	mq_names_free(&st->groups);
+	st->sent = 1;
+	if (rc == 0)
+		rc = mq_groups_read(&st->t, &st->groups);
+	for (size_t i = 0; rc == 0 && i < st->groups.n; i++) {
+		char p[MQ_NAME_MAX + 16];
+		if (mq_path(p, sizeof p, "groups/%s.conf", st->groups.v[i]) < 0)
+			rc = -1;
+		else if (mq_read_at(st->t.fd, p, 65536, &buf, &len) < 0)
+			rc = mq_errcode() == EX_NOINPUT ? 0 : -1; /* unsubscribed */
+		else {
+			fprintf(f, "group %s %zu\n", st->groups.v[i], len);
+			fwrite(buf, 1, len, f);
+			free(buf);
+		}
+	}
+	if (fclose(f) != 0 && rc == 0)
+		rc = mq_err_sys("malloc");
+	if (rc == 0)
+		rc = mq_link_send(s->l, text, tlen);
+	free(text);
+	return rc;
+}
+
+static int
+send_conf_all(struct sender *s)
+{
+	char **names;
+	size_t n;
+	if (mq_topic_list(s->sp, &names, &n) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = send_conf(s, names[i]);
+	mq_strv_free(names, n);
+	return rc;
+}
+
+static bool
+has_group(const struct stopic *st, const char *g, size_t len)
+{
+	for (size_t i = 0; i < st->groups.n; i++)
+		if (strlen(st->groups.v[i]) == len && !memcmp(st->groups.v[i], g,
+		    len))
+			return true;
+	return false;
+}
+
+/* Before a record naming groups of a topic: a snapshot of its
+ * configuration if the peer may not know them yet. */
+static int
+conf_for(struct sender *s, const char *topic, const char *groups)
+{
+	struct stopic *st = topic_of(s, topic);
+	if (!st)
+		return 0;
+	bool fresh = st->sent;
+	for (const char *g = groups; fresh && *g && strcmp(g, "-"); ) {
+		size_t len = strcspn(g, ",");
+		if (!has_group(st, g, len))
+			fresh = false;
+		g += len + (g[len] == ',');
+	}
+	return fresh ? 0 : send_conf(s, topic);
+}
+
+/* Appends a file's bytes to the batch; 1 when it is not there. */
+static int
+add_file(struct sender *s, int dirfd, const char *name, size_t *len)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 1 : mq_err_sys("%s", name);
+	struct stat st;
+	int rc = fstat(fd, &st) < 0 ? mq_err_sys("%s", name) : 0;
+	if (rc == 0 && (uint64_t)st.st_size > MQ_FRAME_MAX / 2)
+		rc = mq_err(EX_DATAERR, "%s: too large to replicate", name);
+	size_t want = rc == 0 ? (size_t)st.st_size : 0, got = 0;
+	if (rc == 0)
+		rc = room(s, want);
+	while (rc == 0 && got < want) {
+		ssize_t n = pread(fd, s->buf + s->len + got, want - got,
+		    (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? mq_err_sys("%s", name) : 1;
+			break;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	if (rc == 0)
+		*len = got;
+	return rc;
+}
+
+static int
+split_args(const char *args, int want, struct rec_args *ra)
+{
+	/* topic k X [Y] */
+	const char *p = args;
+	size_t n = strcspn(p, " ");
+	if (n == 0 || n > MQ_NAME_MAX)
+		return -1;
+	memcpy(ra->topic, p, n);
+	ra->topic[n] = 0;
+	p += n;
+	if (want == 1)
+		return *p ? -1 : 0;
+	char *e;
+	errno = 0;
+	unsigned long k = strtoul(p + 1, &e, 10);
+	if (*p != ' ' || errno || *e != ' ' || k >= MQ_PARTITIONS_MAX)
+		return -1;
+	ra->k = (unsigned)k;
+	p = e + 1;
+	n = strcspn(p, " ");
+	if (n == 0 || n >= sizeof ra->a)
+		return -1;
+	memcpy(ra->a, p, n);
+	ra->a[n] = 0;
+	p += n;
+	if (*p != ' ' || strlen(p + 1) >= sizeof ra->b || !p[1])
+		return -1;
+	strcpy(ra->b, p + 1);
+	return strchr(ra->b, ' ') ? -1 : 0;
+}
+
+/* The message of a P record: 0 appended, 1 skip (gone: undone by a
+ * repair or removed by retention), 2 not yet committed: wait. */
+static int
+add_message(struct sender *s, const struct rec_args *ra, size_t *len)
+{
+	struct stopic *st = topic_with(s, ra->topic, ra->k);
+	uint64_t seq;
+	if (!st || repl_key_seq(ra->a, &seq) < 0)
+		return 1;
+	unsigned k = ra->k;
+	if (st->logfd[k] < 0 &&
+	    (st->logfd[k] = mq_dir_open(st->t.pfd[k], "log")) < 0)
+		return -1;
+	if (seq >= st->committed[k]) {
+		struct mq_head h;
+		if (st->hfd[k] < 0 &&
+		    (st->hfd[k] = mq_head_open(st->t.pfd[k], 0)) < 0)
+			return -1;
+		if (mq_head_read(st->hfd[k], &h) < 0)
+			return -1;
+		st->committed[k] = h.committed;
+		if (seq >= h.committed) {
+			/* A dead publisher's: repair it if no one holds the
+			 * lock; a live one's: wait for its commit. */
+			if (h.next > h.committed &&
+			    mq_partition_repair_try(&st->t, k) < 0)
+				return -1;
+			if (faccessat(st->logfd[k], ra->a, F_OK,
+			    AT_SYMLINK_NOFOLLOW) < 0)
+				return 1;
+			if (mq_head_read(st->hfd[k], &h) < 0)
+				return -1;
+			st->committed[k] = h.committed;
+			if (seq >= h.committed)
+				return h.next > h.committed ? 2 : 1;
+		}
+	}
+	return add_file(s, st->logfd[k], ra->a, len);
+}
+
+/* A dead letter and its record; 1 when it is gone already. */
+static int
+add_dead(struct sender *s, const struct rec_args *ra, size_t *len,
+    size_t *wlen)
+{
+	struct stopic *st = topic_with(s, ra->topic, ra->k);
+	if (!st)
+		return 1;
+	char dir[MQ_NAME_MAX + 16], why[MQ_NAME_MAX + 16];
+	if (mq_path(dir, sizeof dir, "dlq/%s", ra->a) < 0 ||
+	    mq_path(why, sizeof why, "%s.why", ra->b) < 0)
+		return -1;
+	int dfd = openat(st->t.pfd[ra->k], dir, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 1 : mq_err_sys("%s", dir);
+	int rc = add_file(s, dfd, ra->b, len);
+	if (rc == 0) {
+		s->len += *len;
+		rc = add_file(s, dfd, why, wlen);
+		s->len -= *len;
+		if (rc == 1) {
+			rc = 0;
+			*wlen = 0;
+		}
+	}
+	close(dfd);
+	return rc;
+}
+
+/* Adds one record to the batch: 0 added or skipped, 2 blocked. */
+static int
+add_record(struct sender *s, struct mq_jrec *rec)
+{
+	const char *origin = rec->origin[0] ? rec->origin : s->me;
+	if (!strcmp(origin, s->peer) ||
+	    rec->seq < repl_seen_get(&s->seen, origin))
+		return 0;
+	struct rec_args *ra = &s->ra;
+	int rc = 0, want = rec->type == 'T' ? 1 : 2;
+	if (!strchr("PLADRXT", rec->type) || split_args(rec->args, want, ra) < 0)
+		return 0;               /* a record of a later version */
+	if (rec->type == 'T')
+		rc = send_conf(s, ra->topic);
+	else if (rec->type == 'P')
+		rc = conf_for(s, ra->topic, ra->b);
+	else if (rec->type != 'P')
+		rc = conf_for(s, ra->topic, ra->a);
+	/* Header: at, length of the line, of the data, of the record, hash;
+	 * the data go after the line. */
+	char head[128], line[MQ_JLINE_MAX + 64];
+	int ll = snprintf(line, sizeof line, "@%s %" PRIu64 " %.*s", origin,
+	    rec->seq, (int)rec->len, rec->text);
+	size_t hmax = sizeof head, dlen = 0, wlen = 0;
+	size_t mark = s->len;
+	if (rc == 0)
+		rc = room(s, hmax + (size_t)ll);
+	size_t hat = s->len;
+	if (rc == 0) {
+		s->len += hmax;                 /* the header, filled below */
+		memcpy(s->buf + s->len, line, (size_t)ll);
+		s->len += (size_t)ll;
+		if (rec->type == 'P')
+			rc = add_message(s, ra, &dlen);
+		else if (rec->type == 'D')
+			rc = add_dead(s, ra, &dlen, &wlen);
+	}
+	if (rc == 2 || rc < 0) {
+		s->len = mark;
+		return rc;
+	}
+	if (rc == 1 && rec->type == 'P') {
+		s->len = mark;          /* never committed, or retained away */
+		return 0;
+	}
+	dlen = rc == 1 ? 0 : dlen;
+	wlen = rc == 1 ? 0 : wlen;
+	char hash[33] = "-";
+	if (dlen) {
+		XXH128_hash_t h = XXH3_128bits(s->buf + s->len, dlen + wlen);
+		snprintf(hash, sizeof hash, "%016llx%016llx",
+		    (unsigned long long)h.high64, (unsigned long long)h.low64);
+	}
+	int hl = snprintf(head, sizeof head, "%" PRIu64 " %d %zu %zu %s\n",
+	    rec->at, ll, dlen, wlen, hash);
+	/* Close the gap left for the header. */
+	memmove(s->buf + hat + (size_t)hl, s->buf + hat + hmax,
+	    (size_t)ll + dlen + wlen);
+	memcpy(s->buf + hat, head, (size_t)hl);
+	s->len = hat + (size_t)hl + (size_t)ll + dlen + wlen;
+	s->nrec++;
+	s->records++;
+	if (rec->type == 'P') {
+		s->messages++;
+		s->bytes += dlen;
+	}
+	return 0;
+}
+
+static void
+progress(struct sender *s, int last)
+{
+	if (!s->o->progress)
+		return;
+	double now = mq_mono();
+	if (!last && now - s->shown < 0.2)
+		return;
+	s->shown = now;
+	uint64_t size = mq_journal_size(s->sp);
+	double secs = now - s->began;
+	fprintf(stderr, "\r%" PRIu64 " records, %" PRIu64 " messages, %.1f MB, "
+	    "%.0f msg/s, %.1f MB of journal left   %s", s->records, s->messages,
+	    (double)s->bytes / 1e6, secs > 0 ? (double)s->messages / secs : 0,
+	    size > s->confirmed ? (double)(size - s->confirmed) / 1e6 : 0,
+	    last ? "\n" : "");
+	fflush(stderr);
+}
+
+/* Fills a batch from the journal and sends it; 1 if there was nothing
+ * to send. */
+static int
+send_batch(struct sender *s)
+{
+	s->len = s->nrec = 0;
+	s->start = s->pos;
+	s->blocked = 0;
+	int rc = room(s, 128);
+	if (rc < 0)
+		return -1;
+	s->len = 128;                   /* room for the frame's first line */
+	struct mq_jrec rec;
+	while (s->nrec < REPL_BATCH_RECORDS && s->len < REPL_BATCH_BYTES &&
+	    (rc = mq_jreader_next(&s->r, &rec)) == 1) {
+		rc = add_record(s, &rec);
+		if (rc == 2) {
+			/* Read it again once its publish has committed. */
+			mq_jreader_close(&s->r);
+			if (mq_jreader_open(s->sp, &s->r, rec.at) < 0)
+				return -1;
+			s->blocked = 1;
+			break;
+		}
+		if (rc < 0)
+			return -1;
+		s->pos = rec.end;
+	}
+	if (rc < 0)
+		return -1;
+	if (s->pos == s->start) {
+		s->len = 0;
+		return 1;
+	}
+	char first[128];
+	int fl = snprintf(first, sizeof first, "BATCH %" PRIu64 " %" PRIu64
+	    " %zu\n", s->start, s->pos, s->nrec);
+	memcpy(s->buf + 128 - fl, first, (size_t)fl);
+	if (mq_link_send(s->l, s->buf + 128 - fl, s->len - 128 + (size_t)fl) < 0)
+		return -1;
+	s->ends[s->out++] = s->pos;
+	progress(s, 0);
+	return 0;
+}
+
+/* One answer: OK <end>, RESEND <pos> (a message arrived damaged: send
+ * again from pos), or SKIP (a batch after a RESEND). */
+static int
+answer(struct sender *s)
+{
+	const char *rest;
+	size_t len;
+	const void *buf;
+	size_t blen;
+	int rc = mq_link_recv(s->l, &buf, &blen);
+	if (rc <= 0)
+		return rc < 0 ? -1 : mq_err(EX_PROTOCOL, "peer: connection "
+		    "ended before it confirmed what was sent");
+	rest = buf;
+	len = blen;
+	char word[16] = "";
+	uint64_t v = 0;
+	char tmp[64];
+	snprintf(tmp, sizeof tmp, "%.*s", (int)(len < 63 ? len : 63), rest);
+	if (sscanf(tmp, "%15s %" SCNu64, word, &v) < 1)
+		return mq_err(EX_PROTOCOL, "peer: bad answer");
+	if (!strcmp(word, "ERROR")) {
+		const char *msg = memchr(rest + 6, ' ', len > 6 ? len - 6 : 0);
+		int code = (int)v;
+		return mq_err(code >= 64 && code <= 78 ? code : EX_PROTOCOL,
+		    "peer: %.*s", msg ? (int)(len - (size_t)(msg + 1 - rest)) : 0,
+		    msg ? msg + 1 : "");
+	}
+	memmove(s->ends, s->ends + 1, (REPL_WINDOW - 1) * sizeof *s->ends);
+	s->out--;
+	if (!strcmp(word, "OK")) {
+		s->confirmed = v;
+		return repl_peer_save(s->sp, s->peer, s->peer_name, v, 1);
+	}
+	if (!strcmp(word, "SKIP"))
+		return 0;
+	if (!strcmp(word, "RESEND")) {
+		repl_log(s->o, LOG_WARNING, "peer %s: a message arrived damaged; "
+		    "sending again from %" PRIu64, s->peer_name, v);
+		while (s->out > 0)
+			if (answer(s) < 0)
+				return -1;
+		s->confirmed = v;
+		s->pos = v;
+		mq_jreader_close(&s->r);
+		return mq_jreader_open(s->sp, &s->r, v);
+	}
+	return mq_err(EX_PROTOCOL, "peer: bad answer '%s'", word);
+}
+
+/* Waits for the journal to grow: inotify where it works, else a tick. */
+static void
+wait_change(struct sender *s, int ifd, double seconds)
+{
+	struct pollfd p = { ifd, POLLIN, 0 };
+	if (poll(&p, ifd >= 0 ? 1 : 0, (int)(seconds * 1000)) > 0) {
+		char buf[4096];
+		while (read(ifd, buf, sizeof buf) > 0)
+			;
+	}
+	(void)s;
+}
+
+static int
+watch_journal(mq_spool *sp)
+{
+	int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (ifd < 0)
+		return -1;
+	/* The journal may not exist yet: its creation wakes us too. */
+	mq_watch(ifd, sp->fd, IN_CREATE | IN_MOVED_TO);
+	int jfd = openat(sp->fd, "journal", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (jfd >= 0) {
+		mq_watch(ifd, jfd, IN_MODIFY);
+		close(jfd);
+	}
+	return ifd;
+}
+
+int
+repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
+    const struct mq_repl_opts *o)
+{
+	struct sender s = { .sp = sp, .l = l, .o = o };
+	s.r.fd = -1;
+	snprintf(s.peer, sizeof s.peer, "%s", peer);
+	snprintf(s.peer_name, sizeof s.peer_name, "%s", peer_name);
+	const char *rest;
+	size_t len;
+	int rc = repl_spool_id(sp, s.me);
+	if (rc == 0)
+		rc = repl_expect(l, "SEEN", &rest, &len);
+	if (rc == 0)
+		rc = repl_seen_parse(rest, len, &s.seen);
+	uint64_t from = 0;
+	if (rc == 0)
+		rc = repl_peer_confirmed(sp, peer, &from);
+	/* A peer that has less of ours than it confirmed lost its state
+	 * (restored from a backup): start again, sending what it lacks. */
+	uint64_t has = repl_seen_get(&s.seen, s.me);
+	if (has < from)
+		from = 0;
+	s.pos = s.confirmed = from;
+	uint64_t goal = mq_journal_size(sp);
+	if (rc == 0)
+		rc = mq_jreader_open(sp, &s.r, from);
+	if (rc == 0)
+		rc = send_conf_all(&s);
+	int ifd = o->follow ? watch_journal(sp) : -1;
+	double poll_every = 1.0, idle = mq_mono();
+	const char *e = getenv("MQ_POLL");
+	if (e && *e && mq_duration_parse(e, &poll_every) == 0 && poll_every > 0) {
+		if (ifd >= 0)
+			close(ifd);
+		ifd = -1;
+	} else {
+		poll_every = 1.0;
+	}
+	s.began = mq_mono();
+	while (rc == 0 && !(o->stop && *o->stop)) {
+		int sent = s.out < REPL_WINDOW ? send_batch(&s) : 1;
+		if (sent < 0) {
+			rc = -1;
+			break;
+		}
+		if (sent == 0) {
+			idle = mq_mono();
+			continue;
+		}
+		if (s.out > 0) {
+			rc = answer(&s);
+			continue;
+		}
+		if (!o->follow && !s.blocked && s.pos >= goal)
+			break;
+		if (s.blocked) {
+			usleep(5000);
+			continue;
+		}
+		if (mq_mono() - idle >= REPL_PING) {
+			rc = repl_send_text(l, "PING");
+			if (rc == 0)
+				rc = repl_peer_save(sp, s.peer, s.peer_name,
+				    s.confirmed, 1);
+			idle = mq_mono();
+			continue;
+		}
+		/* The journal may have been created since we watched. */
+		if (ifd >= 0 && s.r.fd < 0) {
+			close(ifd);
+			ifd = watch_journal(sp);
+			mq_jreader_close(&s.r);
+			rc = mq_jreader_open(sp, &s.r, s.pos);
+		}
+		wait_change(&s, ifd, poll_every);
+	}
+	if (rc == 0) {
+		progress(&s, 1);
+		rc = repl_send_text(l, "END");
+		if (rc == 0)
+			rc = mq_link_end(l);
+		repl_log(o, LOG_INFO, "peer %s: sent %" PRIu64 " records (%" PRIu64
+		    " messages, %" PRIu64 " bytes)", s.peer_name, s.records,
+		    s.messages, s.bytes);
+	}
+	/* Not connected any more, whatever the reason. */
+	repl_peer_save(sp, s.peer, s.peer_name, s.confirmed, 0);
+	if (ifd >= 0)
+		close(ifd);
+	mq_jreader_close(&s.r);
+	for (size_t i = 0; i < s.nt; i++)
+		stopic_close(&s.tv[i]);
+	free(s.tv);
+	free(s.buf);
+	repl_seen_free(&s.seen);
+	return rc;
+}

@@ -1,0 +1,135 @@
+/*
+ * replsession.c: the start of a replication session (the hello, which
+ * settles who sends) and the small frames both sides use.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "repl.h"
+
+int
+repl_send_text(mq_link *l, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof buf)
+		return mq_err(EX_SOFTWARE, "frame too long");
+	return mq_link_send(l, buf, (size_t)n);
+}
+
+/* The next frame must start with word (then a space or a newline); an
+ * ERROR frame is the peer's error. */
+int
+repl_expect(mq_link *l, const char *word, const char **rest, size_t *len)
+{
+	const void *buf;
+	size_t n;
+	int rc = mq_link_recv(l, &buf, &n);
+	if (rc < 0)
+		return -1;
+	if (rc == 0)
+		return mq_err(EX_PROTOCOL, "peer: connection ended (expected %s)",
+		    word);
+	const char *f = buf;
+	size_t wl = strlen(word);
+	if (n > 6 && !memcmp(f, "ERROR ", 6)) {
+		int code = atoi(f + 6);
+		const char *msg = memchr(f + 6, ' ', n - 6);
+		size_t ml = msg ? n - (size_t)(msg + 1 - f) : 0;
+		return mq_err(code >= 64 && code <= 78 ? code : EX_PROTOCOL,
+		    "peer: %.*s", (int)ml, msg ? msg + 1 : "");
+	}
+	if (n < wl || memcmp(f, word, wl) || (n > wl && f[wl] != ' ' &&
+	    f[wl] != '\n'))
+		return mq_err(EX_PROTOCOL, "peer: expected %s, got '%.*s'", word,
+		    (int)(n < 20 ? n : 20), f);
+	*rest = f + (n > wl ? wl + 1 : wl);
+	*len = n > wl ? n - wl - 1 : 0;
+	return 0;
+}
+
+static const char *
+role_word(enum mq_repl_role r)
+{
+	return r == MQ_REPL_SEND ? "send" : "recv";
+}
+
+/* HELLO mq-replicate 1 <send|recv> <spool id> <host name> */
+static int
+hello_parse(const char *rest, size_t len, enum mq_repl_role *role,
+    char id[MQ_ID_LEN + 1], char *name, size_t nlen, int *follow)
+{
+	char line[512], r[8], i[MQ_ID_LEN + 2], nm[256] = "", fl[8] = "";
+	snprintf(line, sizeof line, "%.*s", (int)(len < 511 ? len : 511), rest);
+	int n = sscanf(line, "mq-replicate 1 %7s %33s %255s %7s", r, i, nm, fl);
+	*follow = !strcmp(fl, "follow");
+	if (n < 2 || strlen(i) != MQ_ID_LEN ||
+	    (strcmp(r, "send") && strcmp(r, "recv")))
+		return mq_err(EX_PROTOCOL, "not an mq-replicate peer, or another "
+		    "version");
+	*role = !strcmp(r, "send") ? MQ_REPL_SEND : MQ_REPL_RECV;
+	snprintf(id, MQ_ID_LEN + 1, "%s", i);
+	snprintf(name, nlen, "%s", nm[0] ? nm : i);
+	return 0;
+}
+
+int
+mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
+    int initiator, const struct mq_repl_opts *o)
+{
+	char me[MQ_ID_LEN + 1], peer[MQ_ID_LEN + 1], name[256], host[256];
+	enum mq_repl_role theirs = MQ_REPL_ANY;
+	struct mq_repl_opts mine = *o;
+	int follow = 0;
+	const char *rest;
+	size_t len;
+	if (repl_spool_id(sp, me) < 0)
+		return -1;
+	if (gethostname(host, sizeof host) < 0)
+		snprintf(host, sizeof host, "unknown");
+	host[sizeof host - 1] = 0;
+	for (char *p = host; *p; p++)
+		if (*p == ' ' || *p == '\n')
+			*p = '_';
+	/* The initiator says whether the session goes on for good: a
+	 * sender started by it (serve --stdio) follows too. */
+	if (initiator && repl_send_text(l, "HELLO mq-replicate 1 %s %s %s%s",
+	    role_word(role), me, host, o->follow ? " follow" : "") < 0)
+		return -1;
+	if (repl_expect(l, "HELLO", &rest, &len) < 0 ||
+	    hello_parse(rest, len, &theirs, peer, name, sizeof name, &follow) < 0)
+		return -1;
+	if (!initiator && follow)
+		mine.follow = 1;
+	if (!initiator) {
+		if (role == MQ_REPL_ANY)
+			role = theirs == MQ_REPL_SEND ? MQ_REPL_RECV : MQ_REPL_SEND;
+		if (repl_send_text(l, "HELLO mq-replicate 1 %s %s %s",
+		    role_word(role), me, host) < 0)
+			return -1;
+	}
+	if (theirs == role)
+		return mq_err(EX_USAGE, "both ends want to %s",
+		    role == MQ_REPL_SEND ? "send" : "receive");
+	if (!strcmp(me, peer))
+		return mq_err(EX_USAGE, "a spool cannot replicate to itself "
+		    "(both ends are spool %s)", me);
+	/* Over a secure link the peer's name is the one it was authorized
+	 * under; over ssh, the host name it gave. */
+	const char *kname = NULL;
+	if (mq_link_peer(l, &kname) && kname && *kname)
+		snprintf(name, sizeof name, "%s", kname);
+	repl_log(o, LOG_INFO, "%s %s (%s)", role == MQ_REPL_SEND ? "sending to" :
+	    "receiving from", name, peer);
+	return role == MQ_REPL_SEND ? repl_send(sp, l, peer, name, &mine) :
+	    repl_recv(sp, l, peer, name, &mine);
+}

@@ -1,0 +1,401 @@
+/*
+ * replstate.c: what replication keeps in SPOOL/replicate/ besides keys:
+ * the receiver's vector (seen), what each peer confirmed (peers/<id>),
+ * the spool's role; and the readers of them: mq-pub --replicas waiting
+ * for confirmations, status, promote.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "repl.h"
+#include "sub.h"
+
+void
+repl_log(const struct mq_repl_opts *o, int prio, const char *fmt, ...)
+{
+	if (!o || !o->log)
+		return;
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	o->log(prio, msg, o->ctx);
+}
+
+int
+repl_spool_id(mq_spool *sp, char id[MQ_ID_LEN + 1])
+{
+	char *buf;
+	size_t len;
+	if (mq_read_at(sp->fd, "ID", 4096, &buf, &len) < 0)
+		return -1;
+	int ok = len >= MQ_ID_LEN;
+	for (size_t i = 0; ok && i < MQ_ID_LEN; i++)
+		ok = (buf[i] >= '0' && buf[i] <= '9') ||
+		    (buf[i] >= 'a' && buf[i] <= 'f');
+	if (ok) {
+		memcpy(id, buf, MQ_ID_LEN);
+		id[MQ_ID_LEN] = 0;
+	}
+	free(buf);
+	return ok ? 0 : mq_err(EX_CONFIG, "%s/ID is not a spool id",
+	    sp->path);
+}
+
+int
+repl_dir(mq_spool *sp, const char *sub)
+{
+	char p[64];
+	if (mq_path(p, sizeof p, "replicate/%s", sub) < 0 ||
+	    mq_mkdirs(sp->fd, p) < 0)
+		return -1;
+	return mq_dir_open(sp->fd, p);
+}
+
+/* The vector. */
+uint64_t
+repl_seen_get(const struct repl_seen *s, const char *origin)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->v[i].id, origin))
+			return s->v[i].next;
+	return 0;
+}
+
+int
+repl_seen_put(struct repl_seen *s, const char *origin, uint64_t next)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->v[i].id, origin)) {
+			if (next > s->v[i].next)
+				s->v[i].next = next;
+			return 0;
+		}
+	struct repl_origin *v = reallocarray(s->v, s->n + 1, sizeof *v);
+	if (!v)
+		return mq_err_sys("malloc");
+	s->v = v;
+	snprintf(v[s->n].id, sizeof v[s->n].id, "%s", origin);
+	v[s->n++].next = next;
+	return 0;
+}
+
+void
+repl_seen_free(struct repl_seen *s)
+{
+	free(s->v);
+	s->v = NULL;
+	s->n = 0;
+}
+
+int
+repl_seen_render(const struct repl_seen *s, char **text, size_t *len)
+{
+	FILE *f = open_memstream(text, len);
+	if (!f)
+		return mq_err_sys("malloc");
+	for (size_t i = 0; i < s->n; i++)
+		fprintf(f, "%s %" PRIu64 "\n", s->v[i].id, s->v[i].next);
+	return fclose(f) == 0 ? 0 : mq_err_sys("malloc");
+}
+
+static bool
+is_id(const char *s, size_t len)
+{
+	if (len != MQ_ID_LEN)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+int
+repl_seen_parse(const char *text, size_t len, struct repl_seen *s)
+{
+	const char *p = text, *end = text + len;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		const char *sp1 = memchr(p, ' ', (size_t)(nl - p));
+		char num[24], id[MQ_ID_LEN + 1];
+		size_t nl_len = sp1 ? (size_t)(nl - sp1 - 1) : 0;
+		if (!sp1 || !is_id(p, (size_t)(sp1 - p)) || nl_len == 0 ||
+		    nl_len >= sizeof num)
+			return mq_err(EX_PROTOCOL, "bad vector line");
+		memcpy(id, p, MQ_ID_LEN);
+		id[MQ_ID_LEN] = 0;
+		memcpy(num, sp1 + 1, nl_len);
+		num[nl_len] = 0;
+		char *e;
+		errno = 0;
+		uint64_t next = strtoull(num, &e, 10);
+		if (*e || errno || num[0] == '-')
+			return mq_err(EX_PROTOCOL, "bad vector line");
+		if (repl_seen_put(s, id, next) < 0)
+			return -1;
+		p = nl + 1;
+	}
+	return 0;
+}
+
+/* Without replicate/seen (never received, or lost): every copied record
+ * in the journal says what was seen. */
+static int
+seen_from_journal(mq_spool *sp, struct repl_seen *s)
+{
+	struct mq_jreader r;
+	struct mq_jrec rec;
+	int rc = mq_jreader_open(sp, &r, 0);
+	while (rc == 0 && (rc = mq_jreader_next(&r, &rec)) == 1)
+		rc = rec.origin[0] ? repl_seen_put(s, rec.origin, rec.seq + 1) : 0;
+	mq_jreader_close(&r);
+	return rc < 0 ? -1 : 0;
+}
+
+int
+repl_seen_load(mq_spool *sp, struct repl_seen *s)
+{
+	char *buf;
+	size_t len;
+	memset(s, 0, sizeof *s);
+	int fd = openat(sp->fd, "replicate/seen", O_RDONLY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? seen_from_journal(sp, s) :
+		    mq_err_sys("replicate/seen");
+	close(fd);
+	if (mq_read_at(sp->fd, "replicate/seen", 1 << 20, &buf, &len) < 0)
+		return -1;
+	int rc = repl_seen_parse(buf, len, s);
+	free(buf);
+	if (rc < 0) {
+		/* Damaged: the journal knows better. */
+		repl_seen_free(s);
+		return seen_from_journal(sp, s);
+	}
+	return 0;
+}
+
+int
+repl_seen_save(mq_spool *sp, const struct repl_seen *s)
+{
+	char *text;
+	size_t len;
+	int dfd = repl_dir(sp, ".");
+	if (dfd < 0 || repl_seen_render(s, &text, &len) < 0) {
+		if (dfd >= 0)
+			close(dfd);
+		return -1;
+	}
+	int rc = mq_write_file(dfd, "seen", text, len, 0, 1);
+	free(text);
+	close(dfd);
+	return rc < 0 ? -1 : 0;
+}
+
+/* peers/<id>: key=value lines. */
+int
+repl_peer_save(mq_spool *sp, const char *peer_id, const char *name,
+    uint64_t confirmed, int connected)
+{
+	int dfd = repl_dir(sp, "peers");
+	if (dfd < 0)
+		return -1;
+	char text[512];
+	int n = snprintf(text, sizeof text, "name=%s\nconfirmed=%" PRIu64
+	    "\ncontact=%.3f\nstate=%s\n", name, confirmed, mq_now(),
+	    connected ? "connected" : "idle");
+	int rc = mq_write_file(dfd, peer_id, text, (size_t)n, 0, 1);
+	close(dfd);
+	return rc < 0 ? -1 : 0;
+}
+
+static int
+peer_read(int dfd, const char *id, struct mq_peer_status *p)
+{
+	struct mq_conf kv;
+	if (mq_conf_read(dfd, id, &kv) < 0)
+		return -1;
+	memset(p, 0, sizeof *p);
+	snprintf(p->id, sizeof p->id, "%s", id);
+	const char *v = mq_conf_get(&kv, "name");
+	snprintf(p->name, sizeof p->name, "%s", v ? v : "");
+	v = mq_conf_get(&kv, "state");
+	int rc = mq_conf_get_u64(&kv, "confirmed", 0, &p->confirmed, id);
+	if (rc == 0)
+		rc = mq_conf_get_double(&kv, "contact", 0, &p->contact, id);
+	p->connected = v && !strcmp(v, "connected") &&
+	    mq_now() - p->contact < 15;
+	mq_conf_free(&kv);
+	return rc;
+}
+
+static bool
+is_peer_file(const char *name)
+{
+	return is_id(name, strlen(name));
+}
+
+int
+repl_peer_confirmed(mq_spool *sp, const char *peer_id, uint64_t *pos)
+{
+	*pos = 0;
+	int dfd = openat(sp->fd, "replicate/peers", O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : mq_err_sys("replicate/peers");
+	struct mq_peer_status p;
+	int rc = 0;
+	if (faccessat(dfd, peer_id, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		rc = peer_read(dfd, peer_id, &p);
+		if (rc == 0)
+			*pos = p.confirmed;
+	}
+	close(dfd);
+	return rc;
+}
+
+static int
+peers_read(mq_spool *sp, struct mq_peer_status **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	int dfd = repl_dir(sp, "peers");
+	if (dfd < 0)
+		return -1;
+	struct mq_names l = { 0 };
+	int rc = mq_names_read(dfd, is_peer_file, &l);
+	mq_names_sort(&l);
+	struct mq_peer_status *v = calloc(l.n ? l.n : 1, sizeof *v);
+	if (rc == 0 && !v)
+		rc = mq_err_sys("malloc");
+	size_t m = 0;
+	for (size_t i = 0; rc == 0 && i < l.n; i++)
+		if (peer_read(dfd, l.v[i], &v[m]) == 0)
+			m++;
+		else if (mq_errcode() != EX_NOINPUT)
+			rc = -1;        /* a peer file replaced meanwhile is fine */
+	mq_names_free(&l);
+	close(dfd);
+	if (rc < 0) {
+		free(v);
+		return -1;
+	}
+	*out = v;
+	*n = m;
+	return 0;
+}
+
+int
+mq_replicas_wait(mq_spool *sp, uint64_t end, unsigned n, double timeout,
+    unsigned *got)
+{
+	*got = 0;
+	int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	int dfd = repl_dir(sp, "peers");
+	if (dfd < 0) {
+		if (ifd >= 0)
+			close(ifd);
+		return -1;
+	}
+	/* Without inotify (or on NFS, where it is blind) poll quickly. */
+	if (ifd >= 0 && mq_watch(ifd, dfd, IN_MOVED_TO | IN_CREATE) < 0) {
+		close(ifd);
+		ifd = -1;
+	}
+	close(dfd);
+	double until = mq_mono() + timeout;
+	int rc;
+	for (;;) {
+		struct mq_peer_status *v;
+		size_t np;
+		if ((rc = peers_read(sp, &v, &np)) < 0)
+			break;
+		unsigned have = 0;
+		for (size_t i = 0; i < np; i++)
+			if (v[i].confirmed >= end)
+				have++;
+		free(v);
+		*got = have;
+		if (have >= n) {
+			rc = 0;
+			break;
+		}
+		double left = until - mq_mono();
+		if (left <= 0) {
+			rc = 1;
+			break;
+		}
+		struct pollfd pfd = { ifd, POLLIN, 0 };
+		int ms = ifd >= 0 && left < 1 ? (int)(left * 1000) + 1 :
+		    ifd >= 0 ? 1000 : 5;
+		if (poll(&pfd, ifd >= 0 ? 1 : 0, ms) > 0) {
+			char buf[4096];
+			while (read(ifd, buf, sizeof buf) > 0)
+				;
+		}
+	}
+	if (ifd >= 0)
+		close(ifd);
+	return rc;
+}
+
+/* The time of the record at pos (the oldest not confirmed), and how many
+ * records from there to the end. */
+static void
+lag_of(mq_spool *sp, struct mq_peer_status *p)
+{
+	struct mq_jreader r;
+	struct mq_jrec rec;
+	p->records = 0;
+	p->lag = 0;
+	if (p->confirmed >= p->journal || mq_jreader_open(sp, &r, p->confirmed) < 0)
+		return;
+	while (mq_jreader_next(&r, &rec) == 1) {
+		if (p->records++ == 0)
+			p->lag = mq_now() - (double)rec.ms / 1000;
+	}
+	if (p->lag < 0)
+		p->lag = 0;
+	mq_jreader_close(&r);
+}
+
+static bool
+is_quarantined(const char *name)
+{
+	return name[0] != '.';
+}
+
+int
+mq_repl_status(mq_spool *sp, struct mq_peer_status **v, size_t *n,
+    size_t *quarantined)
+{
+	if (peers_read(sp, v, n) < 0)
+		return -1;
+	uint64_t size = mq_journal_size(sp);
+	for (size_t i = 0; i < *n; i++) {
+		(*v)[i].journal = size;
+		lag_of(sp, &(*v)[i]);
+	}
+	*quarantined = 0;
+	int qfd = openat(sp->fd, "replicate/quarantine", O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (qfd >= 0) {
+		*quarantined = (size_t)mq_dir_count(qfd, is_quarantined);
+		close(qfd);
+	}
+	return 0;
+}
