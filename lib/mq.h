@@ -511,6 +511,11 @@ struct mq_repl_opts {
 	void (*log)(int prio, const char *msg, void *ctx);
 	void *ctx;
 	const volatile int *stop;       /* set (by a signal): end cleanly */
+	const char *address;            /* of the peer, for status */
+	/* Set once the peer's hello came: from then on the peer is told of
+	 * our errors (an ERROR frame) and reports them itself, so a server
+	 * on ssh's standard error need not print them twice. */
+	int *hello_done;
 };
 int mq_repl_session(mq_spool *, mq_link *, enum mq_repl_role, int initiator,
     const struct mq_repl_opts *);
@@ -521,6 +526,7 @@ int mq_replicas_wait(mq_spool *, uint64_t end, unsigned n, double timeout,
 struct mq_peer_status {
 	char id[MQ_ID_LEN + 1];
 	char name[128];
+	char address[256];
 	int connected;                  /* in contact within 15 s */
 	double contact;                 /* last confirmation or ping */
 	uint64_t confirmed, journal;    /* offsets in this spool's journal */
@@ -540,6 +546,9 @@ int mq_repl_promote(mq_spool *, size_t *repaired);
 int mq_net_listen(const char *addr);
 int mq_net_accept(int listener);
 int mq_net_connect(const char *addr);
+/* The address at the other end of a socket, as HOST:PORT; "-" if fd is
+ * not one (a pipe from ssh). */
+const char *mq_net_peer(int fd, char *buf, size_t len);
 int mq_rsh_spawn(const char *rsh, const char *command, const char *spool,
     int *in, int *out, pid_t *pid);
 

@@ -146,6 +146,22 @@ mq_net_connect(const char *addr)
 	return fd;
 }
 
+const char *
+mq_net_peer(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	char host[NI_MAXHOST], port[NI_MAXSERV];
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0 ||
+	    getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, port,
+	    sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, strchr(host, ':') ? "[%s]:%s" : "%s:%s", host,
+		    port);
+	return buf;
+}
+
 /* Single quotes for sh(1). */
 static int
 quote(FILE *f, const char *s)

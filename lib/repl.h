@@ -37,7 +37,7 @@ int repl_dir(mq_spool *, const char *sub);      /* made when missing */
 
 /* What a sender records of a peer after each confirmation. */
 int repl_peer_save(mq_spool *, const char *peer_id, const char *name,
-    uint64_t confirmed, int connected);
+    const char *address, uint64_t confirmed, int connected);
 int repl_peer_confirmed(mq_spool *, const char *peer_id, uint64_t *pos);
 
 void repl_log(const struct mq_repl_opts *, int prio, const char *fmt, ...)

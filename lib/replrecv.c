@@ -44,7 +44,7 @@ struct rpart {
 	int hfd, logfd;
 	int locked;
 	struct mq_head h;
-	struct rgroup *gv;
+	struct rgroup **gv;             /* each its own: pointers stay valid */
 	size_t ng;
 };
 
@@ -56,8 +56,7 @@ struct rtopic {
 
 /* A staged link to rename into its queue at the end of the batch. */
 struct staged {
-	size_t topic, group;
-	unsigned k;
+	struct rgroup *g;
 	char key[MQ_KEY_LEN + 1];
 	double due;
 };
@@ -107,8 +106,10 @@ rtopic_close(struct rtopic *rt)
 			close(p->hfd);
 		if (p->logfd >= 0)
 			close(p->logfd);
-		for (size_t i = 0; i < p->ng; i++)
-			group_close(&p->gv[i]);
+		for (size_t i = 0; i < p->ng; i++) {
+			group_close(p->gv[i]);
+			free(p->gv[i]);
+		}
 		free(p->gv);
 	}
 	free(rt->pv);
@@ -193,14 +194,17 @@ group_of(struct rtopic *rt, unsigned k, struct rpart *p, const char *name,
     size_t len)
 {
 	for (size_t i = 0; i < p->ng; i++)
-		if (strlen(p->gv[i].name) == len && !memcmp(p->gv[i].name, name,
+		if (strlen(p->gv[i]->name) == len && !memcmp(p->gv[i]->name, name,
 		    len))
-			return p->gv[i].tmpfd >= 0 ? &p->gv[i] : NULL;
-	struct rgroup *v = reallocarray(p->gv, p->ng + 1, sizeof *v);
+			return p->gv[i]->tmpfd >= 0 ? p->gv[i] : NULL;
+	struct rgroup **v = reallocarray(p->gv, p->ng + 1, sizeof *v);
 	if (!v)
 		return NULL;
 	p->gv = v;
-	struct rgroup *g = &v[p->ng++];
+	struct rgroup *g = malloc(sizeof *g);
+	if (!g)
+		return NULL;
+	v[p->ng++] = g;
 	snprintf(g->name, sizeof g->name, "%.*s", (int)len, name);
 	g->tmpfd = g->newfd = g->curfd = g->delayfd = -1;
 	char path[MQ_NAME_MAX + 16];
@@ -262,8 +266,7 @@ unstage(struct rgroup *g, const char *key, double due)
 }
 
 static int
-stage(struct receiver *r, struct rtopic *rt, unsigned k, struct rgroup *g,
-    const char *key, double due)
+stage(struct receiver *r, struct rgroup *g, const char *key, double due)
 {
 	if (r->ns == r->scap) {
 		size_t cap = r->scap ? 2 * r->scap : 256;
@@ -274,9 +277,7 @@ stage(struct receiver *r, struct rtopic *rt, unsigned k, struct rgroup *g,
 		r->scap = cap;
 	}
 	struct staged *st = &r->sv[r->ns++];
-	st->topic = (size_t)(rt - r->tv);
-	st->group = (size_t)(g - rt->pv[k].gv);
-	st->k = k;
+	st->g = g;
 	snprintf(st->key, sizeof st->key, "%s", key);
 	st->due = due;
 	return 0;
@@ -416,7 +417,7 @@ apply_publish(struct receiver *r, struct rtopic *rt, unsigned k,
 		else if (!same)
 			rc = quarantine(r, rt->name, k, key, origin, data, len);
 		for (size_t i = 0; rc == 0 && same && i < ng; i++)
-			rc = stage(r, rt, k, gp[i], key, due);
+			rc = stage(r, gp[i], key, due);
 		goto out;
 	}
 	if ((rc = raise_next(p, seq)) < 0)
@@ -438,7 +439,7 @@ apply_publish(struct receiver *r, struct rtopic *rt, unsigned k,
 	if (rc == 0 && linkat(gp[0]->tmpfd, key, p->logfd, key, 0) < 0)
 		rc = mq_err_sys("replicate %s", key);
 	for (size_t i = 0; rc == 0 && i < ng; i++)
-		rc = stage(r, rt, k, gp[i], key, due);
+		rc = stage(r, gp[i], key, due);
 out:
 	if (gp != gv)
 		free(gp);
@@ -515,7 +516,7 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 		r->wrote = 1;
 		if (raise_next(p, seq) < 0)
 			return -1;
-		return stage(r, rt, k, g, key, 0);
+		return stage(r, g, key, 0);
 	default:
 		break;
 	}
@@ -539,7 +540,7 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 			if (errno != ENOENT)
 				rc = mq_err_sys("replicate redrive of %s", name);
 		} else {
-			rc = stage(r, rt, k, g, key, 0);
+			rc = stage(r, g, key, 0);
 		}
 		unlinkat(dfd, wname, 0);
 	} else if (type == 'X') {
@@ -612,7 +613,8 @@ apply_conf(struct receiver *r, const char *buf, size_t len)
 				rc = mq_topic_create(r->sp, topic, &c) < 0 ? -1 : 0;
 				topic_forget(r, topic);
 			} else if (rc == 0 && now.partitions < c.partitions) {
-				rc = mq_topic_alter(r->sp, topic, c.partitions);
+				rc = mq_topic_alter(r->sp, topic, c.partitions) < 0 ?
+				    -1 : 0;
 				topic_forget(r, topic);
 			}
 		} else if (mq_name_check("group", name) < 0) {
@@ -661,8 +663,7 @@ finish(struct receiver *r)
 	}
 	for (size_t i = 0; rc == 0 && i < r->ns; i++) {
 		struct staged *st = &r->sv[i];
-		struct rtopic *rt = &r->tv[st->topic];
-		rc = unstage(&rt->pv[st->k].gv[st->group], st->key, st->due);
+		rc = unstage(st->g, st->key, st->due);
 	}
 	if (rc == 0 && r->ns)
 		rc = sync_all(r);
@@ -866,8 +867,12 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			break;
 		}
 		char *f = (char *)buf;
-		if (len >= 3 && !memcmp(f, "END", 3))
+		if (len >= 3 && !memcmp(f, "END", 3)) {
+			/* Read the peer's final frame, so that it is not
+			 * writing it into a closed connection. */
+			mq_link_recv(l, &buf, &len);
 			break;
+		}
 		if (len >= 4 && !memcmp(f, "PING", 4))
 			continue;
 		if (len >= 5 && !memcmp(f, "CONF ", 5)) {
@@ -905,16 +910,7 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			rc = repl_send_text(l, "OK %" PRIu64, end);
 		}
 	}
-	if (rc < 0) {
-		/* Tell the peer why, if it still listens. */
-		char msg[600];
-		snprintf(msg, sizeof msg, "ERROR %d %s", mq_errcode(), mq_errmsg());
-		int code = mq_errcode();
-		char keep[1024];
-		snprintf(keep, sizeof keep, "%s", mq_errmsg());
-		mq_link_send(l, msg, strlen(msg));
-		mq_err(code, "%s", keep);
-	} else {
+	if (rc == 0) {
 		repl_log(o, LOG_INFO, "from %s: applied %" PRIu64 " records (%"
 		    PRIu64 " messages)%s", peer_name, r.records, r.messages,
 		    r.quarantined ? ", some quarantined" : "");
@@ -974,8 +970,10 @@ unstage_all(mq_spool *sp, const char *topic, size_t *n)
 				(*n)++;
 			}
 			mq_names_free(&l);
-			for (size_t j = 0; j < p.ng; j++)
-				group_close(&p.gv[j]);
+			for (size_t j = 0; j < p.ng; j++) {
+				group_close(p.gv[j]);
+				free(p.gv[j]);
+			}
 			free(p.gv);
 		}
 		if (lfd >= 0)

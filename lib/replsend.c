@@ -523,15 +523,19 @@ answer(struct sender *s)
 	if (!strcmp(word, "ERROR")) {
 		const char *msg = memchr(rest + 6, ' ', len > 6 ? len - 6 : 0);
 		int code = (int)v;
+		size_t ml = msg ? len - (size_t)(msg + 1 - rest) : 0;
+		msg = msg ? msg + 1 : "";
+		/* The peer's own message may name its peer (us) already. */
 		return mq_err(code >= 64 && code <= 78 ? code : EX_PROTOCOL,
-		    "peer: %.*s", msg ? (int)(len - (size_t)(msg + 1 - rest)) : 0,
-		    msg ? msg + 1 : "");
+		    "%s%.*s", ml >= 6 && !memcmp(msg, "peer: ", 6) ? "" : "peer: ",
+		    (int)ml, msg);
 	}
 	memmove(s->ends, s->ends + 1, (REPL_WINDOW - 1) * sizeof *s->ends);
 	s->out--;
 	if (!strcmp(word, "OK")) {
 		s->confirmed = v;
-		return repl_peer_save(s->sp, s->peer, s->peer_name, v, 1);
+		return repl_peer_save(s->sp, s->peer, s->peer_name,
+		    s->o->address, v, 1);
 	}
 	if (!strcmp(word, "SKIP"))
 		return 0;
@@ -642,7 +646,7 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			rc = repl_send_text(l, "PING");
 			if (rc == 0)
 				rc = repl_peer_save(sp, s.peer, s.peer_name,
-				    s.confirmed, 1);
+				    o->address, s.confirmed, 1);
 			idle = mq_mono();
 			continue;
 		}
@@ -657,15 +661,15 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	}
 	if (rc == 0) {
 		progress(&s, 1);
-		rc = repl_send_text(l, "END");
-		if (rc == 0)
-			rc = mq_link_end(l);
+		/* Everything is confirmed: the end is a courtesy. */
+		if (repl_send_text(l, "END") == 0)
+			mq_link_end(l);
 		repl_log(o, LOG_INFO, "peer %s: sent %" PRIu64 " records (%" PRIu64
 		    " messages, %" PRIu64 " bytes)", s.peer_name, s.records,
 		    s.messages, s.bytes);
 	}
 	/* Not connected any more, whatever the reason. */
-	repl_peer_save(sp, s.peer, s.peer_name, s.confirmed, 0);
+	repl_peer_save(sp, s.peer, s.peer_name, o->address, s.confirmed, 0);
 	if (ifd >= 0)
 		close(ifd);
 	mq_jreader_close(&s.r);

@@ -45,8 +45,10 @@ repl_expect(mq_link *l, const char *word, const char **rest, size_t *len)
 		int code = atoi(f + 6);
 		const char *msg = memchr(f + 6, ' ', n - 6);
 		size_t ml = msg ? n - (size_t)(msg + 1 - f) : 0;
+		msg = msg ? msg + 1 : "";
 		return mq_err(code >= 64 && code <= 78 ? code : EX_PROTOCOL,
-		    "peer: %.*s", (int)ml, msg ? msg + 1 : "");
+		    "%s%.*s", ml >= 6 && !memcmp(msg, "peer: ", 6) ? "" : "peer: ",
+		    (int)ml, msg);
 	}
 	if (n < wl || memcmp(f, word, wl) || (n > wl && f[wl] != ' ' &&
 	    f[wl] != '\n'))
@@ -110,6 +112,8 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 		return -1;
 	if (!initiator && follow)
 		mine.follow = 1;
+	if (o->hello_done)
+		*o->hello_done = 1;
 	if (!initiator) {
 		if (role == MQ_REPL_ANY)
 			role = theirs == MQ_REPL_SEND ? MQ_REPL_RECV : MQ_REPL_SEND;
@@ -123,6 +127,7 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 	if (!strcmp(me, peer))
 		return mq_err(EX_USAGE, "a spool cannot replicate to itself "
 		    "(both ends are spool %s)", me);
+	int rc;
 	/* Over a secure link the peer's name is the one it was authorized
 	 * under; over ssh, the host name it gave. */
 	const char *kname = NULL;
@@ -130,6 +135,15 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 		snprintf(name, sizeof name, "%s", kname);
 	repl_log(o, LOG_INFO, "%s %s (%s)", role == MQ_REPL_SEND ? "sending to" :
 	    "receiving from", name, peer);
-	return role == MQ_REPL_SEND ? repl_send(sp, l, peer, name, &mine) :
+	rc = role == MQ_REPL_SEND ? repl_send(sp, l, peer, name, &mine) :
 	    repl_recv(sp, l, peer, name, &mine);
+	if (rc < 0) {
+		/* Tell the peer why, if it still listens. */
+		int code = mq_errcode();
+		char keep[1024];
+		snprintf(keep, sizeof keep, "%s", mq_errmsg());
+		repl_send_text(l, "ERROR %d %.900s", code, keep);
+		mq_err(code, "%s", keep);
+	}
+	return rc;
 }

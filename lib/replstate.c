@@ -209,15 +209,21 @@ repl_seen_save(mq_spool *sp, const struct repl_seen *s)
 /* peers/<id>: key=value lines. */
 int
 repl_peer_save(mq_spool *sp, const char *peer_id, const char *name,
-    uint64_t confirmed, int connected)
+    const char *address, uint64_t confirmed, int connected)
 {
 	int dfd = repl_dir(sp, "peers");
 	if (dfd < 0)
 		return -1;
-	char text[512];
-	int n = snprintf(text, sizeof text, "name=%s\nconfirmed=%" PRIu64
-	    "\ncontact=%.3f\nstate=%s\n", name, confirmed, mq_now(),
-	    connected ? "connected" : "idle");
+	/* One line each: no newline may come in from the address. */
+	char addr[256];
+	snprintf(addr, sizeof addr, "%s", address ? address : "");
+	for (char *p = addr; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	char text[1024];
+	int n = snprintf(text, sizeof text, "name=%s\naddress=%s\nconfirmed=%"
+	    PRIu64 "\ncontact=%.3f\nstate=%s\n", name, addr, confirmed,
+	    mq_now(), connected ? "connected" : "idle");
 	int rc = mq_write_file(dfd, peer_id, text, (size_t)n, 0, 1);
 	close(dfd);
 	return rc < 0 ? -1 : 0;
@@ -233,6 +239,8 @@ peer_read(int dfd, const char *id, struct mq_peer_status *p)
 	snprintf(p->id, sizeof p->id, "%s", id);
 	const char *v = mq_conf_get(&kv, "name");
 	snprintf(p->name, sizeof p->name, "%s", v ? v : "");
+	v = mq_conf_get(&kv, "address");
+	snprintf(p->address, sizeof p->address, "%s", v ? v : "");
 	v = mq_conf_get(&kv, "state");
 	int rc = mq_conf_get_u64(&kv, "confirmed", 0, &p->confirmed, id);
 	if (rc == 0)

@@ -133,8 +133,19 @@ serve_one(mq_spool *sp, int in, int out, int secure)
 		return -1;
 	struct mq_repl_opts o = repl_opts(0);
 	o.progress = 0;
+	char addr[256];
+	int told = 0;
+	o.address = mq_net_peer(in, addr, sizeof addr);
+	o.hello_done = &told;
 	int rc = mq_repl_session(sp, l, MQ_REPL_ANY, 0, &o);
 	mq_link_close(l);
+	/* Over ssh our standard error is the initiator's terminal, and it
+	 * reports what went wrong once it has talked to us. */
+	if (rc < 0 && told && !secure) {
+		int code = mq_errcode();
+		mq_spool_close(sp);
+		exit(code);
+	}
 	return rc;
 }
 
@@ -195,13 +206,14 @@ session(mq_spool *sp, const char *dest, enum mq_repl_role role)
 			return -1;
 		}
 	} else {
-		if (mq_identity_load(sp, &id) < 0) {
+		/* The address first: a bad one is a usage error, key or not. */
+		if ((in = mq_net_connect(dest)) < 0) {
 			keep_error();
 			return -1;
 		}
-		if ((in = mq_net_connect(dest)) < 0) {
+		if (mq_identity_load(sp, &id) < 0) {
 			keep_error();
-			mq_identity_forget(&id);
+			close(in);
 			return -1;
 		}
 		out = in;
@@ -210,6 +222,7 @@ session(mq_spool *sp, const char *dest, enum mq_repl_role role)
 	if (secure)
 		mq_identity_forget(&id);
 	struct mq_repl_opts o = repl_opts(opt.follow);
+	o.address = dest ? dest : opt.rsh;
 	rc = l ? mq_repl_session(sp, l, role, 1, &o) : -1;
 	if (rc < 0)
 		keep_error();
@@ -287,10 +300,10 @@ status(mq_spool *sp)
 	if (opt.json) {
 		json_t *peers = json_array();
 		for (size_t i = 0; i < n; i++)
-			json_array_append_new(peers, json_pack("{s:s,s:s,s:s,"
+			json_array_append_new(peers, json_pack("{s:s,s:s,s:s,s:s,"
 			    "s:f,s:I,s:I,s:I,s:I,s:f}", "id", v[i].id, "name",
-			    v[i].name, "state", v[i].connected ? "connected" :
-			    "disconnected", "contact", v[i].contact, "confirmed",
+			    v[i].name, "address", v[i].address, "state", v[i].connected ? "connected" :
+			    "idle", "contact", v[i].contact, "confirmed",
 			    (json_int_t)v[i].confirmed, "journal",
 			    (json_int_t)v[i].journal, "lag_bytes",
 			    (json_int_t)(v[i].journal - v[i].confirmed),
@@ -309,7 +322,7 @@ status(mq_spool *sp)
 			ago(v[i].contact, when, sizeof when);
 			printf("%-20s %-13s %-12s %12llu %10llu %9.3f\n",
 			    v[i].name[0] ? v[i].name : v[i].id,
-			    v[i].connected ? "connected" : "disconnected", when,
+			    v[i].connected ? "connected" : "idle", when,
 			    (unsigned long long)(v[i].journal - v[i].confirmed),
 			    (unsigned long long)v[i].records, v[i].lag);
 		}

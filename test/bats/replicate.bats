@@ -67,3 +67,339 @@ load helper
 	assert_usage_output mq-replicate
 	assert_equal "$(spool_snapshot)" "$before"
 }
+
+# --- replication between two spools on this host, over the ssh-style
+# channel: --rsh runs "env mq-replicate serve --stdio -s B" here instead of
+# on another host.  (test/bats/replicate_net.bats has the network tests.)
+
+pair() {
+	A=$TD/a B=$TD/b
+	export MQ_SPOOL=$A
+}
+
+# push_ab [OPTIONS]: one push from A to B.
+push_ab() {
+	mq-replicate -s "$A" push --rsh env --remote-spool "$B" "$@"
+}
+
+# queue_names SPOOL: every message name a consumer could see, with where
+# it is: log/, each group's new/ and delay/, dead letters and their records.
+queue_names() {
+	(cd "$1/topics" && find . \( -path '*/log/*' -o -path '*/g/*/new/*' \
+	    -o -path '*/g/*/delay/*' -o -path '*/dlq/*/*' \) -type f |
+	    LC_ALL=C sort)
+}
+
+# queue_sums SPOOL: queue_names with a checksum of each file.
+queue_sums() {
+	(cd "$1/topics" && find . \( -path '*/log/*' -o -path '*/g/*/new/*' \
+	    -o -path '*/g/*/delay/*' -o -path '*/dlq/*/*' \) -type f -print0 |
+	    LC_ALL=C sort -z | xargs -0 -r sha256sum)
+}
+
+# same_spools: the same names in the same places, and every message file
+# and dead letter record byte for byte the same.
+same_spools() {
+	diff <(queue_names "$A") <(queue_names "$B") &&
+	    diff <(queue_sums "$A") <(queue_sums "$B")
+}
+
+@test "push copies topics, groups and messages, byte for byte, with what was acked, delayed and dead" {
+	pair
+	mq-topic create --partitions 2 orders
+	mq-topic create --partitions 4 events
+	mq-topic create logs
+	mq-group create orders billing
+	mq-group create orders audit
+	mq-group create --filter '.n % 2 == 0' events even
+	mq-group create events all
+	mq-group create logs tail
+	local n
+	for n in $(seq 1 20000); do echo "{\"n\":$n}"; done >"$TD/json"
+	mq-pub -l orders <"$TD/json" >/dev/null
+	mq-pub -l events <"$TD/json" >/dev/null
+	seq 1 10000 | mq-pub -l logs >/dev/null
+	mq-pub --delay 1h orders later >/dev/null
+	mq-sub -g billing orders -n 700 >/dev/null
+	run -0 mq-sub -g audit --json orders -n 2 --manual
+	local r1 r2
+	r1=$(sed -n 1p <<<"$output" | jq -r .receipt)
+	r2=$(sed -n 2p <<<"$output" | jq -r .receipt)
+	mq-ack -g audit --reject --reason "bad order" orders "$r1"
+	mq-ack -g audit orders "$r2"
+	run --separate-stderr push_ab -v
+	assert_success
+	[[ $stderr == *"sent 50711 records (50001 messages"* ]] || fail "$stderr"
+	same_spools
+	# What consumers of B see: the same counts as A's.
+	local t
+	for t in orders events logs; do
+		assert_equal "$(MQ_SPOOL=$B mq-topic info --json $t | jq -c '[.groups[] | [.name, .pending, .delayed, .dead]]')" \
+		    "$(mq-topic info --json $t | jq -c '[.groups[] | [.name, .pending, .delayed, .dead]]')"
+	done
+	assert_equal "$(MQ_SPOOL=$B mq-group info --json -t events even | jq .[0].total.pending)" 10000
+	# The groups' settings came along.
+	assert_equal "$(grep '^filter=' "$B/topics/events/groups/even.conf")" "filter=.n % 2 == 0"
+}
+
+@test "a second push sends only what changed, and a third sends nothing" {
+	pair
+	mq-group create t g
+	seq 1 5000 | mq-pub -l t >/dev/null
+	run -0 push_ab
+	seq 1 10 | mq-pub -l t >/dev/null
+	mq-sub -g g t -n 5 >/dev/null
+	run --separate-stderr push_ab -v
+	assert_success
+	[[ $stderr == *"sent 15 records (10 messages"* ]] || fail "$stderr"
+	run --separate-stderr push_ab -v
+	[[ $stderr == *"sent 0 records"* ]] || fail "$stderr"
+	same_spools
+	assert_equal "$(MQ_SPOOL=$B mq-group info --json -t t g | jq .[0].total.pending)" 5005
+}
+
+@test "pull is push the other way; topics and groups made later come along" {
+	pair
+	mq-group create t g
+	seq 1 10 | mq-pub -l t >/dev/null
+	run -0 mq-replicate -s "$B" pull --rsh env --remote-spool "$A"
+	same_spools
+	mq-topic alter --partitions 3 t
+	mq-group create t late
+	mq-group create u g2
+	seq 1 30 | mq-pub -l t >/dev/null
+	mq-pub u one >/dev/null
+	run -0 mq-replicate -s "$B" pull --rsh env --remote-spool "$A"
+	same_spools
+	assert_equal "$(MQ_SPOOL=$B mq-topic info --json t | jq .partitions)" 3
+	assert_equal "$(MQ_SPOOL=$B mq-group info --json -t t late | jq .[0].total.pending)" 30
+	assert_equal "$(MQ_SPOOL=$B mq-sub -g g2 u -n 1)" one
+}
+
+@test "dead letters, redrives and purges are replicated" {
+	pair
+	mq-group create t g
+	seq 1 6 | mq-pub -l t >/dev/null
+	mq-sub -g g t -n 2 >/dev/null
+	run -0 mq-sub -g g --json --manual t -n 2
+	local r
+	for r in $(jq -r .receipt <<<"$output"); do
+		mq-ack -g g --reject --reason "no good" t "$r"
+	done
+	run -0 push_ab
+	same_spools
+	assert_equal "$(MQ_SPOOL=$B mq-group info --json -t t g | jq -c '.[0].total | [.pending, .dead]')" "[2,2]"
+	run -0 mq-dlq -g g list --json t
+	local first second
+	first=$(jq -r '.[0].id' <<<"$output")
+	second=$(jq -r '.[1].id' <<<"$output")
+	mq-dlq -g g redrive t "$first"
+	mq-dlq -g g purge t "$second"
+	run -0 push_ab
+	same_spools
+	assert_equal "$(MQ_SPOOL=$B mq-group info --json -t t g | jq -c '.[0].total | [.pending, .dead]')" "[3,0]"
+}
+
+@test "a delayed message waits on the replica too, then is delivered" {
+	pair
+	mq-group create t g
+	mq-pub --delay 1 t soon >/dev/null
+	run -0 push_ab
+	same_spools
+	assert_equal "$(count_entries "$B/topics/t/p0/g/g/delay")" 1
+	run -0 mq-sub -s "$B" -g g t -n 1 -t 5
+	assert_output soon
+}
+
+# the number of names in B's new/ of t, group g
+b_pending() {
+	count_entries "$B/topics/t/p0/g/g/new"
+}
+b_has_some() {
+	(($(b_pending) > 100))
+}
+
+@test "kill -9 of the sender in the middle of a push, then a push: all there once, byte for byte" {
+	pair
+	mq-group create t g
+	head -c 512 /dev/zero | tr '\0' m >"$TD/body"
+	for n in $(seq 1 30000); do echo "$n $(cat "$TD/body")"; done >"$TD/in" 2>/dev/null ||
+	    true
+	mq-pub -l t <"$TD/in" >/dev/null
+	spawn "$TD/push" mq-replicate -s "$A" push --rsh env --remote-spool "$B"
+	local pid=$SPAWNED
+	wait_for -t 30 b_has_some
+	kill -9 -- "-$pid"
+	wait_for exited "$pid"
+	(($(b_pending) < 30000)) || skip "the push finished before the kill"
+	run -0 push_ab
+	same_spools
+	assert_equal "$(b_pending)" 30000
+	assert_equal "$(count_entries "$B/topics/t/p0/g/g/tmp")" 0
+}
+
+@test "kill -9 of the receiver in the middle of a push, then a push: all there once, byte for byte" {
+	pair
+	mq-group create t g
+	seq 1 30000 | sed 's/$/ xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/' |
+	    mq-pub -l t >/dev/null
+	spawn "$TD/push" mq-replicate -s "$A" push --rsh env --remote-spool "$B"
+	wait_for -t 30 b_has_some
+	pkill -9 -f "serve --stdio -s $B" || true
+	wait_for exited "$SPAWNED"
+	(($(b_pending) < 30000)) || skip "the push finished before the kill"
+	run -0 push_ab
+	same_spools
+	assert_equal "$(b_pending)" 30000
+	assert_equal "$(count_entries "$B/topics/t/p0/g/g/tmp")" 0
+}
+
+@test "a byte flipped in transit is detected by its hash and the message is sent again" {
+	pair
+	mq-group create t g
+	local body
+	body=$(head -c 1000 /dev/zero | tr '\0' x)
+	for n in $(seq 1 200); do echo "$n $body"; done | mq-pub -l t >/dev/null
+	run --separate-stderr mq-replicate -s "$A" push \
+	    --rsh "$BATS_TEST_DIRNAME/flip-relay $TD/flipped env" --remote-spool "$B" -v
+	assert_success
+	[[ -e $TD/flipped ]] || fail "the relay flipped nothing"
+	[[ $stderr == *"damaged"* ]] || fail "$stderr"
+	same_spools
+	assert_equal "$(b_pending)" 200
+}
+
+@test "mq-pub --replicas waits for a peer; without one it exits 69 after the timeout, the message stored" {
+	pair
+	mq-group create t g
+	run -0 push_ab
+	spawn "$TD/follow" mq-replicate -s "$A" push --follow --rsh env --remote-spool "$B"
+	local pid=$SPAWNED
+	run --separate-stderr mq-pub --replicas 1 t "kept twice"
+	assert_success
+	local id=$output
+	# Confirmed means it is on B already, and durable there.
+	run -0 mq-sub -s "$B" -g g t -n 1 -t 0
+	assert_output "kept twice"
+	kill -- "-$pid"
+	wait_for exited "$pid"
+	run --separate-stderr mq-pub --replicas 1 --replica-timeout 0.5 t "kept once"
+	assert_equal "$status" 69
+	assert_one_line_error mq-pub
+	[[ $stderr == *"0 of 1 replicas"* ]] || fail "$stderr"
+	[[ $output =~ ^[0-9a-f]{32}$ ]] || fail "no id printed: $output"
+	run -0 mq-sub -g g t -n 2 -t 0
+	assert_output "kept twice
+kept once"
+	[[ $id != "$output" ]]
+}
+
+@test "a name that arrives with other content is quarantined, never written over" {
+	pair
+	mq-group create t g
+	mq-pub t original >/dev/null
+	run -0 push_ab
+	local f
+	f=$(cd "$B/topics/t/p0/log" && ls)
+	# B's copy is changed, and B forgets what it had seen.
+	sed 's/original/imposter/' "$B/topics/t/p0/log/$f" >"$TD/other"
+	rm "$B/topics/t/p0/log/$f" "$B/replicate/seen" "$B/journal"
+	cp "$TD/other" "$B/topics/t/p0/log/$f"
+	run --separate-stderr push_ab
+	assert_success
+	[[ $stderr == *quarantined* ]] || fail "$stderr"
+	cmp "$TD/other" "$B/topics/t/p0/log/$f"
+	cmp "$A/topics/t/p0/log/$f" "$B/replicate/quarantine/t.0.$f".*
+	run -0 mq-replicate -s "$B" status
+	[[ $output == *"1 quarantined"* ]] || fail "$output"
+}
+
+@test "status shows each peer, what it confirmed and the lag, in text and JSON" {
+	pair
+	mq-group create t g
+	seq 1 10 | mq-pub -l t >/dev/null
+	run -0 push_ab
+	seq 1 5 | mq-pub -l t >/dev/null
+	run -0 mq-replicate -s "$A" status --json
+	local peer
+	peer=$(jq -c '.peers[0] | [.state, .lag_records, .lag_bytes > 0, .lag_seconds >= 0]' <<<"$output")
+	assert_equal "$peer" '["idle",5,true,true]'
+	assert_equal "$(jq -r '.peers[0].id' <<<"$output")" "$(cat "$B/ID")"
+	run -0 push_ab
+	run -0 mq-replicate -s "$A" status
+	assert_line --index 0 --regexp '^PEER +STATE'
+	assert_line --index 1 --regexp ' 0 +0 +0\.000$'
+}
+
+@test "promote finishes links an interrupted receive left staged" {
+	pair
+	mq-group create t g
+	seq 1 3 | mq-pub -l t >/dev/null
+	run -0 push_ab
+	local f
+	f=$(cd "$B/topics/t/p0/g/g/new" && ls | head -1)
+	mv "$B/topics/t/p0/g/g/new/$f" "$B/topics/t/p0/g/g/tmp/$f"
+	ln "$B/topics/t/p0/log/$f" "$B/topics/t/p0/g/g/tmp/orphan-not-a-key" 2>/dev/null || true
+	run -0 mq-replicate -s "$B" promote
+	[[ $output == *"1 message"* ]] || fail "$output"
+	assert_equal "$(count_entries "$B/topics/t/p0/g/g/new")" 3
+	assert_equal "$(cat "$B/replicate/role" | cut -d' ' -f1)" primary
+}
+
+@test "the journal: one checksummed line per change, the publish before its commit" {
+	mq-group create t g
+	seq 1 3 | mq-pub -l t >/dev/null
+	mq-sub -g g t -n 1 >/dev/null
+	run -0 "$PY" - "$MQ_SPOOL/journal" <<'PY'
+import sys, xxhash
+for line in open(sys.argv[1], 'rb').read().splitlines():
+    body, _, s = line.rpartition(b' ')
+    assert xxhash.xxh32(body).hexdigest() == s.decode(), line
+    print(body.decode().split(' ')[0], *body.decode().split(' ')[2:5])
+PY
+	assert_equal "$(cut -d' ' -f1 <<<"$output" | tr -d '\n')" TTPPPA
+	assert_line --index 2 --regexp '^P t 0 00000000000000000000\.[0-9a-f]{32}$'
+}
+
+@test "replication refuses bad input with one line and a documented status" {
+	pair
+	mq-topic create t
+	run --separate-stderr mq-replicate push
+	assert_equal "$status" 64
+	assert_one_line_error mq-replicate
+	run --separate-stderr mq-replicate push --rsh env 127.0.0.1:1
+	assert_equal "$status" 64
+	assert_one_line_error mq-replicate
+	run --separate-stderr mq-replicate push 'nohost-port'
+	assert_equal "$status" 64
+	assert_one_line_error mq-replicate
+	mq-replicate keygen >/dev/null
+	run --separate-stderr mq-replicate push 127.0.0.1:1
+	assert_equal "$status" 69
+	assert_one_line_error mq-replicate
+	# (sh says why on the line before ours, as ssh would.)
+	run --separate-stderr mq-replicate push --rsh "$TD/no-such-command"
+	assert_equal "$status" 69
+	[[ ${stderr_lines[-1]} == "mq-replicate: --rsh: could not run "* ]] ||
+	    fail "$stderr"
+	run --separate-stderr mq-replicate push --rsh env --remote-spool "$A"
+	assert_equal "$status" 64
+	assert_one_line_error mq-replicate
+	[[ $stderr == *itself* ]] || fail "$stderr"
+	run --separate-stderr mq-replicate serve --follow
+	assert_equal "$status" 64
+	run --separate-stderr mq-replicate serve --stdio <<<"not a frame at all"
+	assert_equal "$status" 76
+	assert_one_line_error mq-replicate
+	run --separate-stderr mq-replicate status --follow
+	assert_equal "$status" 64
+}
+
+@test "serve listens on loopback unless told otherwise" {
+	mq-replicate keygen >/dev/null
+	spawn "$TD/serve" mq-replicate serve --listen 7469
+	listening() { ss -ltnH | grep -q '127.0.0.1:7469 '; }
+	wait_for listening
+	run -0 ss -ltnH
+	refute_output --partial '0.0.0.0:7469'
+}
