@@ -4,19 +4,22 @@
 # Prints mq's figures beside baselines measured in the same run, on the same
 # filesystem: the raw syscall floor (bench/floor.c), python3-dirq, a raw
 # inotify round trip (bench/lat.c) and the raw cost of a process spawn
-# (floor spawn).  It measures and reports; it never fails because a figure
-# is slow (only when a tool fails or a build breaks).
+# (floor spawn); for replication, rsync(1) of the same spool.  It measures
+# and reports; it never fails because a figure is slow (only when a tool
+# fails or a build breaks).
 # bench/README.md says what each figure is.
 #
-# Usage: bench/run.sh [fanout]
+# Usage: bench/run.sh [fanout | replicate]
 #   With no argument every section runs; `fanout` runs section 6 alone
 #   (publish fan-out into 1, 10 and 100 groups, unfiltered and with a jq
-#   filter on each group).
+#   filter on each group); `replicate` runs section 7 alone (mq-replicate:
+#   initial sync beside rsync, and the lag of push --follow).
 #
 # Environment:
 #   BENCH_DIR=DIR     where the scratch directory goes (default /var/tmp)
 #   BENCH_QUICK=1     counts 10x smaller, deep backlog 100k, handlers 1000
-#                     (instead of 5000), one run each
+#                     (instead of 5000), one run each; replication lag
+#                     measured for 3 s instead of 10
 #   BENCH_REPEAT=N    runs per publish/drain/deep/handler figure (median shown);
 #                     default 3, or 1 with BENCH_QUICK=1
 #   BENCH_KEEP=1      keep the scratch directory
@@ -36,27 +39,35 @@ SIZE=1024                     # bytes per message
 
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
 	N=10000 LATN=200 DEEP=100000 DEEPN=10000 SHALLOW=1000 N_EXEC=1000
-	REPEAT=${BENCH_REPEAT:-1}
+	REPEAT=${BENCH_REPEAT:-1} LAG_SECS=3
 else
 	N=100000 LATN=2000 DEEP=1000000 DEEPN=100000 SHALLOW=1000 N_EXEC=5000
-	REPEAT=${BENCH_REPEAT:-3}
+	REPEAT=${BENCH_REPEAT:-3} LAG_SECS=10
 fi
 WARMUP=20
 SECTION=${1:-all}
 case $SECTION in
-all|fanout) ;;
-*) echo "usage: bench/run.sh [fanout]" >&2; exit 64 ;;
+all|fanout|replicate) ;;
+*) echo "usage: bench/run.sh [fanout | replicate]" >&2; exit 64 ;;
 esac
 # Section 6: messages per fan-out publish, and the group counts.
 FAN_N=$((N / 5)) FAN_GROUPS="1 10 100"
+# Section 7: messages of the initial sync (one run), and the lag test's
+# publishing rate (msgs/s) and length (s).
+REPL_N=$N LAG_RATE=1000 LAG_N=$((LAG_RATE * LAG_SECS))
 
 die() { echo "bench: $*" >&2; exit 1; }
 
 for t in mq-pub mq-sub; do
 	[ -x "$BIN/$t" ] || die "$BIN/$t missing: run make first"
 done
-[ "$SECTION" = fanout ] || "$PY" -c 'import dirq' 2>/dev/null ||
+[ "$SECTION" != all ] || "$PY" -c 'import dirq' 2>/dev/null ||
 	die "$PY cannot import dirq: apt-get install python3-dirq"
+if [ "$SECTION" = all ] || [ "$SECTION" = replicate ]; then
+	[ -x "$BIN/mq-replicate" ] || die "$BIN/mq-replicate missing: run make first"
+	command -v rsync > /dev/null || die "rsync missing: apt-get install rsync"
+	[ -r /proc/net/tcp ] || die "/proc/net/tcp unreadable: needed to find free ports"
+fi
 
 BASE=${BENCH_DIR:-/var/tmp}
 [ -d "$BASE" ] || die "$BASE: no such directory"
@@ -67,7 +78,15 @@ files=$(( (REPEAT + 2) * N * 2 + REPEAT * N + DEEP + REPEAT * SHALLOW + 4 * LATN
     REPEAT * N_EXEC * 2 ))
 # Section 6: a log/ file per message, three topics per group count and run.
 files=$(( files + REPEAT * 9 * FAN_N ))
-[ "$SECTION" = all ] || files=$(( REPEAT * 9 * FAN_N ))
+# Section 7: the source and mq's copy (a file each per message: a group's
+# link is no inode), rsync's copies (two files each without -H, one with),
+# and the two spools of the lag test.
+repl_files=$(( 7 * REPL_N + 2 * LAG_N ))
+case $SECTION in
+all) files=$(( files + repl_files )) ;;
+fanout) files=$(( REPEAT * 9 * FAN_N )) ;;
+replicate) files=$repl_files ;;
+esac
 need_kb=$(( files * 5 + N * SIZE / 1024 + 100000 ))
 avail_kb=$(df -Pk "$BASE" | awk 'NR == 2 { print $4 }')
 ifree=$(df -Pi "$BASE" | awk 'NR == 2 { print $4 }')
@@ -82,7 +101,13 @@ case $ifree in
 esac
 
 W=$(mktemp -d "$BASE/mq-bench.XXXX")
+BG_PIDS=""                    # daemons started in the background (section 7)
 cleanup() {
+	local p
+	for p in $BG_PIDS; do
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
 	if [ "${BENCH_KEEP:-0}" = 1 ]; then
 		echo "bench: kept $W" >&2
 	else
@@ -109,6 +134,13 @@ if [ -f "$ROOT/lib/libmq.a" ]; then
 	$CC "${CF[@]}" -I"$ROOT/lib" -o "$W/bin/lat" "$ROOT/bench/lat.c" \
 	    "$ROOT/lib/libmq.a" $(pkg-config --libs libbsd-overlay jansson \
 	    libxxhash libarchive libsodium) -ljq -lm && have_lib=1
+fi
+if [ "$have_lib" = 1 ] && [ "$SECTION" != fanout ]; then
+	# shellcheck disable=SC2046,SC2086
+	$CC "${CF[@]}" -pthread -I"$ROOT/lib" -o "$W/bin/replag" \
+	    "$ROOT/bench/replag.c" "$ROOT/lib/libmq.a" $(pkg-config --libs \
+	    libbsd-overlay jansson libxxhash libarchive libsodium) -ljq -lm ||
+	    die "bench/replag.c does not build"
 fi
 if [ "$have_lib" = 0 ]; then
 	echo "bench: lib/libmq.a missing or not linkable: no mq latency" >&2
@@ -259,6 +291,224 @@ fanout_table() {
 	done
 }
 
+# ---- 7. replicate: initial sync beside rsync, and steady-state lag ----
+# port_busy PORT [ADDR]: something listens on TCP PORT (on ADDR, hex as in
+# /proc/net/tcp, e.g. 0100007F for 127.0.0.1; any address if not given).
+port_busy() {
+	local t=/proc/net/tcp6
+	[ -r "$t" ] || t=""
+	awk -v p="$(printf ':%04X' "$1")" -v a="${2:-}" 'FNR > 1 && $4 == "0A" &&
+	    substr($2, length($2) - 4) == p && (a == "" || $2 == a p) { f = 1 }
+	    END { exit !f }' /proc/net/tcp $t
+}
+# free_port: a TCP port nothing listens on, below the ephemeral range.
+free_port() {
+	local p=$(( 20000 + RANDOM % 10000 ))
+	while port_busy "$p"; do p=$(( p + 1 )); done
+	echo "$p"
+}
+# listening PORT PID LOG: wait (10 s at most) until PID listens on
+# 127.0.0.1:PORT; stop the bench with its LOG if it exits or never does.
+listening() {
+	local i
+	for i in $(seq 1000); do
+		port_busy "$1" 0100007F && return 0
+		kill -0 "$2" 2>/dev/null || die "pid $2 exited: $(cat "$3")"
+		sleep 0.01
+	done
+	die "pid $2 not listening on 127.0.0.1:$1 after 10 s: $(cat "$3")"
+}
+# stop_bg PID: end a background daemon of ours and reap it.
+stop_bg() {
+	local p left=""
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+	for p in $BG_PIDS; do [ "$p" = "$1" ] || left="$left $p"; done
+	BG_PIDS=$left
+}
+# repl_pair SRC DST: keys for both spools, each authorizing the other.
+repl_pair() {
+	"$BIN/mq-replicate" -s "$1" keygen --name src > /dev/null ||
+	    die "mq-replicate keygen $1 failed"
+	"$BIN/mq-replicate" -s "$2" keygen --name dst > /dev/null ||
+	    die "mq-replicate keygen $2 failed"
+	"$BIN/mq-replicate" -s "$1" authorize \
+	    "$("$BIN/mq-replicate" -s "$2" pubkey)" dst ||
+	    die "mq-replicate authorize in $1 failed"
+	"$BIN/mq-replicate" -s "$2" authorize \
+	    "$("$BIN/mq-replicate" -s "$1" pubkey)" src ||
+	    die "mq-replicate authorize in $2 failed"
+}
+# serve DST PORT NAME: mq-replicate serve on 127.0.0.1:PORT, in the
+# background; its pid in SERVE_PID, its log in res/NAME.log.
+serve() {
+	"$BIN/mq-replicate" -s "$1" serve --listen "127.0.0.1:$2" -v \
+	    > "$W/res/$3.log" 2>&1 &
+	SERVE_PID=$!
+	BG_PIDS="$BG_PIDS $SERVE_PID"
+	listening "$2" "$SERVE_PID" "$W/res/$3.log"
+}
+# queued SPOOL TOPIC GROUP: messages in the group's new/ directories.
+queued() {
+	find "$1/topics/$2"/p*/g/"$3"/new -mindepth 1 2>/dev/null | wc -l
+}
+# timed_sync NAME: a sync right after a copy, timed (what it left unwritten).
+timed_sync() { run "$1" 1 sync; }
+repl_measure() {
+	local rs=$W/repl-src rd=$W/repl-dst port pid i c j
+	step "replicate: publishing $REPL_N messages into the source spool"
+	"$BIN/mq-sub" -s "$rs" -g g -t 0 repl > /dev/null || [ $? = 1 ] ||
+	    die "subscribe repl -g g failed"
+	repl_pair "$rs" "$rd"
+	"$FLOOR" lines "$REPL_N" "$SIZE" > "$W/repl-lines"
+	sync
+	run repl.pub "$REPL_N" "$BIN/mq-pub" -s "$rs" -l --sync=batch repl \
+	    < "$W/repl-lines" > /dev/null
+	rm -f "$W/repl-lines"
+	stat -c %s "$rs/journal" > "$W/res/repl.journal"
+	sync
+
+	step "replicate: mq-replicate push of $REPL_N messages over 127.0.0.1"
+	port=$(free_port)
+	serve "$rd" "$port" repl.serve
+	sync
+	run repl.mq "$REPL_N" "$BIN/mq-replicate" -s "$rs" --no-progress \
+	    push "127.0.0.1:$port"
+	timed_sync repl.mq.sync
+	stop_bg "$SERVE_PID"
+	queued "$rd" repl g > "$W/res/repl.count"
+	du -sk "$rd" | cut -f1 > "$W/res/repl.mq.du"
+
+	step "replicate: rsync -a to an rsync daemon on 127.0.0.1"
+	mkdir "$W/repl-rsyncd"
+	port=$(free_port)
+	cat > "$W/rsyncd.conf" <<-EOF
+	log file = $W/res/rsyncd.log
+	[dst]
+	path = $W/repl-rsyncd
+	read only = no
+	use chroot = no
+	uid = root
+	gid = root
+	EOF
+	rsync --daemon --no-detach --config="$W/rsyncd.conf" \
+	    --address=127.0.0.1 --port="$port" > "$W/res/rsyncd.out" 2>&1 &
+	pid=$!
+	BG_PIDS="$BG_PIDS $pid"
+	listening "$port" "$pid" "$W/res/rsyncd.out"
+	sync
+	run repl.rsyncd "$REPL_N" rsync -a "$rs/" "rsync://127.0.0.1:$port/dst/"
+	timed_sync repl.rsyncd.sync
+	stop_bg "$pid"
+	du -sk "$W/repl-rsyncd" | cut -f1 > "$W/res/repl.rsyncd.du"
+
+	step "replicate: rsync -a and rsync -aH to a local directory"
+	sync
+	run repl.rsync "$REPL_N" rsync -a "$rs/" "$W/repl-rsync/"
+	timed_sync repl.rsync.sync
+	du -sk "$W/repl-rsync" | cut -f1 > "$W/res/repl.rsync.du"
+	sync
+	run repl.rsyncH "$REPL_N" rsync -aH "$rs/" "$W/repl-rsyncH/"
+	timed_sync repl.rsyncH.sync
+	du -sk "$W/repl-rsyncH" | cut -f1 > "$W/res/repl.rsyncH.du"
+
+	[ "$have_lib" = 1 ] || return 0
+	step "replicate: lag of push --follow, $LAG_RATE msgs/s for $LAG_SECS s"
+	local ls=$W/lag-src ld=$W/lag-dst
+	"$BIN/mq-sub" -s "$ls" -g g -t 0 lag > /dev/null || [ $? = 1 ] ||
+	    die "subscribe lag -g g failed"
+	repl_pair "$ls" "$ld"
+	port=$(free_port)
+	serve "$ld" "$port" lag.serve
+	"$BIN/mq-replicate" -s "$ls" --no-progress -v push --follow \
+	    "127.0.0.1:$port" > "$W/res/lag.push.log" 2>&1 &
+	pid=$!
+	BG_PIDS="$BG_PIDS $pid"
+	# Ready when the peer confirmed all of the journal (the topic's
+	# records): the session is up and replag finds the peer's file.
+	j=$(stat -c %s "$ls/journal")
+	for i in $(seq 1000); do
+		c=$(awk -F= '$1 == "confirmed" { print $2 }' \
+		    "$ls"/replicate/peers/* 2>/dev/null || true)
+		[ "${c:-0}" -lt "$j" ] || break
+		kill -0 "$pid" 2>/dev/null ||
+		    die "push --follow exited: $(cat "$W/res/lag.push.log")"
+		sleep 0.01
+	done
+	[ "${c:-0}" -ge "$j" ] ||
+	    die "push --follow: nothing confirmed after 10 s: $(cat "$W/res/lag.push.log")"
+	sync
+	"$W/bin/replag" "$ls" lag "$LAG_RATE" "$LAG_SECS" > "$W/res/lag" ||
+	    die "replag failed"
+	stop_bg "$pid"
+	stop_bg "$SERVE_PID"
+	queued "$ld" lag g > "$W/res/lag.count"
+}
+repl_table() {
+	local f lbl c
+	echo "7. replicate: initial sync of $REPL_N messages of $SIZE bytes (one topic, one group), over 127.0.0.1"
+	printf '  %-42s %9s %9s %7s %7s %9s\n' "" "msgs/s" "seconds" \
+	    "user s" "sys s" "then sync"
+	for f in mq rsyncd rsync rsyncH; do
+		case $f in
+		mq) lbl="mq-replicate push (serve, encrypted)" ;;
+		rsyncd) lbl="rsync -a to an rsync daemon" ;;
+		rsync) lbl="rsync -a, local copy (no network)" ;;
+		rsyncH) lbl="rsync -aH, local copy (no network)" ;;
+		esac
+		printf '  %-42s %9.0f %9.3f %7.2f %7.2f %8.3fs  %s MiB on disk (du)\n' \
+		    "$lbl" "$(kv "$W/res/repl.$f" rate)" \
+		    "$(kv "$W/res/repl.$f" seconds)" "$(kv "$W/res/repl.$f" user)" \
+		    "$(kv "$W/res/repl.$f" sys)" \
+		    "$(kv "$W/res/repl.$f.sync" seconds)" \
+		    "$(( $(cat "$W/res/repl.$f.du") / 1024 ))"
+	done
+	awk -v a="$(kv "$W/res/repl.rsyncd" seconds)" \
+	    -v b="$(kv "$W/res/repl.mq" seconds)" 'BEGIN { v = a / b
+	    printf "  %-42s %8.2fx   target %-9s %s\n", "rsync daemon time / mq time",
+		v, ">= 2x", (v >= 2) ? "met" : "NOT MET" }'
+	c=$(cat "$W/res/repl.count")
+	if [ "$c" = "$REPL_N" ]; then
+		printf '  %-42s %9s   %s\n' "  context: check of the copy" "$c" \
+		    "messages in the destination group's new/ (as published)"
+	else
+		printf '  %-42s %9s   %s\n' "  WARNING: check of the copy" "$c" \
+		    "messages in the destination group's new/, expected $REPL_N"
+	fi
+	printf '  %-42s %9.0f   msgs/s (%.3f s): building the source, cf. section 1\n' \
+	    "  context: mq-pub -l --sync=batch" "$(kv "$W/res/repl.pub" rate)" \
+	    "$(kv "$W/res/repl.pub" seconds)"
+	awk -v j="$(cat "$W/res/repl.journal")" -v n="$REPL_N" 'BEGIN {
+	    printf "  %-42s %9.1f   (%d bytes of SPOOL/journal)\n",
+		"  context: journal bytes per message", j / n, j }'
+	[ -f "$W/res/lag" ] || {
+		echo "  (no lag figures: lib/libmq.a missing or not linkable)"
+		return 0
+	}
+	f=$W/res/lag
+	echo "7. replicate: lag, push --follow, one mq_pub_send(MQ_SYNC_BATCH) per message, $LAG_RATE msgs/s for $LAG_SECS s (ms)"
+	printf '  %-42s %9s %9s %9s %9s %9s\n' "" p50 p90 p99 max mean
+	printf '  %-42s %9s %9s %9s %9s %9s\n' "publish -> durable on the peer" \
+	    "$(kv "$f" p50_ms)" "$(kv "$f" p90_ms)" "$(kv "$f" p99_ms)" \
+	    "$(kv "$f" max_ms)" "$(kv "$f" mean_ms)"
+	printf '  %-42s %9s %9s %9s %9s\n' "publish call alone (local durability)" \
+	    "$(kv "$f" send_p50_ms)" "$(kv "$f" send_p90_ms)" \
+	    "$(kv "$f" send_p99_ms)" "$(kv "$f" send_max_ms)"
+	awk -v p="$(kv "$f" p99_ms)" -v m="$(kv "$f" missing)" 'BEGIN {
+	    printf "  %-42s %9.2f   target %-9s %s\n", "p99 publish -> durable on the peer",
+		p, "< 100 ms", (p < 100 && m == 0) ? "met" : "NOT MET" }'
+	printf '  %-42s %9.0f   msgs/s (%s in %s s; %s sends started > 1 ms late)\n' \
+	    "  context: the publishing loop's rate" "$(kv "$f" rate)" \
+	    "$(kv "$f" count)" "$(kv "$f" seconds)" "$(kv "$f" late)"
+	[ "$(kv "$f" missing)" = 0 ] ||
+	    printf '  %-42s %9s   %s\n' "  WARNING: not confirmed within 30 s" \
+		"$(kv "$f" missing)" "messages (left out of the percentiles)"
+	c=$(cat "$W/res/lag.count")
+	[ "$c" = "$LAG_N" ] ||
+	    printf '  %-42s %9s   %s\n' "  WARNING: check of the copy" "$c" \
+		"messages in the destination group's new/, expected $LAG_N"
+}
+
 # ---- where we are ----
 fs=$(stat -f -c %T "$W")
 mnt_fs=$(findmnt -n -o FSTYPE -T "$W" 2>/dev/null || echo "?")
@@ -302,17 +552,27 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 busy=$(ps -eo pcpu=,pid=,comm= --sort=-pcpu |
     awk -v me=$$ '$2 != me && $1 >= 20 { printf "%s%s (%s%%)", s, $3, $1; s = ", " }')
 
-if [ "$SECTION" = fanout ]; then
-	fanout_measure
+# alone_header TITLE: the header of a section run alone.
+alone_header() {
 	echo
-	echo "mq benchmark, section 6 alone: median of $REPEAT run(s) where several"
+	echo "mq benchmark, $1"
 	echo "  scratch $W"
 	echo "  filesystem: stat -f says $fs; mounted $mnt_fs ($mnt_opts)${fsnote:+; $fsnote}"
 	echo "  page cache dropped at start: $dropped"
 	echo "  $(nproc) CPUs, $(uname -sr), mq $rev"
 	echo "  load average at start $load_start, at end $(cut -d' ' -f1-3 /proc/loadavg)${busy:+; busy at start: $busy}"
 	echo
+}
+if [ "$SECTION" = fanout ]; then
+	fanout_measure
+	alone_header "section 6 alone: median of $REPEAT run(s) where several"
 	fanout_table
+	exit 0
+fi
+if [ "$SECTION" = replicate ]; then
+	repl_measure
+	alone_header "section 7 alone: one run of each figure"
+	repl_table
 	exit 0
 fi
 
@@ -410,6 +670,9 @@ eo_done=$(find "$SP/topics/hand$REPEAT"/p*/g/eo/done -mindepth 1 \
 
 # ---- 6. fan-out (creates files only: before step 4 frees any) ----
 fanout_measure
+
+# ---- 7. replicate (creates files only, too) ----
+repl_measure
 
 # ---- 4. deep backlog: DEEP pending vs SHALLOW pending ----
 step "deep backlog: publishing $DEEP messages (--sync=none)"
@@ -586,3 +849,4 @@ note "ledger cost: --exactly-once less normal" "$(awk \
     'BEGIN { printf "%.1f", (a / ca - b / cb) * 1e6 }')" \
     "µs/msg (create in done/; one fsync of done/ per batch; $eo_done entries)"
 fanout_table
+repl_table

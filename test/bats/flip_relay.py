@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""flip_relay.py: a TCP relay for the replication tests that damages one byte.
+
+    flip_relay.py LISTEN_ADDR LISTEN_PORT TARGET_ADDR TARGET_PORT FLIP_AT
+
+Accepts connections on LISTEN_ADDR:LISTEN_PORT and relays each to
+TARGET_ADDR:TARGET_PORT, both ways.  On the first connection only, in the
+direction from the client to the target, the first payload byte at or after
+stream offset FLIP_AT is XORed with 0x40, once: the stream is read as the
+frames of mq-replicate's link (a 4-byte big-endian length, then that many
+bytes), and the byte is chosen inside a frame's payload past the three
+frames of the handshake, so that the damage is to the encrypted data, never
+to a frame's length or to the handshake.  Everything else is relayed as it
+is, and later connections are relayed faithfully.
+
+What happens is written to standard output, one line each, flushed:
+"listening", "conn N open", "conn N flipped offset X frame F",
+"conn N closed".  When one side closes, what the other side had sent is
+still delivered before the relay closes its end: the client gets whatever
+the target said (such as an error frame) before the end of the stream.
+"""
+import socket
+import sys
+import threading
+
+lock = threading.Lock()
+
+
+def say(text):
+    with lock:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+
+class Flipper:
+    """Follows the frames of one direction and flips one payload byte."""
+
+    def __init__(self, conn, flip_at):
+        self.conn = conn
+        self.flip_at = flip_at
+        self.offset = 0         # stream offset of the next byte fed
+        self.frame = 0          # index of the current frame
+        self.hdr = b""
+        self.hdr_left = 4
+        self.payload_left = 0
+        self.done = False
+
+    def feed(self, data):
+        buf = bytearray(data)
+        base = self.offset
+        i = 0
+        n = len(buf)
+        while i < n:
+            if self.hdr_left:
+                take = min(self.hdr_left, n - i)
+                self.hdr += bytes(buf[i:i + take])
+                self.hdr_left -= take
+                i += take
+                if not self.hdr_left:
+                    self.payload_left = int.from_bytes(self.hdr, "big")
+                    self.hdr = b""
+                    if not self.payload_left:
+                        self.frame += 1
+                        self.hdr_left = 4
+                continue
+            take = min(self.payload_left, n - i)
+            if not self.done and self.frame >= 3 and \
+                    base + i + take > self.flip_at:
+                at = max(i, self.flip_at - base)
+                buf[at] ^= 0x40
+                self.done = True
+                say("conn %d flipped offset %d frame %d" %
+                    (self.conn, base + at, self.frame))
+            self.payload_left -= take
+            i += take
+            if not self.payload_left:
+                self.frame += 1
+                self.hdr_left = 4
+        self.offset += n
+        return bytes(buf)
+
+
+def pump(src, dst, flipper):
+    while True:
+        try:
+            data = src.recv(65536)
+        except OSError:
+            data = b""
+        if not data:
+            try:
+                dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+            return
+        if flipper:
+            data = flipper.feed(data)
+        try:
+            dst.sendall(data)
+        except OSError:
+            # The other end is gone: keep reading (and dropping) what
+            # this side sends, so that it is not reset before it has
+            # read what the other end said last.
+            while True:
+                try:
+                    if not src.recv(65536):
+                        return
+                except OSError:
+                    return
+
+
+def relay(conn, client, target, flip_at):
+    say("conn %d open" % conn)
+    try:
+        server = socket.create_connection(target)
+    except OSError as e:
+        say("conn %d cannot connect: %s" % (conn, e))
+        client.close()
+        return
+    flipper = Flipper(conn, flip_at) if conn == 1 else None
+    up = threading.Thread(target=pump, args=(client, server, flipper))
+    down = threading.Thread(target=pump, args=(server, client, None))
+    up.start()
+    down.start()
+    up.join()
+    down.join()
+    client.close()
+    server.close()
+    say("conn %d closed" % conn)
+
+
+def main():
+    laddr, lport, taddr, tport, flip_at = sys.argv[1:6]
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((laddr, int(lport)))
+    ls.listen(8)
+    say("listening")
+    conn = 0
+    while True:
+        client, _ = ls.accept()
+        conn += 1
+        threading.Thread(target=relay, daemon=True,
+                         args=(conn, client, (taddr, int(tport)),
+                               int(flip_at))).start()
+
+
+if __name__ == "__main__":
+    main()
