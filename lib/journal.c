@@ -264,10 +264,11 @@ mq_jreader_next(struct mq_jreader *r, struct mq_jrec *rec)
 		r->off += len + 1;
 		r->pos += len + 1;
 		size_t skip = 0;
-		if (parse_line(line, len, rec) < 0 &&
-		    (skip = resync(line, len, rec)) == 0) {
+		if (parse_line(line, len, rec) < 0) {
+			/* Damaged: counted, and what follows a cut kept. */
 			r->skipped++;
-			continue;
+			if ((skip = resync(line, len, rec)) == 0)
+				continue;
 		}
 		rec->at = at + skip;
 		rec->end = r->pos;

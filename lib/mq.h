@@ -507,6 +507,7 @@ enum mq_repl_role { MQ_REPL_ANY, MQ_REPL_SEND, MQ_REPL_RECV };
 struct mq_repl_opts {
 	int follow;                     /* wait for new changes, never end */
 	int progress;                   /* an updating line on stderr */
+	int compare;                    /* first compare all by hash */
 	/* Messages for the log: syslog priorities (LOG_ERR, LOG_INFO...). */
 	void (*log)(int prio, const char *msg, void *ctx);
 	void *ctx;

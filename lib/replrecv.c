@@ -74,6 +74,7 @@ struct receiver {
 	struct staged *sv;
 	size_t ns, scap;
 	int lockfd;                     /* replicate/lock-recv */
+	int made_up;                    /* a batch of --compare */
 	uint64_t records, messages, quarantined;
 	char line[MQ_JLINE_MAX + MQ_ID_LEN + 32];
 };
@@ -707,7 +708,8 @@ apply_record(struct receiver *r, char *line, size_t ll, const char *data,
 		return mq_err(EX_PROTOCOL, "peer: bad record");
 	char *text = e + 1;
 	size_t tlen = ll - (size_t)(text - line);
-	if (!strcmp(origin, r->me) || seq < repl_seen_get(&r->seen, origin))
+	if (!r->made_up && (!strcmp(origin, r->me) ||
+	    seq < repl_seen_get(&r->seen, origin)))
 		return 0;               /* ours, or had already */
 	/* T ms topic [k a b] */
 	char type = text[0], topic[MQ_NAME_MAX + 1], a[MQ_NAME_MAX + 1];
@@ -736,9 +738,10 @@ apply_record(struct receiver *r, char *line, size_t ll, const char *data,
 			    wlen);
 		}
 	}
-	if (rc == 0)
+	/* Made-up records (--compare) are no one's history. */
+	if (rc == 0 && !r->made_up)
 		rc = mq_journal_raw(&r->jb, origin, seq, text, tlen);
-	if (rc == 0)
+	if (rc == 0 && !r->made_up)
 		rc = repl_seen_put(&r->seen, origin, seq + 1);
 	r->records++;
 	return rc;
@@ -756,6 +759,7 @@ apply_batch(struct receiver *r, char *buf, size_t len, uint64_t *end,
 	if (!p || sscanf(buf, "BATCH %" SCNu64 " %" SCNu64 " %zu", &start, end,
 	    &n) != 3)
 		return mq_err(EX_PROTOCOL, "peer: bad BATCH");
+	r->made_up = memmem(buf, (size_t)(p - buf), " compare", 8) != NULL;
 	p++;
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -778,6 +782,11 @@ apply_batch(struct receiver *r, char *buf, size_t len, uint64_t *end,
 			snprintf(want, sizeof want, "%016llx%016llx",
 			    (unsigned long long)h.high64,
 			    (unsigned long long)h.low64);
+			if (strcmp(want, hash) && r->made_up) {
+				finish(r);
+				return mq_err(EX_PROTOCOL, "peer: a message "
+				    "failed its hash (changed in transit?)");
+			}
 			if (strcmp(want, hash)) {
 				repl_log(r->o, LOG_WARNING, "a message from %s "
 				    "failed its hash: asking for it again",
@@ -795,10 +804,78 @@ apply_batch(struct receiver *r, char *buf, size_t len, uint64_t *end,
 		r->line[ll] = 0;
 		rc = apply_record(r, r->line, ll, data, dlen, data + dlen, wlen);
 	}
-	if (rc == 0)
+	if (rc == 0 && !r->made_up)
 		rc = repl_seen_put(&r->seen, r->peer, *end);
 	int frc = finish(r);
 	return rc < 0 || frc < 0 ? -1 : 0;
+}
+
+/* HAVE <topic> <k>, then "KEY hash" lines (--compare): answers WANT
+ * <topic> <k> and the KEYs that log/ lacks or holds with other content
+ * (those are quarantined when they come). */
+static int
+answer_have(struct receiver *r, const char *f, size_t len)
+{
+	char topic[MQ_NAME_MAX + 1];
+	unsigned k;
+	const char *end = f + len, *p = memchr(f, '\n', len);
+	char head[MQ_NAME_MAX + 32];
+	snprintf(head, sizeof head, "%.*s", p ? (int)(p - f) : 0, f);
+	if (!p || sscanf(head, "HAVE %200s %u", topic, &k) != 2)
+		return mq_err(EX_PROTOCOL, "peer: bad HAVE");
+	struct rtopic *rt = topic_of(r, topic);
+	if (!rt || k >= rt->t.conf.partitions)
+		return mq_err(EX_PROTOCOL, "peer: HAVE of %s/%u, not here",
+		    topic, k);
+	int lfd = mq_dir_open(rt->t.pfd[k], "log");
+	if (lfd < 0)
+		return -1;
+	char *out = NULL;
+	size_t olen = 0;
+	FILE *o = open_memstream(&out, &olen);
+	if (!o) {
+		close(lfd);
+		return mq_err_sys("malloc");
+	}
+	fprintf(o, "WANT %s %u\n", topic, k);
+	int rc = 0;
+	for (p++; rc == 0 && p < end; ) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char key[MQ_KEY_LEN + 1], hash[33];
+		if (ll != MQ_KEY_LEN + 33 || p[MQ_KEY_LEN] != ' ') {
+			rc = mq_err(EX_PROTOCOL, "peer: bad HAVE line");
+			break;
+		}
+		memcpy(key, p, MQ_KEY_LEN);
+		key[MQ_KEY_LEN] = 0;
+		memcpy(hash, p + MQ_KEY_LEN + 1, 32);
+		hash[32] = 0;
+		p += ll + 1;
+		char *buf;
+		size_t blen;
+		int want = !mq_is_key(key);
+		if (!want && mq_read_at(lfd, key, MQ_FRAME_MAX, &buf, &blen) == 0) {
+			XXH128_hash_t h = XXH3_128bits(buf, blen);
+			char mine[33];
+			snprintf(mine, sizeof mine, "%016llx%016llx",
+			    (unsigned long long)h.high64,
+			    (unsigned long long)h.low64);
+			want = strcmp(mine, hash) != 0;
+			free(buf);
+		} else if (!want) {
+			want = 1;       /* not here */
+		}
+		if (want && mq_is_key(key))
+			fprintf(o, "%s\n", key);
+	}
+	close(lfd);
+	if (fclose(o) != 0 && rc == 0)
+		rc = mq_err_sys("malloc");
+	if (rc == 0)
+		rc = mq_link_send(r->l, out, olen);
+	free(out);
+	return rc;
 }
 
 /* Batches are applied one at a time into a spool, whichever session
@@ -877,6 +954,10 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			continue;
 		if (len >= 5 && !memcmp(f, "CONF ", 5)) {
 			rc = apply_conf(&r, f, len);
+			continue;
+		}
+		if (len >= 5 && !memcmp(f, "HAVE ", 5)) {
+			rc = answer_have(&r, f, len);
 			continue;
 		}
 		if (len >= 6 && !memcmp(f, "ERROR ", 6)) {

@@ -59,6 +59,7 @@ struct sender {
 	uint64_t confirmed;
 	int blocked;                    /* a publish not yet committed */
 	struct rec_args ra;             /* the record being added */
+	int comparing;                  /* --compare: records made up */
 	uint64_t records, messages, bytes;
 	double began, shown;
 };
@@ -371,8 +372,8 @@ static int
 add_record(struct sender *s, struct mq_jrec *rec)
 {
 	const char *origin = rec->origin[0] ? rec->origin : s->me;
-	if (!strcmp(origin, s->peer) ||
-	    rec->seq < repl_seen_get(&s->seen, origin))
+	if (!s->comparing && (!strcmp(origin, s->peer) ||
+	    rec->seq < repl_seen_get(&s->seen, origin)))
 		return 0;
 	struct rec_args *ra = &s->ra;
 	int rc = 0, want = rec->type == 'T' ? 1 : 2;
@@ -454,6 +455,17 @@ progress(struct sender *s, int last)
 	fflush(stderr);
 }
 
+/* Sends the batch built after the 128 bytes kept for its first line. */
+static int
+ship(struct sender *s, const char *tag)
+{
+	char first[128];
+	int fl = snprintf(first, sizeof first, "BATCH %" PRIu64 " %" PRIu64
+	    " %zu%s\n", s->start, s->pos, s->nrec, tag);
+	memcpy(s->buf + 128 - fl, first, (size_t)fl);
+	return mq_link_send(s->l, s->buf + 128 - fl, s->len - 128 + (size_t)fl);
+}
+
 /* Fills a batch from the journal and sends it; 1 if there was nothing
  * to send. */
 static int
@@ -488,11 +500,7 @@ send_batch(struct sender *s)
 		s->len = 0;
 		return 1;
 	}
-	char first[128];
-	int fl = snprintf(first, sizeof first, "BATCH %" PRIu64 " %" PRIu64
-	    " %zu\n", s->start, s->pos, s->nrec);
-	memcpy(s->buf + 128 - fl, first, (size_t)fl);
-	if (mq_link_send(s->l, s->buf + 128 - fl, s->len - 128 + (size_t)fl) < 0)
+	if (ship(s, "") < 0)
 		return -1;
 	s->ends[s->out++] = s->pos;
 	progress(s, 0);
@@ -553,6 +561,233 @@ answer(struct sender *s)
 	return mq_err(EX_PROTOCOL, "peer: bad answer '%s'", word);
 }
 
+/* --compare: the fallback for what the journal does not cover (messages
+ * from before the journal, a peer restored from an old backup): for each
+ * partition, the names and hashes of every message in log/ go to the
+ * peer, which answers with the names it lacks or has with other content;
+ * those go as made-up publish records naming the groups that hold the
+ * message now, and every dead letter as a dead letter record (the peer
+ * ignores those it has).  Made-up records are neither journaled by the
+ * peer nor counted in its vector. */
+
+struct held {                   /* the KEYs a group holds in cur/, delay/ */
+	struct mq_names keys;
+};
+
+static int
+keys_of(int pfd, const char *group, const char *sub, size_t skip,
+    struct mq_names *out)
+{
+	char p[MQ_NAME_MAX + 16];
+	if (mq_path(p, sizeof p, "g/%s/%s", group, sub) < 0)
+		return -1;
+	int fd = openat(pfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : mq_err_sys("%s", p);
+	struct mq_names l = { 0 };
+	int rc = mq_names_read(fd, NULL, &l);
+	close(fd);
+	for (size_t i = 0; rc == 0 && i < l.n; i++)
+		if (strlen(l.v[i]) >= skip + MQ_KEY_LEN)
+			rc = mq_names_push(out, l.v[i] + skip, MQ_KEY_LEN);
+	mq_names_free(&l);
+	return rc;
+}
+
+static int
+cmp_key(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool
+holds(const struct mq_names *l, const char *key)
+{
+	return l->n && bsearch(&key, l->v, l->n, sizeof *l->v, cmp_key);
+}
+
+/* Sends the batch being built as made-up records, and waits for it. */
+static int
+ship_compare(struct sender *s)
+{
+	if (s->nrec == 0)
+		return 0;
+	s->start = s->pos = s->confirmed;
+	const void *buf;
+	size_t len;
+	int rc = ship(s, " compare");
+	if (rc == 0)
+		rc = mq_link_recv(s->l, &buf, &len) == 1 ? 0 :
+		    mq_err(EX_PROTOCOL, "peer: connection ended");
+	if (rc == 0 && (len < 2 || memcmp(buf, "OK", 2)))
+		rc = mq_err(EX_PROTOCOL, "peer: %.*s", (int)(len < 200 ? len :
+		    200), (const char *)buf);
+	s->len = 128;
+	s->nrec = 0;
+	return rc;
+}
+
+static int
+add_made_up(struct sender *s, char type, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int
+add_made_up(struct sender *s, char type, const char *fmt, ...)
+{
+	char text[MQ_JLINE_MAX];
+	int n = snprintf(text, sizeof text, "%c %" PRIu64 " ", type,
+	    (uint64_t)(mq_now() * 1000));
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text + n, sizeof text - (size_t)n, fmt, ap);
+	va_end(ap);
+	struct mq_jrec rec = { .type = type, .text = text, .len = strlen(text),
+	    .args = text + n, .at = s->confirmed, .end = s->confirmed };
+	int rc = add_record(s, &rec);
+	if (rc == 2)
+		rc = 0;                 /* not committed yet: the journal has it */
+	if (rc == 0 && (s->nrec >= REPL_BATCH_RECORDS ||
+	    s->len >= REPL_BATCH_BYTES))
+		rc = ship_compare(s);
+	return rc;
+}
+
+static int
+compare_partition(struct sender *s, struct stopic *st, unsigned k)
+{
+	int pfd = st->t.pfd[k];
+	struct mq_names log = { 0 }, groups = { 0 };
+	char *list = NULL;
+	size_t llen = 0;
+	int lfd = mq_dir_open(pfd, "log");
+	int rc = lfd < 0 ? -1 : mq_names_read(lfd, mq_is_key, &log);
+	FILE *f = rc == 0 ? open_memstream(&list, &llen) : NULL;
+	if (rc == 0 && !f)
+		rc = mq_err_sys("malloc");
+	if (f)
+		fprintf(f, "HAVE %s %u\n", st->name, k);
+	/* Hashes of the committed messages. */
+	for (size_t i = 0; rc == 0 && i < log.n; i++) {
+		char *buf;
+		size_t len;
+		if (mq_read_at(lfd, log.v[i], MQ_FRAME_MAX, &buf, &len) < 0) {
+			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
+			continue;
+		}
+		XXH128_hash_t h = XXH3_128bits(buf, len);
+		free(buf);
+		fprintf(f, "%s %016llx%016llx\n", log.v[i],
+		    (unsigned long long)h.high64, (unsigned long long)h.low64);
+	}
+	if (f && fclose(f) != 0 && rc == 0)
+		rc = mq_err_sys("malloc");
+	const void *ans = NULL;
+	size_t alen = 0;
+	if (rc == 0)
+		rc = mq_link_send(s->l, list, llen);
+	free(list);
+	const char *rest = NULL;
+	if (rc == 0)
+		rc = repl_expect(s->l, "WANT", &rest, &alen);
+	ans = rest;
+	/* The KEYs the peer wants, with the groups that hold each now. */
+	size_t ng = 0;
+	struct held *hv = NULL;
+	if (rc == 0 && (rc = mq_groups_read(&st->t, &groups)) == 0) {
+		ng = groups.n;
+		hv = calloc(ng ? ng : 1, sizeof *hv);
+		if (!hv)
+			rc = mq_err_sys("malloc");
+	}
+	for (size_t g = 0; rc == 0 && g < ng; g++) {
+		rc = keys_of(pfd, groups.v[g], "new", 0, &hv[g].keys);
+		if (rc == 0)
+			rc = keys_of(pfd, groups.v[g], "cur", 0, &hv[g].keys);
+		if (rc == 0)
+			rc = keys_of(pfd, groups.v[g], "delay", MQ_SEQ_DIGITS + 1,
+			    &hv[g].keys);
+		mq_names_sort(&hv[g].keys);
+	}
+	/* A copy: the answer's buffer goes with the next frame. */
+	char *want = rc == 0 ? strndup(ans, alen) : NULL;
+	if (rc == 0 && !want)
+		rc = mq_err_sys("malloc");
+	s->len = 128;
+	s->nrec = 0;
+	for (char *line = want, *save = NULL; rc == 0 &&
+	    (line = strtok_r(line == want ? want : NULL, "\n", &save));
+	    line = NULL) {
+		if (!strncmp(line, "WANT", 4) || !mq_is_key(line))
+			continue;
+		char *gl = NULL;
+		size_t gll = 0;
+		FILE *gf = open_memstream(&gl, &gll);
+		const char *sep = "";
+		for (size_t g = 0; gf && g < ng; g++)
+			if (holds(&hv[g].keys, line)) {
+				fprintf(gf, "%s%s", sep, groups.v[g]);
+				sep = ",";
+			}
+		if (!gf || fclose(gf) != 0)
+			rc = mq_err_sys("malloc");
+		if (rc == 0)
+			rc = add_made_up(s, 'P', "%s %u %s %s", st->name, k, line,
+			    *sep ? gl : "-");
+		free(gl);
+	}
+	free(want);
+	/* Every dead letter; the peer keeps those it has. */
+	for (size_t g = 0; rc == 0 && g < ng; g++) {
+		char p[MQ_NAME_MAX + 16];
+		struct mq_names dl = { 0 };
+		if (mq_path(p, sizeof p, "dlq/%s", groups.v[g]) < 0) {
+			rc = -1;
+			break;
+		}
+		int dfd = openat(pfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		if (dfd < 0)
+			continue;
+		rc = mq_names_read(dfd, mq_is_entry, &dl);
+		close(dfd);
+		for (size_t i = 0; rc == 0 && i < dl.n; i++)
+			rc = add_made_up(s, 'D', "%s %u %s %s", st->name, k,
+			    groups.v[g], dl.v[i]);
+		mq_names_free(&dl);
+	}
+	if (rc == 0)
+		rc = ship_compare(s);
+	for (size_t g = 0; g < ng; g++)
+		mq_names_free(&hv[g].keys);
+	free(hv);
+	mq_names_free(&groups);
+	mq_names_free(&log);
+	if (lfd >= 0)
+		close(lfd);
+	return rc;
+}
+
+static int
+compare_all(struct sender *s)
+{
+	char **names;
+	size_t n;
+	if (mq_topic_list(s->sp, &names, &n) < 0)
+		return -1;
+	int rc = 0;
+	s->comparing = 1;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct stopic *st = topic_of(s, names[i]);
+		for (unsigned k = 0; st && rc == 0 && k < st->t.conf.partitions;
+		    k++)
+			rc = compare_partition(s, st, k);
+	}
+	s->comparing = 0;
+	mq_strv_free(names, n);
+	repl_log(s->o, LOG_INFO, "peer %s: compared by hash: %" PRIu64
+	    " messages sent", s->peer_name, s->messages);
+	return rc;
+}
+
 /* Waits for the journal to grow: inotify where it works, else a tick. */
 static void
 wait_change(struct sender *s, int ifd, double seconds)
@@ -611,6 +846,8 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		rc = mq_jreader_open(sp, &s.r, from);
 	if (rc == 0)
 		rc = send_conf_all(&s);
+	if (rc == 0 && o->compare)
+		rc = compare_all(&s);
 	int ifd = o->follow ? watch_journal(sp) : -1;
 	double poll_every = 1.0, idle = mq_mono();
 	const char *e = getenv("MQ_POLL");

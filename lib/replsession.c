@@ -68,12 +68,16 @@ role_word(enum mq_repl_role r)
 /* HELLO mq-replicate 1 <send|recv> <spool id> <host name> */
 static int
 hello_parse(const char *rest, size_t len, enum mq_repl_role *role,
-    char id[MQ_ID_LEN + 1], char *name, size_t nlen, int *follow)
+    char id[MQ_ID_LEN + 1], char *name, size_t nlen, int *follow,
+    int *compare)
 {
-	char line[512], r[8], i[MQ_ID_LEN + 2], nm[256] = "", fl[8] = "";
+	char line[512], r[8], i[MQ_ID_LEN + 2], nm[256] = "", f1[8] = "",
+	    f2[8] = "";
 	snprintf(line, sizeof line, "%.*s", (int)(len < 511 ? len : 511), rest);
-	int n = sscanf(line, "mq-replicate 1 %7s %33s %255s %7s", r, i, nm, fl);
-	*follow = !strcmp(fl, "follow");
+	int n = sscanf(line, "mq-replicate 1 %7s %33s %255s %7s %7s", r, i, nm,
+	    f1, f2);
+	*follow = !strcmp(f1, "follow") || !strcmp(f2, "follow");
+	*compare = !strcmp(f1, "compare") || !strcmp(f2, "compare");
 	if (n < 2 || strlen(i) != MQ_ID_LEN ||
 	    (strcmp(r, "send") && strcmp(r, "recv")))
 		return mq_err(EX_PROTOCOL, "not an mq-replicate peer, or another "
@@ -91,7 +95,7 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 	char me[MQ_ID_LEN + 1], peer[MQ_ID_LEN + 1], name[256], host[256];
 	enum mq_repl_role theirs = MQ_REPL_ANY;
 	struct mq_repl_opts mine = *o;
-	int follow = 0;
+	int follow = 0, compare = 0;
 	const char *rest;
 	size_t len;
 	if (repl_spool_id(sp, me) < 0)
@@ -104,14 +108,18 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 			*p = '_';
 	/* The initiator says whether the session goes on for good: a
 	 * sender started by it (serve --stdio) follows too. */
-	if (initiator && repl_send_text(l, "HELLO mq-replicate 1 %s %s %s%s",
-	    role_word(role), me, host, o->follow ? " follow" : "") < 0)
+	if (initiator && repl_send_text(l, "HELLO mq-replicate 1 %s %s %s%s%s",
+	    role_word(role), me, host, o->follow ? " follow" : "",
+	    o->compare ? " compare" : "") < 0)
 		return -1;
 	if (repl_expect(l, "HELLO", &rest, &len) < 0 ||
-	    hello_parse(rest, len, &theirs, peer, name, sizeof name, &follow) < 0)
+	    hello_parse(rest, len, &theirs, peer, name, sizeof name, &follow,
+	    &compare) < 0)
 		return -1;
 	if (!initiator && follow)
 		mine.follow = 1;
+	if (!initiator && compare)
+		mine.compare = 1;
 	if (o->hello_done)
 		*o->hello_done = 1;
 	if (!initiator) {

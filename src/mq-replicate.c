@@ -24,11 +24,12 @@
 enum {
 	OPT_HELP = 256, OPT_FORCE, OPT_NAME, OPT_LISTEN, OPT_STDIO, OPT_INETD,
 	OPT_FOLLOW, OPT_RETRY, OPT_RSH, OPT_REMOTE_SPOOL, OPT_REMOTE_COMMAND,
-	OPT_PROGRESS, OPT_NO_PROGRESS, OPT_SYSLOG, OPT_JSON,
+	OPT_PROGRESS, OPT_NO_PROGRESS, OPT_SYSLOG, OPT_JSON, OPT_COMPARE,
 };
 
 static struct {
 	int force, stdio, inetd, follow, progress, verbose, use_syslog, json;
+	int compare;
 	const char *name, *listen, *rsh, *remote_spool, *remote_command;
 	double retry;
 } opt = { .progress = -1, .retry = 1, .remote_command = "mq-replicate" };
@@ -57,7 +58,7 @@ usage(int code)
 	    "usage: %s [-s SPOOL] serve [--listen ADDR:PORT | --stdio | --inetd] "
 	    "[-v] [--syslog]\n"
 	    "       %s [-s SPOOL] push|pull [--follow] [--retry SECONDS] "
-	    "[--progress | --no-progress]\n"
+	    "[--compare] [--progress | --no-progress]\n"
 	    "              [-v] [--syslog] (ADDR:PORT | --rsh CMD "
 	    "[--remote-spool DIR] [--remote-command PATH])\n"
 	    "       %s [-s SPOOL] status [--json]\n"
@@ -114,7 +115,7 @@ static struct mq_repl_opts
 repl_opts(int follow)
 {
 	struct mq_repl_opts o = { .follow = follow, .log = log_line,
-	    .stop = &stop };
+	    .stop = &stop, .compare = opt.compare };
 	o.progress = opt.progress > 0;
 	return o;
 }
@@ -387,6 +388,7 @@ main(int argc, char *argv[])
 		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 		{ "syslog", no_argument, NULL, OPT_SYSLOG },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "compare", no_argument, NULL, OPT_COMPARE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -414,6 +416,7 @@ main(int argc, char *argv[])
 		case OPT_NO_PROGRESS: opt.progress = 0; break;
 		case OPT_SYSLOG: opt.use_syslog = 1; break;
 		case OPT_JSON: opt.json = 1; break;
+		case OPT_COMPARE: opt.compare = 1; break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
@@ -437,9 +440,9 @@ main(int argc, char *argv[])
 	if ((opt.listen != NULL) + opt.stdio + opt.inetd > 1 && is_serve)
 		errx(EX_USAGE, "choose one of --listen, --stdio and --inetd");
 	if ((opt.follow || opt.rsh || opt.remote_spool || opt.progress >= 0 ||
-	    opt.retry != 1) && !transfer)
-		errx(EX_USAGE, "--follow, --retry, --rsh, --remote-spool and "
-		    "--progress go with push and pull");
+	    opt.retry != 1 || opt.compare) && !transfer)
+		errx(EX_USAGE, "--follow, --retry, --rsh, --remote-spool, "
+		    "--compare and --progress go with push and pull");
 	if ((opt.remote_spool || strcmp(opt.remote_command, "mq-replicate")) &&
 	    !opt.rsh)
 		errx(EX_USAGE, "--remote-spool and --remote-command go with --rsh");

@@ -403,3 +403,39 @@ PY
 	run -0 ss -ltnH
 	refute_output --partial '0.0.0.0:7469'
 }
+
+@test "--compare sends by hash what the journal does not cover, and only that" {
+	pair
+	mq-group create t g
+	mq-group create t h
+	seq 1 100 | mq-pub -l t >/dev/null
+	mq-sub -g g t -n 10 >/dev/null
+	run -0 mq-sub -g h --json --manual t -n 1
+	mq-ack -g h --reject t "$(jq -r .receipt <<<"$output")"
+	# As if these had been published before the journal existed.
+	rm "$A/journal"
+	seq 101 110 | mq-pub -l t >/dev/null
+	run -0 push_ab
+	assert_equal "$(b_pending)" 10
+	run --separate-stderr push_ab -v --compare
+	assert_success
+	[[ $stderr == *"compared by hash: 100 messages sent"* ]] || fail "$stderr"
+	same_spools
+	run --separate-stderr push_ab -v --compare
+	[[ $stderr == *"compared by hash: 0 messages sent"* ]] || fail "$stderr"
+	same_spools
+}
+
+@test "--progress shows what was sent; --syslog sends the log to syslog, not to stderr" {
+	pair
+	mq-group create t g
+	seq 1 50 | mq-pub -l t >/dev/null
+	run --separate-stderr push_ab --progress
+	assert_success
+	[[ $stderr == *"50 messages"*"MB"* ]] || fail "$stderr"
+	seq 1 5 | mq-pub -l t >/dev/null
+	run --separate-stderr push_ab -v --syslog
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(b_pending)" 55
+}
