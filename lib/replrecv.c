@@ -79,10 +79,17 @@ struct receiver {
 	char line[MQ_JLINE_MAX + MQ_ID_LEN + 32];
 };
 
+/* A KEY's sequence number; -1 for anything that is not a KEY (a name
+ * from a peer is never used as a path before it passed this). */
 int
 repl_key_seq(const char *key, uint64_t *seq)
 {
-	if (strlen(key) < MQ_KEY_LEN || key[MQ_SEQ_DIGITS] != '.')
+	char k[MQ_KEY_LEN + 1];
+	if (strlen(key) < MQ_KEY_LEN)
+		return -1;
+	memcpy(k, key, MQ_KEY_LEN);
+	k[MQ_KEY_LEN] = 0;
+	if (!mq_is_key(k))
 		return -1;
 	return mq_seq_of(key, seq);
 }
@@ -198,6 +205,10 @@ group_of(struct rtopic *rt, unsigned k, struct rpart *p, const char *name,
 		if (strlen(p->gv[i]->name) == len && !memcmp(p->gv[i]->name, name,
 		    len))
 			return p->gv[i]->tmpfd >= 0 ? p->gv[i] : NULL;
+	char gname[MQ_NAME_MAX + 1];
+	snprintf(gname, sizeof gname, "%.*s", (int)len, name);
+	if (len > MQ_NAME_MAX || mq_name_check("group", gname) < 0)
+		return NULL;            /* never a path from a bad name */
 	struct rgroup **v = reallocarray(p->gv, p->ng + 1, sizeof *v);
 	if (!v)
 		return NULL;
@@ -500,7 +511,8 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 	char key[MQ_KEY_LEN + 1], found[MQ_KEY_LEN + 64];
 	uint64_t seq;
 	snprintf(key, sizeof key, "%s", name);
-	if (repl_key_seq(key, &seq) < 0)
+	if (repl_key_seq(key, &seq) < 0 || (type != 'A' && type != 'L' &&
+	    !mq_is_entry(name)))
 		return mq_err(EX_PROTOCOL, "peer: bad message name %s", name);
 	int fd, rc = 0;
 	switch (type) {

@@ -334,7 +334,18 @@ add_message(struct sender *s, const struct rec_args *ra, size_t *len)
 				return h.next > h.committed ? 2 : 1;
 		}
 	}
-	return add_file(s, st->logfd[k], ra->a, len);
+	int rc = add_file(s, st->logfd[k], ra->a, len);
+	/* Retention took the log/ name of a message that groups still
+	 * hold: their link is the same file. */
+	for (const char *g = ra->b; rc == 1 && *g && strcmp(g, "-"); ) {
+		size_t n = strcspn(g, ",");
+		char path[MQ_NAME_MAX + MQ_KEY_LEN + 16];
+		if (snprintf(path, sizeof path, "g/%.*s/new/%s", (int)n, g,
+		    ra->a) < (int)sizeof path)
+			rc = add_file(s, st->t.pfd[k], path, len);
+		g += n + (g[n] == ',');
+	}
+	return rc;
 }
 
 /* A dead letter and its record; 1 when it is gone already. */

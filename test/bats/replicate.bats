@@ -439,3 +439,30 @@ PY
 	assert_equal "$stderr" ""
 	assert_equal "$(b_pending)" 55
 }
+
+@test "a message whose log/ name retention removed is sent from a group that holds it" {
+	pair
+	mq-group create t g
+	mq-pub t old >/dev/null
+	MQ_NOW=$(($(date +%s) + 30 * 86400)) mq-topic gc t
+	assert_equal "$(count_entries "$A/topics/t/p0/log")" 0
+	run -0 push_ab
+	run -0 mq-sub -s "$B" -g g t -n 1 -t 0
+	assert_output old
+}
+
+@test "names from a peer are never used as paths unchecked" {
+	pair
+	mq-group create t g
+	mq-pub t one >/dev/null
+	# A journal record naming a group and a dead letter outside the spool.
+	printf 'X 1 t 0 ../../../../escape 00000000000000000000.0123456789abcdef0123456789abcdef,a1' >"$TD/rec"
+	"$PY" - "$TD/rec" "$A/journal" <<'PY'
+import sys, xxhash
+line = open(sys.argv[1]).read()
+open(sys.argv[2], 'a').write('%s %s\n' % (line, xxhash.xxh32(line.encode()).hexdigest()))
+PY
+	run -0 push_ab
+	[[ ! -e $TD/escape && ! -e $B/escape ]]
+	assert_equal "$(b_pending)" 1
+}
