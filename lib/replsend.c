@@ -851,6 +851,14 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	uint64_t has = repl_seen_get(&s.seen, s.me);
 	if (has < from)
 		from = 0;
+	/* A peer that has seen more of our journal than there is: ours was
+	 * put back from a backup, and our new records would take sequence
+	 * numbers the peer takes for ones it has. */
+	if (rc == 0 && has > mq_journal_size(sp))
+		rc = mq_err(EX_DATAERR, "peer %s has seen %" PRIu64 " bytes of "
+		    "this spool's journal, which holds %" PRIu64 ": was the "
+		    "spool restored from a backup? (see mq-replicate(1), "
+		    "CAVEATS)", peer_name, has, mq_journal_size(sp));
 	s.pos = s.confirmed = from;
 	uint64_t goal = mq_journal_size(sp);
 	if (rc == 0)

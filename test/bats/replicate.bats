@@ -466,3 +466,18 @@ PY
 	[[ ! -e $TD/escape && ! -e $B/escape ]]
 	assert_equal "$(b_pending)" 1
 }
+
+@test "a spool whose journal went back (a restore from a backup) is refused, not half replicated" {
+	pair
+	mq-group create t g
+	seq 1 5 | mq-pub -l t >/dev/null
+	run -0 push_ab
+	: >"$A/journal"
+	mq-pub t new >/dev/null
+	local before
+	before=$(spool_snapshot "$B/topics")
+	run --separate-stderr push_ab
+	assert_equal "$status" 65
+	[[ $stderr == *"restored from a backup"* ]] || fail "$stderr"
+	assert_equal "$(spool_snapshot "$B/topics")" "$before"
+}
