@@ -114,8 +114,7 @@ same_spools() {
 	mq-group create --filter '.n % 2 == 0' events even
 	mq-group create events all
 	mq-group create logs tail
-	local n
-	for n in $(seq 1 20000); do echo "{\"n\":$n}"; done >"$TD/json"
+	seq 1 20000 | awk '{ printf "{\"n\":%d}\n", $1 }' >"$TD/json"
 	mq-pub -l orders <"$TD/json" >/dev/null
 	mq-pub -l events <"$TD/json" >/dev/null
 	seq 1 10000 | mq-pub -l logs >/dev/null
@@ -222,10 +221,7 @@ b_has_some() {
 @test "kill -9 of the sender in the middle of a push, then a push: all there once, byte for byte" {
 	pair
 	mq-group create t g
-	head -c 512 /dev/zero | tr '\0' m >"$TD/body"
-	for n in $(seq 1 30000); do echo "$n $(cat "$TD/body")"; done >"$TD/in" 2>/dev/null ||
-	    true
-	mq-pub -l t <"$TD/in" >/dev/null
+	seq 1 30000 | awk '{ printf "%s %0512d\n", $1, 0 }' | mq-pub -l t >/dev/null
 	spawn "$TD/push" mq-replicate -s "$A" push --rsh env --remote-spool "$B"
 	local pid=$SPAWNED
 	wait_for -t 30 b_has_some
@@ -257,9 +253,8 @@ b_has_some() {
 @test "a byte flipped in transit is detected by its hash and the message is sent again" {
 	pair
 	mq-group create t g
-	local body
-	body=$(head -c 1000 /dev/zero | tr '\0' x)
-	for n in $(seq 1 200); do echo "$n $body"; done | mq-pub -l t >/dev/null
+	seq 1 200 | awk '{ s = sprintf("%1000s", ""); gsub(/ /, "x", s); print $1, s }' |
+	    mq-pub -l t >/dev/null
 	run --separate-stderr mq-replicate -s "$A" push \
 	    --rsh "$BATS_TEST_DIRNAME/flip-relay $TD/flipped env" --remote-spool "$B" -v
 	assert_success
