@@ -47,15 +47,6 @@
 
 #define LINE_TIMEOUT_MS 10000
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* A line reader on a pipe, with a timeout so a consumer that never
  * delivers fails the run instead of hanging it. */
 struct reader {

@@ -51,15 +51,6 @@
 #define SIZE 1024
 #define CONFIRM_TIMEOUT_MS 30000
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 struct shared {
 	size_t n;
 	int64_t *t0, *t1, *t2;           /* t2 == 0: not confirmed yet */

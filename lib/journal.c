@@ -48,25 +48,30 @@ seal(char *buf, size_t start, size_t *len, size_t cap)
 	return 0;
 }
 
-int
-mq_journal_line(struct mq_jbuf *b, char type, const char *fmt, ...)
+/* Room for need bytes more. */
+static int
+room(struct mq_jbuf *b, size_t need)
 {
-	size_t need = b->len + MQ_JLINE_MAX;
-	if (need > b->cap) {
-		char *p = realloc(b->buf, need);
-		if (!p)
-			return mq_err_sys("malloc");
-		b->buf = p;
-		b->cap = need;
-	}
+	if (b->len + need <= b->cap)
+		return 0;
+	char *p = realloc(b->buf, b->len + need);
+	if (!p)
+		return mq_err_sys("malloc");
+	b->buf = p;
+	b->cap = b->len + need;
+	return 0;
+}
+
+static int
+vline(struct mq_jbuf *b, char type, const char *fmt, va_list ap)
+{
+	if (room(b, MQ_JLINE_MAX) < 0)
+		return -1;
 	size_t start = b->len;
 	int n = snprintf(b->buf + b->len, MQ_JLINE_MAX, "%c %" PRIu64 " ", type,
 	    (uint64_t)(mq_now() * 1000));
-	va_list ap;
-	va_start(ap, fmt);
 	int m = vsnprintf(b->buf + b->len + n, MQ_JLINE_MAX - (size_t)n - 10,
 	    fmt, ap);
-	va_end(ap);
 	if (m < 0 || (size_t)(n + m) >= MQ_JLINE_MAX - 10)
 		return mq_err(EX_SOFTWARE, "journal record too long");
 	b->len += (size_t)(n + m);
@@ -74,17 +79,21 @@ mq_journal_line(struct mq_jbuf *b, char type, const char *fmt, ...)
 }
 
 int
+mq_journal_line(struct mq_jbuf *b, char type, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = vline(b, type, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
 mq_journal_raw(struct mq_jbuf *b, const char *origin, uint64_t seq,
     const char *rec, size_t len)
 {
-	size_t need = b->len + len + MQ_ID_LEN + 40;
-	if (need > b->cap) {
-		char *p = realloc(b->buf, need);
-		if (!p)
-			return mq_err_sys("malloc");
-		b->buf = p;
-		b->cap = need;
-	}
+	if (room(b, len + MQ_ID_LEN + 40) < 0)
+		return -1;
 	size_t start = b->len;
 	b->len += (size_t)snprintf(b->buf + b->len, b->cap - b->len,
 	    "@%s %" PRIu64 " %.*s", origin, seq, (int)len, rec);
@@ -124,20 +133,15 @@ mq_jbuf_free(struct mq_jbuf *b)
 int
 mq_journal_note(mq_spool *sp, char type, const char *fmt, ...)
 {
-	char line[2048];                /* names of a topic and a group */
-	int n = snprintf(line, sizeof line, "%c %" PRIu64 " ", type,
-	    (uint64_t)(mq_now() * 1000));
+	struct mq_jbuf b = { 0 };
 	va_list ap;
 	va_start(ap, fmt);
-	int m = vsnprintf(line + n, sizeof line - (size_t)n - 10, fmt, ap);
+	int rc = vline(&b, type, fmt, ap);
 	va_end(ap);
-	if (m < 0 || (size_t)(n + m) >= sizeof line - 10)
-		return mq_err(EX_SOFTWARE, "journal record too long");
-	size_t len = (size_t)(n + m);
-	if (seal(line, 0, &len, sizeof line) < 0)
-		return -1;
-	struct mq_jbuf b = { line, len, sizeof line };
-	return mq_journal_write(sp, &b, NULL);
+	if (rc == 0)
+		rc = mq_journal_write(sp, &b, NULL);
+	mq_jbuf_free(&b);
+	return rc;
 }
 
 /* Reading.  The reader keeps a window of the file; a line is complete

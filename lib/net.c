@@ -62,35 +62,53 @@ resolve(const char *addr, const char *dflt, int passive, struct addrinfo **ai)
 	return 0;
 }
 
+/* A socket for the first address step() accepts (bind and listen, or
+ * connect); -1 with errno from the last failure. */
+static int
+first_socket(struct addrinfo *ai, int (*step)(int, const struct addrinfo *))
+{
+	int fd = -1, err = 0;
+	for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
+		    a->ai_protocol);
+		if (fd >= 0 && step(fd, a) < 0) {
+			err = errno;
+			close(fd);
+			fd = -1;
+		} else if (fd < 0) {
+			err = errno;
+		}
+	}
+	freeaddrinfo(ai);
+	errno = err;
+	return fd;
+}
+
+static int
+bind_listen(int fd, const struct addrinfo *a)
+{
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	return bind(fd, a->ai_addr, a->ai_addrlen) < 0 || listen(fd, 64) < 0 ?
+	    -1 : 0;
+}
+
+static int
+connect_to(int fd, const struct addrinfo *a)
+{
+	return connect(fd, a->ai_addr, a->ai_addrlen);
+}
+
 int
 mq_net_listen(const char *addr)
 {
 	struct addrinfo *ai;
 	if (resolve(addr, "127.0.0.1", 1, &ai) < 0)
 		return -1;
-	int fd = -1, err = 0;
-	for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
-		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
-		    a->ai_protocol);
-		if (fd < 0) {
-			err = errno;
-			continue;
-		}
-		int one = 1;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		if (bind(fd, a->ai_addr, a->ai_addrlen) < 0 ||
-		    listen(fd, 64) < 0) {
-			err = errno;
-			close(fd);
-			fd = -1;
-		}
-	}
-	freeaddrinfo(ai);
-	if (fd < 0) {
-		errno = err;
-		return mq_err(err == EADDRINUSE ? EX_UNAVAILABLE : EX_OSERR,
-		    "listen on %s: %s", addr, strerror(err));
-	}
+	int fd = first_socket(ai, bind_listen);
+	if (fd < 0)
+		return mq_err(errno == EADDRINUSE ? EX_UNAVAILABLE : EX_OSERR,
+		    "listen on %s: %s", addr, strerror(errno));
 	return fd;
 }
 
@@ -124,24 +142,10 @@ mq_net_connect(const char *addr)
 	struct addrinfo *ai;
 	if (resolve(addr, "127.0.0.1", 0, &ai) < 0)
 		return -1;
-	int fd = -1, err = 0;
-	for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
-		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
-		    a->ai_protocol);
-		if (fd < 0) {
-			err = errno;
-			continue;
-		}
-		if (connect(fd, a->ai_addr, a->ai_addrlen) < 0) {
-			err = errno;
-			close(fd);
-			fd = -1;
-		}
-	}
-	freeaddrinfo(ai);
+	int fd = first_socket(ai, connect_to);
 	if (fd < 0)
 		return mq_err(EX_UNAVAILABLE, "connect to %s: %s", addr,
-		    strerror(err));
+		    strerror(errno));
 	tune(fd);
 	return fd;
 }

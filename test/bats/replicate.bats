@@ -218,14 +218,16 @@ b_has_some() {
 	(($(b_pending) > 100))
 }
 
-@test "kill -9 of the sender in the middle of a push, then a push: all there once, byte for byte" {
+# killed_push KILL: 30,000 messages; a push, and KILL (a command) once B
+# has some of them; then a push again: all there, once, byte for byte.
+killed_push() {
 	pair
 	mq-group create t g
 	seq 1 30000 | awk '{ printf "%s %0512d\n", $1, 0 }' | mq-pub -l t >/dev/null
 	spawn "$TD/push" mq-replicate -s "$A" push --rsh env --remote-spool "$B"
 	local pid=$SPAWNED
 	wait_for -t 30 b_has_some
-	kill -9 -- "-$pid"
+	"$@"
 	wait_for exited "$pid"
 	(($(b_pending) < 30000)) || skip "the push finished before the kill"
 	run -0 push_ab
@@ -234,20 +236,14 @@ b_has_some() {
 	assert_equal "$(count_entries "$B/topics/t/p0/g/g/tmp")" 0
 }
 
+@test "kill -9 of the sender in the middle of a push, then a push: all there once, byte for byte" {
+	kill_sender() { kill -9 -- "-$SPAWNED"; }
+	killed_push kill_sender
+}
+
 @test "kill -9 of the receiver in the middle of a push, then a push: all there once, byte for byte" {
-	pair
-	mq-group create t g
-	seq 1 30000 | sed 's/$/ xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/' |
-	    mq-pub -l t >/dev/null
-	spawn "$TD/push" mq-replicate -s "$A" push --rsh env --remote-spool "$B"
-	wait_for -t 30 b_has_some
-	pkill -9 -f "serve --stdio -s $B" || true
-	wait_for exited "$SPAWNED"
-	(($(b_pending) < 30000)) || skip "the push finished before the kill"
-	run -0 push_ab
-	same_spools
-	assert_equal "$(b_pending)" 30000
-	assert_equal "$(count_entries "$B/topics/t/p0/g/g/tmp")" 0
+	kill_receiver() { pkill -9 -f "serve --stdio -s $B" || true; }
+	killed_push kill_receiver
 }
 
 @test "a byte flipped in transit is detected by its hash and the message is sent again" {
