@@ -39,6 +39,29 @@ now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static inline int
+cmp64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile p of a sorted array (0 when it is empty). */
+static inline int64_t
+pct(const int64_t *v, size_t n, double p)
+{
+	size_t k = (size_t)((p / 100.0) * (double)n + 0.999999);
+
+	if (n == 0)
+		return 0;
+	if (k < 1)
+		k = 1;
+	if (k > n)
+		k = n;
+	return v[k - 1];
+}
+
 static inline double
 tv(struct timeval t)
 {

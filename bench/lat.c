@@ -118,25 +118,11 @@ stop(pid_t pid)
 	waitpid(pid, &status, 0);
 }
 
-static int
-cmp64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of a sorted array. */
+/* Nearest-rank percentile of a sorted array of ns, in µs. */
 static double
 pct_us(const int64_t *v, size_t n, double p)
 {
-	size_t k = (size_t)((p / 100.0) * (double)n + 0.999999);
-
-	if (k < 1)
-		k = 1;
-	if (k > n)
-		k = n;
-	return (double)v[k - 1] / 1000.0;
+	return (double)pct(v, n, p) / 1000.0;
 }
 
 static void

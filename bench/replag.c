@@ -157,27 +157,11 @@ watch(void *arg)
 	return NULL;
 }
 
-static int
-cmp64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of a sorted array, in ms. */
+/* Nearest-rank percentile of a sorted array of ns, in ms. */
 static double
 pct_ms(const int64_t *v, size_t n, double p)
 {
-	size_t k = (size_t)((p / 100.0) * (double)n + 0.999999);
-
-	if (n == 0)
-		return 0;
-	if (k < 1)
-		k = 1;
-	if (k > n)
-		k = n;
-	return (double)v[k - 1] / 1e6;
+	return (double)pct(v, n, p) / 1e6;
 }
 
 static size_t
