@@ -277,7 +277,7 @@ mq_jreader_next(struct mq_jreader *r, struct mq_jrec *rec)
 		rec->at = at + skip;
 		rec->end = r->pos;
 		if (!rec->origin[0])
-			rec->seq = at;
+			rec->seq = rec->at;
 		return 1;
 	}
 }

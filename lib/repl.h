@@ -28,8 +28,9 @@ int repl_seen_put(struct repl_seen *, const char *origin, uint64_t next);
 void repl_seen_free(struct repl_seen *);
 int repl_seen_render(const struct repl_seen *, char **text, size_t *len);
 int repl_seen_parse(const char *text, size_t len, struct repl_seen *);
-/* The receiver's vector, from replicate/seen, else from the journal. */
-int repl_seen_load(mq_spool *, struct repl_seen *);
+/* The receiver's vector: replicate/seen, and the copied records the
+ * journal has after the offset it covers (*covered). */
+int repl_seen_load(mq_spool *, struct repl_seen *, uint64_t *covered);
 int repl_seen_save(mq_spool *, const struct repl_seen *);
 
 int repl_spool_id(mq_spool *, char id[MQ_ID_LEN + 1]);
@@ -47,6 +48,8 @@ void repl_log(const struct mq_repl_opts *, int prio, const char *fmt, ...)
 int repl_send_text(mq_link *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int repl_expect(mq_link *, const char *word, const char **rest, size_t *len);
+/* "ERROR <code> <message>" from the peer, as our error (-1). */
+int repl_error_frame(const char *frame, size_t len);
 
 /* The two sides of a session, after the hello. */
 int repl_send(mq_spool *, mq_link *, const char *peer, const char *peer_name,

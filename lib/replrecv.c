@@ -437,7 +437,7 @@ apply_publish(struct receiver *r, struct rtopic *rt, unsigned k,
 	r->wrote = 1;
 	if (ng == 0) {
 		char tmp[MQ_KEY_LEN + 8];
-		snprintf(tmp, sizeof tmp, ".r.%s", key);
+		snprintf(tmp, sizeof tmp, ".r.%.*s", MQ_KEY_LEN, key);
 		rc = write_file(p->logfd, tmp, data, len);
 		if (rc == 0)
 			rc = link_over(p->logfd, tmp, p->logfd, key);
@@ -517,6 +517,7 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 	int fd, rc = 0;
 	switch (type) {
 	case 'A':
+		r->wrote = 1;
 		rc = find_entry(g, key, &fd, found, sizeof found);
 		if (rc == 1 && unlinkat(fd, found, 0) < 0 && errno != ENOENT)
 			rc = mq_err_sys("replicate ack of %s", key);
@@ -659,26 +660,18 @@ sync_all(struct receiver *r)
 	return 0;
 }
 
-/* The end of a batch: what was written durable; the records journaled
- * and durable; the staged links renamed into their queues and that
- * durable; the heads raised; the vector saved.  See the top. */
+/* The end of a batch, in this order: what was written made durable; the
+ * heads raised (committed = next) and durable, so that no repair can take
+ * back a message whose record is about to be journaled; the records
+ * journaled, as the origin's, and durable; only then the staged links
+ * renamed into their queues and that made durable; the vector saved.
+ * Nothing the batch adds to a queue is visible before its record is in
+ * the journal (see the top). */
 static int
 finish(struct receiver *r)
 {
 	int rc = 0;
 	if (r->wrote)
-		rc = sync_all(r);
-	uint64_t end;
-	if (rc == 0 && r->jb.len) {
-		rc = mq_journal_write(r->sp, &r->jb, &end);
-		if (rc == 0 && fdatasync(mq_journal_fd(r->sp)) < 0)
-			rc = mq_err_sys("sync journal");
-	}
-	for (size_t i = 0; rc == 0 && i < r->ns; i++) {
-		struct staged *st = &r->sv[i];
-		rc = unstage(st->g, st->key, st->due);
-	}
-	if (rc == 0 && r->ns)
 		rc = sync_all(r);
 	for (size_t i = 0; i < r->nt; i++) {
 		struct rtopic *rt = &r->tv[i];
@@ -690,10 +683,25 @@ finish(struct receiver *r)
 				p->h.committed = p->h.next;
 				rc = mq_head_write(p->hfd, &p->h, 1);
 			}
-			mq_head_unlock(p->hfd);
-			p->locked = 0;
 		}
 	}
+	uint64_t end;
+	if (rc == 0 && r->jb.len) {
+		rc = mq_journal_write(r->sp, &r->jb, &end);
+		if (rc == 0 && fdatasync(mq_journal_fd(r->sp)) < 0)
+			rc = mq_err_sys("sync journal");
+	}
+	for (size_t i = 0; rc == 0 && i < r->ns; i++)
+		rc = unstage(r->sv[i].g, r->sv[i].key, r->sv[i].due);
+	if (rc == 0 && r->ns)
+		rc = sync_all(r);
+	for (size_t i = 0; i < r->nt; i++)
+		for (unsigned k = 0; k < r->tv[i].t.conf.partitions; k++) {
+			struct rpart *p = &r->tv[i].pv[k];
+			if (p->locked)
+				mq_head_unlock(p->hfd);
+			p->locked = 0;
+		}
 	r->jb.len = 0;
 	r->wrote = 0;
 	r->ns = 0;
@@ -890,6 +898,65 @@ answer_have(struct receiver *r, const char *f, size_t len)
 	return rc;
 }
 
+/* A batch cut short after its records were journaled (the journal goes
+ * on past what replicate/seen covers) left its staged links in tmp/; its
+ * records count as seen, so no resend finishes them: this does, from
+ * those records. */
+static int
+finish_cut(struct receiver *r, uint64_t covered)
+{
+	if (mq_journal_size(r->sp) <= covered)
+		return 0;
+	struct mq_jreader jr;
+	struct mq_jrec rec;
+	int rc = mq_jreader_open(r->sp, &jr, covered), got;
+	size_t n = 0;
+	while (rc == 0 && (got = mq_jreader_next(&jr, &rec)) == 1) {
+		char topic[MQ_NAME_MAX + 1], a[MQ_NAME_MAX + 1];
+		unsigned k;
+		int off = 0;
+		if (!rec.origin[0] || !strchr("PLR", rec.type) ||
+		    sscanf(rec.args, "%200s %u %200s %n", topic, &k, a, &off) != 3 ||
+		    off == 0)
+			continue;
+		const char *b = rec.args + off;
+		/* P topic k KEY groups; L and R topic k group KEY-or-name */
+		const char *key = rec.type == 'P' ? a : b;
+		const char *groups = rec.type == 'P' ? b : a;
+		struct rtopic *rt = topic_of(r, topic);
+		if (!rt || k >= rt->t.conf.partitions || repl_key_seq(key,
+		    &(uint64_t){ 0 }) < 0)
+			continue;
+		char kbuf[MQ_KEY_LEN + 1];
+		snprintf(kbuf, sizeof kbuf, "%.*s", MQ_KEY_LEN, key);
+		double due = 0;
+		char path[MQ_KEY_LEN + 8], *buf;
+		size_t len;
+		snprintf(path, sizeof path, "log/%s", kbuf);
+		if (mq_read_at(rt->t.pfd[k], path, MQ_FRAME_MAX, &buf, &len) == 0) {
+			due = deliver_at(buf, len);
+			free(buf);
+		}
+		for (const char *g = groups; rc == 0 && *g && strcmp(g, "-"); ) {
+			size_t gl = strcspn(g, ",");
+			struct rgroup *rg = group_of(rt, k, &rt->pv[k], g, gl);
+			if (rg && faccessat(rg->tmpfd, kbuf, F_OK,
+			    AT_SYMLINK_NOFOLLOW) == 0) {
+				rc = unstage(rg, kbuf, due);
+				n++;
+			}
+			g += gl + (g[gl] == ',');
+		}
+	}
+	mq_jreader_close(&jr);
+	if (rc == 0 && n && syncfs(r->sp->fd) < 0)
+		rc = mq_err_sys("sync");
+	if (rc == 0 && n)
+		repl_log(r->o, LOG_INFO, "finished %zu link(s) a cut batch left "
+		    "staged", n);
+	return rc;
+}
+
 /* Batches are applied one at a time into a spool, whichever session
  * they come from: replicate/lock-recv, held from the first record to
  * the confirmation.  So several peers may send to one spool at once. */
@@ -924,8 +991,13 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	snprintf(r.peer_name, sizeof r.peer_name, "%s", peer_name);
 	int lfd = r.lockfd = lock_open(sp);
 	int rc = lfd < 0 ? -1 : repl_spool_id(sp, r.me);
-	if (rc == 0)
-		rc = repl_seen_load(sp, &r.seen);
+	uint64_t covered;
+	if (rc == 0 && (rc = lock_set(lfd, F_WRLCK)) == 0) {
+		rc = repl_seen_load(sp, &r.seen, &covered);
+		if (rc == 0)
+			rc = finish_cut(&r, covered);
+		lock_set(lfd, F_UNLCK);
+	}
 	/* What we have of our own: the whole journal. */
 	if (rc == 0)
 		rc = repl_seen_put(&r.seen, r.me, mq_journal_size(sp));
@@ -973,8 +1045,7 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			continue;
 		}
 		if (len >= 6 && !memcmp(f, "ERROR ", 6)) {
-			rc = mq_err(EX_PROTOCOL, "peer: %.*s", (int)(len - 6),
-			    f + 6);
+			rc = repl_error_frame(f, len);
 			break;
 		}
 		if (len < 6 || memcmp(f, "BATCH ", 6)) {
@@ -990,7 +1061,8 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		/* Another session may have applied records meanwhile. */
 		repl_seen_free(&r.seen);
 		int ab = lock_set(lfd, F_WRLCK) < 0 ||
-		    repl_seen_load(sp, &r.seen) < 0 ? -1 :
+		    repl_seen_load(sp, &r.seen, &covered) < 0 ||
+		    finish_cut(&r, covered) < 0 ? -1 :
 		    apply_batch(&r, f, len, &end, &bad);
 		lock_set(lfd, F_UNLCK);
 		if (ab < 0)

@@ -234,7 +234,8 @@ conf_for(struct sender *s, const char *topic, const char *groups)
 	return fresh ? 0 : send_conf(s, topic);
 }
 
-/* Appends a file's bytes to the batch; 1 when it is not there. */
+/* Appends a file's bytes to the batch; 1 when it is not there, 3 when
+ * it would make the frame too long: the batch goes first. */
 static int
 add_file(struct sender *s, int dirfd, const char *name, size_t *len)
 {
@@ -243,8 +244,13 @@ add_file(struct sender *s, int dirfd, const char *name, size_t *len)
 		return errno == ENOENT ? 1 : mq_err_sys("%s", name);
 	struct stat st;
 	int rc = fstat(fd, &st) < 0 ? mq_err_sys("%s", name) : 0;
-	if (rc == 0 && (uint64_t)st.st_size > MQ_FRAME_MAX / 2)
+	/* The largest message file (a 64 KiB header block, the largest
+	 * body) fits in a frame with its record. */
+	if (rc == 0 && (uint64_t)st.st_size > MQ_FRAME_MAX - 65536)
 		rc = mq_err(EX_DATAERR, "%s: too large to replicate", name);
+	else if (rc == 0 && s->nrec > 0 &&
+	    s->len + (uint64_t)st.st_size > MQ_FRAME_MAX - 65536)
+		rc = 3;
 	size_t want = rc == 0 ? (size_t)st.st_size : 0, got = 0;
 	if (rc == 0)
 		rc = room(s, want);
@@ -378,7 +384,8 @@ add_dead(struct sender *s, const struct rec_args *ra, size_t *len,
 	return rc;
 }
 
-/* Adds one record to the batch: 0 added or skipped, 2 blocked. */
+/* Adds one record to the batch: 0 added or skipped, 2 blocked, 3 the
+ * batch is full for it. */
 static int
 add_record(struct sender *s, struct mq_jrec *rec)
 {
@@ -415,7 +422,7 @@ add_record(struct sender *s, struct mq_jrec *rec)
 		else if (rec->type == 'D')
 			rc = add_dead(s, ra, &dlen, &wlen);
 	}
-	if (rc == 2 || rc < 0) {
+	if (rc == 2 || rc == 3 || rc < 0) {
 		s->len = mark;
 		return rc;
 	}
@@ -493,12 +500,14 @@ send_batch(struct sender *s)
 	while (s->nrec < REPL_BATCH_RECORDS && s->len < REPL_BATCH_BYTES &&
 	    (rc = mq_jreader_next(&s->r, &rec)) == 1) {
 		rc = add_record(s, &rec);
-		if (rc == 2) {
-			/* Read it again once its publish has committed. */
+		if (rc == 2 || rc == 3) {
+			/* Read it again once its publish has committed, or in
+			 * the next batch. */
 			mq_jreader_close(&s->r);
 			if (mq_jreader_open(s->sp, &s->r, rec.at) < 0)
 				return -1;
-			s->blocked = 1;
+			s->blocked = rc == 2;
+			rc = 0;
 			break;
 		}
 		if (rc < 0)
@@ -539,16 +548,8 @@ answer(struct sender *s)
 	snprintf(tmp, sizeof tmp, "%.*s", (int)(len < 63 ? len : 63), rest);
 	if (sscanf(tmp, "%15s %" SCNu64, word, &v) < 1)
 		return mq_err(EX_PROTOCOL, "peer: bad answer");
-	if (!strcmp(word, "ERROR")) {
-		const char *msg = memchr(rest + 6, ' ', len > 6 ? len - 6 : 0);
-		int code = (int)v;
-		size_t ml = msg ? len - (size_t)(msg + 1 - rest) : 0;
-		msg = msg ? msg + 1 : "";
-		/* The peer's own message may name its peer (us) already. */
-		return mq_err(code >= 64 && code <= 78 ? code : EX_PROTOCOL,
-		    "%s%.*s", ml >= 6 && !memcmp(msg, "peer: ", 6) ? "" : "peer: ",
-		    (int)ml, msg);
-	}
+	if (!strcmp(word, "ERROR"))
+		return repl_error_frame(rest, len);
 	memmove(s->ends, s->ends + 1, (REPL_WINDOW - 1) * sizeof *s->ends);
 	s->out--;
 	if (!strcmp(word, "OK")) {
@@ -654,6 +655,8 @@ add_made_up(struct sender *s, char type, const char *fmt, ...)
 	struct mq_jrec rec = { .type = type, .text = text, .len = strlen(text),
 	    .args = text + n, .at = s->confirmed, .end = s->confirmed };
 	int rc = add_record(s, &rec);
+	if (rc == 3 && (rc = ship_compare(s)) == 0)
+		rc = add_record(s, &rec);
 	if (rc == 2)
 		rc = 0;                 /* not committed yet: the journal has it */
 	if (rc == 0 && (s->nrec >= REPL_BATCH_RECORDS ||
@@ -915,6 +918,8 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		}
 		wait_change(&s, ifd, poll_every);
 	}
+	while (rc == 0 && s.out > 0)
+		rc = answer(&s);
 	if (rc == 0) {
 		progress(&s, 1);
 		/* Everything is confirmed: the end is a courtesy. */

@@ -41,15 +41,8 @@ repl_expect(mq_link *l, const char *word, const char **rest, size_t *len)
 		    word);
 	const char *f = buf;
 	size_t wl = strlen(word);
-	if (n > 6 && !memcmp(f, "ERROR ", 6)) {
-		int code = atoi(f + 6);
-		const char *msg = memchr(f + 6, ' ', n - 6);
-		size_t ml = msg ? n - (size_t)(msg + 1 - f) : 0;
-		msg = msg ? msg + 1 : "";
-		return mq_err(code >= 64 && code <= 78 ? code : EX_PROTOCOL,
-		    "%s%.*s", ml >= 6 && !memcmp(msg, "peer: ", 6) ? "" : "peer: ",
-		    (int)ml, msg);
-	}
+	if (n > 6 && !memcmp(f, "ERROR ", 6))
+		return repl_error_frame(f, n);
 	if (n < wl || memcmp(f, word, wl) || (n > wl && f[wl] != ' ' &&
 	    f[wl] != '\n'))
 		return mq_err(EX_PROTOCOL, "peer: expected %s, got '%.*s'", word,
@@ -57,6 +50,18 @@ repl_expect(mq_link *l, const char *word, const char **rest, size_t *len)
 	*rest = f + (n > wl ? wl + 1 : wl);
 	*len = n > wl ? n - wl - 1 : 0;
 	return 0;
+}
+
+int
+repl_error_frame(const char *f, size_t n)
+{
+	int code = n > 6 ? atoi(f + 6) : 0;
+	const char *msg = n > 6 ? memchr(f + 6, ' ', n - 6) : NULL;
+	size_t ml = msg ? n - (size_t)(msg + 1 - f) : 0;
+	msg = msg ? msg + 1 : "";
+	/* The peer's own message may name its peer (us) already. */
+	return mq_err(code >= 64 && code <= 78 ? code : EX_PROTOCOL, "%s%.*s",
+	    ml >= 6 && !memcmp(msg, "peer: ", 6) ? "" : "peer: ", (int)ml, msg);
 }
 
 static const char *

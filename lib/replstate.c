@@ -151,14 +151,15 @@ repl_seen_parse(const char *text, size_t len, struct repl_seen *s)
 	return 0;
 }
 
-/* Without replicate/seen (never received, or lost): every copied record
- * in the journal says what was seen. */
+/* Every copied record in the journal from offset from says what was
+ * seen.  replicate/seen says up to where it covers the journal, and the
+ * journal, synced before the vector is written, has the rest. */
 static int
-seen_from_journal(mq_spool *sp, struct repl_seen *s)
+seen_from_journal(mq_spool *sp, struct repl_seen *s, uint64_t from)
 {
 	struct mq_jreader r;
 	struct mq_jrec rec;
-	int rc = mq_jreader_open(sp, &r, 0);
+	int rc = mq_jreader_open(sp, &r, from);
 	while (rc == 0 && (rc = mq_jreader_next(&r, &rec)) == 1)
 		rc = rec.origin[0] ? repl_seen_put(s, rec.origin, rec.seq + 1) : 0;
 	mq_jreader_close(&r);
@@ -166,27 +167,34 @@ seen_from_journal(mq_spool *sp, struct repl_seen *s)
 }
 
 int
-repl_seen_load(mq_spool *sp, struct repl_seen *s)
+repl_seen_load(mq_spool *sp, struct repl_seen *s, uint64_t *covered_out)
 {
 	char *buf;
 	size_t len;
 	memset(s, 0, sizeof *s);
 	int fd = openat(sp->fd, "replicate/seen", O_RDONLY | O_NOFOLLOW |
 	    O_CLOEXEC);
+	*covered_out = 0;
 	if (fd < 0)
-		return errno == ENOENT ? seen_from_journal(sp, s) :
+		return errno == ENOENT ? seen_from_journal(sp, s, 0) :
 		    mq_err_sys("replicate/seen");
 	close(fd);
 	if (mq_read_at(sp->fd, "replicate/seen", 1 << 20, &buf, &len) < 0)
 		return -1;
-	int rc = repl_seen_parse(buf, len, s);
+	/* "journal <offset>" first, then the vector. */
+	uint64_t covered = 0;
+	char *nl = memchr(buf, '\n', len);
+	int rc = nl && sscanf(buf, "journal %" SCNu64, &covered) == 1 ? 0 : -1;
+	if (rc == 0)
+		rc = repl_seen_parse(nl + 1, len - (size_t)(nl + 1 - buf), s);
 	free(buf);
 	if (rc < 0) {
 		/* Damaged: the journal knows better. */
 		repl_seen_free(s);
-		return seen_from_journal(sp, s);
+		covered = 0;
 	}
-	return 0;
+	*covered_out = covered;
+	return seen_from_journal(sp, s, covered);
 }
 
 int
@@ -200,8 +208,13 @@ repl_seen_save(mq_spool *sp, const struct repl_seen *s)
 			close(dfd);
 		return -1;
 	}
-	int rc = mq_write_file(dfd, "seen", text, len, 0, 1);
+	char *full = NULL;
+	int n = asprintf(&full, "journal %" PRIu64 "\n%.*s", mq_journal_size(sp),
+	    (int)len, text);
 	free(text);
+	int rc = n < 0 ? mq_err_sys("malloc") :
+	    mq_write_file(dfd, "seen", full, (size_t)n, 0, 1);
+	free(full);
 	close(dfd);
 	return rc < 0 ? -1 : 0;
 }

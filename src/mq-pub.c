@@ -81,18 +81,9 @@ send(mq_pub *pub, struct mq_pub_msg *msgs, size_t n)
 	 * says we stored (mq-replicate(1)). */
 	unsigned got = 0;
 	int late = 0;
-	if (stored == n && opt.replicas > 0) {
-		char msg[1024];
-		int code = 0;
+	if (stored == n && opt.replicas > 0)
 		late = mq_replicas_wait(opt.sp, mq_pub_journal_end(pub),
 		    opt.replicas, opt.replica_timeout, &got);
-		if (late < 0) {
-			code = mq_errcode();
-			snprintf(msg, sizeof msg, "%s", mq_errmsg());
-		}
-		if (late < 0)
-			errx(code, "%s", msg);
-	}
 	for (size_t i = 0; !opt.quiet && i < n; i++)
 		if (ids[i][0])
 			printf("%s\n", ids[i]);
@@ -100,7 +91,7 @@ send(mq_pub *pub, struct mq_pub_msg *msgs, size_t n)
 		err(EX_IOERR, "stdout");
 	free(ids);
 	free(ikeys);
-	if (stored < n)
+	if (stored < n || late < 0)
 		tool_fail();
 	if (late)
 		errx(EX_UNAVAILABLE, "stored here, but only %u of %u replicas "

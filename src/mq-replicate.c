@@ -101,10 +101,14 @@ on_signal(int sig)
 	stop = 1;
 }
 
+/* A sender (push) and the daemon's listener end cleanly on SIGTERM or
+ * SIGINT: after the batch in hand, or at the next accept.  Whatever
+ * receives is simply killed by them: everything it did is crash-safe, and
+ * what it had not confirmed is sent again. */
 static void
-signals(void)
+signals(int clean_stop)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_handler = clean_stop ? on_signal : SIG_DFL };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
@@ -178,6 +182,7 @@ serve(mq_spool *sp)
 		}
 		pid_t pid = fork();
 		if (pid == 0) {
+			signals(0);
 			close(lfd);
 			int rc = serve_one(sp, fd, fd, 1);
 			if (rc < 0)
@@ -461,7 +466,7 @@ main(int argc, char *argv[])
 		opt.progress = isatty(2) && !opt.use_syslog && !opt.follow;
 	mq_spool *sp = tool_spool(spool, is_keygen || is_auth || is_serve ||
 	    transfer ? MQ_CREATE : 0);
-	signals();
+	signals(is_push || (is_serve && !opt.stdio && !opt.inetd));
 	int rc;
 	if (is_serve)
 		rc = serve(sp);
@@ -474,8 +479,8 @@ main(int argc, char *argv[])
 		size_t n;
 		rc = mq_repl_promote(sp, &n);
 		if (rc == 0)
-			printf("promoted %s: %zu message(s) left half-received "
-			    "finished\n", mq_spool_path(sp), n);
+			printf("promoted %s: %zu link(s) left staged by an "
+			    "interrupted receive finished\n", mq_spool_path(sp), n);
 	} else
 		rc = keys(sp, cmd, argc, argv);
 	if (rc < 0) {

@@ -332,7 +332,7 @@ kept once"
 	mv "$B/topics/t/p0/g/g/new/$f" "$B/topics/t/p0/g/g/tmp/$f"
 	ln "$B/topics/t/p0/log/$f" "$B/topics/t/p0/g/g/tmp/orphan-not-a-key" 2>/dev/null || true
 	run -0 mq-replicate -s "$B" promote
-	[[ $output == *"1 message"* ]] || fail "$output"
+	[[ $output == *": 1 link(s) left staged"* ]] || fail "$output"
 	assert_equal "$(count_entries "$B/topics/t/p0/g/g/new")" 3
 	assert_equal "$(cat "$B/replicate/role" | cut -d' ' -f1)" primary
 }
@@ -471,4 +471,21 @@ PY
 	assert_equal "$status" 65
 	[[ $stderr == *"restored from a backup"* ]] || fail "$stderr"
 	assert_equal "$(spool_snapshot "$B/topics")" "$before"
+}
+
+@test "a receive cut after its records were journaled, before its links were moved: the next session finishes them" {
+	pair
+	mq-group create t g
+	seq 1 3 | mq-pub -l t >/dev/null
+	run -0 push_ab
+	local f
+	f=$(cd "$B/topics/t/p0/g/g/new" && ls | head -1)
+	# As the cut left it: staged, and the vector covering less of the
+	# journal than the journal has.
+	mv "$B/topics/t/p0/g/g/new/$f" "$B/topics/t/p0/g/g/tmp/$f"
+	sed -i '1s/.*/journal 0/' "$B/replicate/seen"
+	run -0 push_ab
+	assert_equal "$(b_pending)" 3
+	assert_equal "$(count_entries "$B/topics/t/p0/g/g/tmp")" 0
+	same_spools
 }
