@@ -88,7 +88,7 @@ hello_parse(const char *rest, size_t len, enum mq_repl_role *role,
 		return mq_err(EX_PROTOCOL, "not an mq-replicate peer, or another "
 		    "version");
 	*role = !strcmp(r, "send") ? MQ_REPL_SEND : MQ_REPL_RECV;
-	snprintf(id, MQ_ID_LEN + 1, "%s", i);
+	snprintf(id, MQ_ID_LEN + 1, "%.*s", MQ_ID_LEN, i);
 	snprintf(name, nlen, "%s", nm[0] ? nm : i);
 	return 0;
 }
