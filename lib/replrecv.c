@@ -942,15 +942,17 @@ finish_cut(struct receiver *r, uint64_t covered)
 			struct rgroup *rg = group_of(rt, k, &rt->pv[k], g, gl);
 			if (rg && faccessat(rg->tmpfd, kbuf, F_OK,
 			    AT_SYMLINK_NOFOLLOW) == 0) {
+				/* Rare: a sync for each (placed partitions
+				 * may be on other file systems). */
 				rc = unstage(rg, kbuf, due);
+				if (rc == 0 && syncfs(rg->newfd) < 0)
+					rc = mq_err_sys("sync");
 				n++;
 			}
 			g += gl + (g[gl] == ',');
 		}
 	}
 	mq_jreader_close(&jr);
-	if (rc == 0 && n && syncfs(r->sp->fd) < 0)
-		rc = mq_err_sys("sync");
 	if (rc == 0 && n)
 		repl_log(r->o, LOG_INFO, "finished %zu link(s) a cut batch left "
 		    "staged", n);

@@ -631,9 +631,10 @@ ship_compare(struct sender *s)
 	if (rc == 0)
 		rc = mq_link_recv(s->l, &buf, &len) == 1 ? 0 :
 		    mq_err(EX_PROTOCOL, "peer: connection ended");
-	if (rc == 0 && (len < 2 || memcmp(buf, "OK", 2)))
-		rc = mq_err(EX_PROTOCOL, "peer: %.*s", (int)(len < 200 ? len :
-		    200), (const char *)buf);
+	if (rc == 0 && len > 6 && !memcmp(buf, "ERROR ", 6))
+		rc = repl_error_frame(buf, len);
+	else if (rc == 0 && (len < 2 || memcmp(buf, "OK", 2)))
+		rc = mq_err(EX_PROTOCOL, "peer: bad answer");
 	s->len = 128;
 	s->nrec = 0;
 	return rc;
@@ -920,6 +921,10 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	}
 	while (rc == 0 && s.out > 0)
 		rc = answer(&s);
+	/* A one-shot push stopped by a signal did not do its job. */
+	if (rc == 0 && !o->follow && s.pos < goal)
+		rc = mq_err(EX_TEMPFAIL, "stopped before everything was sent "
+		    "(%" PRIu64 " bytes of journal left)", goal - s.pos);
 	if (rc == 0) {
 		progress(&s, 1);
 		/* Everything is confirmed: the end is a courtesy. */
