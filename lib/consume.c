@@ -772,7 +772,7 @@ refresh_claim(mq_sub *s, struct msg_priv *pv)
 /* Removes the claim, finding it under its new name if another process
  * extended it. */
 static int
-unlink_claim(mq_sub *s, const struct mq_msg *m)
+unlink_claim(mq_sub *s, const struct mq_msg *m, struct mq_jbuf *jb)
 {
 	struct msg_priv *pv = priv_of(m);
 	struct part *p = part_of(s, m);
@@ -783,7 +783,9 @@ unlink_claim(mq_sub *s, const struct mq_msg *m)
 		if (refresh_claim(s, pv) < 0 || unlinkat(fd, pv->cur, 0) < 0)
 			goto gone;
 	}
-	mq_journal_change(p->t, 'A', p->k, s->group, pv->cur);
+	/* Journaled with the rest of the batch (best effort, as every
+	 * change record: see mq_journal_change). */
+	mq_journal_change_add(jb, p->t, 'A', p->k, s->group, pv->cur);
 	return 0;
 gone:
 	return mq_err(EX_NOINPUT, "message %s is no longer claimed (its lease "
@@ -813,13 +815,17 @@ mq_sub_ack_batch(mq_sub *s, struct mq_msg *const *m, size_t n)
 			return -1;
 	}
 	int rc = 0;
+	struct mq_jbuf jb = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		struct part *p = part_of(s, m[i]);
-		if (unlink_claim(s, m[i]) < 0)
+		if (unlink_claim(s, m[i], &jb) < 0)
 			rc = -1;
 		p->cur_left = true;
 		snprintf(p->settled, sizeof p->settled, "%s", priv_of(m[i])->cur);
 	}
+	if (n)
+		mq_journal_write(part_of(s, m[0])->t->sp, &jb, NULL);
+	mq_jbuf_free(&jb);
 	return rc;
 }
 

@@ -142,6 +142,9 @@ int mq_journal_note(mq_spool *, char type, const char *fmt, ...)
 uint64_t mq_journal_size(mq_spool *);
 void mq_journal_change(const struct mq_topic *, char type, unsigned k,
     const char *group, const char *name);
+/* The same record into a buffer, for many changes written at once. */
+int mq_journal_change_add(struct mq_jbuf *, const struct mq_topic *,
+    char type, unsigned k, const char *group, const char *name);
 struct mq_jrec {
 	char origin[MQ_ID_LEN + 1];     /* "" for this spool's own */
 	uint64_t seq;                   /* in the origin's journal */

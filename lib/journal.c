@@ -65,15 +65,20 @@ room(struct mq_jbuf *b, size_t need)
 static int
 vline(struct mq_jbuf *b, char type, const char *fmt, va_list ap)
 {
-	if (room(b, MQ_JLINE_MAX) < 0)
-		return -1;
-	size_t start = b->len;
-	int n = snprintf(b->buf + b->len, MQ_JLINE_MAX, "%c %" PRIu64 " ", type,
+	char head[40];
+	int n = snprintf(head, sizeof head, "%c %" PRIu64 " ", type,
 	    (uint64_t)(mq_now() * 1000));
-	int m = vsnprintf(b->buf + b->len + n, MQ_JLINE_MAX - (size_t)n - 10,
-	    fmt, ap);
+	va_list again;
+	va_copy(again, ap);
+	int m = vsnprintf(NULL, 0, fmt, again);
+	va_end(again);
 	if (m < 0 || (size_t)(n + m) >= MQ_JLINE_MAX - 10)
 		return mq_err(EX_SOFTWARE, "journal record too long");
+	if (room(b, (size_t)(n + m) + 16) < 0)
+		return -1;
+	size_t start = b->len;
+	memcpy(b->buf + b->len, head, (size_t)n);
+	vsnprintf(b->buf + b->len + n, (size_t)m + 1, fmt, ap);
 	b->len += (size_t)(n + m);
 	return seal(b->buf, start, &b->len, b->cap);
 }
@@ -286,11 +291,21 @@ mq_jreader_next(struct mq_jreader *r, struct mq_jrec *rec)
  * its dead letter.  Best effort: the change is made already, and a
  * record that cannot be written is lost as one cut by a crash would be
  * (after a failover, the message may be delivered again). */
+int
+mq_journal_change_add(struct mq_jbuf *b, const struct mq_topic *t, char type,
+    unsigned k, const char *group, const char *name)
+{
+	int len = type == 'A' || type == 'L' ? MQ_KEY_LEN : (int)strlen(name);
+	return mq_journal_line(b, type, "%s %u %s %.*s", t->name, k, group, len,
+	    name);
+}
+
 void
 mq_journal_change(const struct mq_topic *t, char type, unsigned k,
     const char *group, const char *name)
 {
-	int len = type == 'A' || type == 'L' ? MQ_KEY_LEN : (int)strlen(name);
-	mq_journal_note(t->sp, type, "%s %u %s %.*s", t->name, k, group, len,
-	    name);
+	struct mq_jbuf b = { 0 };
+	if (mq_journal_change_add(&b, t, type, k, group, name) == 0)
+		mq_journal_write(t->sp, &b, NULL);
+	mq_jbuf_free(&b);
 }

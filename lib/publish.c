@@ -56,6 +56,8 @@ struct mq_pub {
 	bool *in;                       /* which groups a message enters */
 	struct mq_names gnames;         /* the chunk's groups */
 	struct mq_jbuf jb;              /* the chunk's journal records */
+	char *glist;                    /* a P record's list of groups */
+	size_t glcap;
 	uint64_t jend;                  /* journal offset after our records */
 	signed char *jsame;             /* journal on the partition's fs? */
 };
@@ -134,6 +136,7 @@ mq_pub_close(mq_pub *p)
 	free(p->jsame);
 	mq_names_free(&p->gnames);
 	mq_jbuf_free(&p->jb);
+	free(p->glist);
 	for (size_t i = 0; i < p->nflt; i++) {
 		free(p->flt[i].group);
 		mq_filter_free(p->flt[i].f);
@@ -184,25 +187,31 @@ write_all(int fd, struct iovec *iov, int n)
 static int
 journal_publish(mq_pub *p, unsigned k, const char *key, size_t ng)
 {
-	char *list = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&list, &len);
-	if (!f)
-		return mq_err_sys("malloc");
-	const char *sep = "";
+	for (size_t g = 0; g < ng; g++)
+		len += p->in[g] ? strlen(p->gnames.v[g]) + 1 : 0;
+	if (len + 2 > p->glcap) {
+		char *v = realloc(p->glist, len + 2);
+		if (!v)
+			return mq_err_sys("malloc");
+		p->glist = v;
+		p->glcap = len + 2;
+	}
+	char *at = p->glist;
 	for (size_t g = 0; g < ng; g++)
 		if (p->in[g]) {
-			fprintf(f, "%s%s", sep, p->gnames.v[g]);
-			sep = ",";
+			size_t n = strlen(p->gnames.v[g]);
+			memcpy(at, p->gnames.v[g], n);
+			at += n;
+			*at++ = ',';
 		}
-	if (!*sep)
-		fputs("-", f);
-	int rc = fclose(f) == 0 ? 0 : mq_err_sys("malloc");
-	if (rc == 0)
-		rc = mq_journal_line(&p->jb, 'P', "%s %u %s %s", p->t.name, k,
-		    key, list);
-	free(list);
-	return rc;
+	if (at == p->glist)
+		*at++ = '-';
+	else
+		at--;                   /* the last comma */
+	*at = 0;
+	return mq_journal_line(&p->jb, 'P', "%s %u %s %s", p->t.name, k, key,
+	    p->glist);
 }
 
 /* Writes one message at log/KEY and links it into each group: into new/,
