@@ -375,7 +375,7 @@ mq_topic_alter_placed(mq_spool *sp, const char *topic, unsigned partitions,
 			return -1;
 		unsigned before = t.conf.partitions;
 		int rc = alter_open(&t, partitions, place);
-		if (rc == 0 && partitions != before)
+		if (rc >= 0 && partitions != before)
 			mq_journal_note(sp, 'T', "%s", topic);
 		mq_topic_close(&t);
 		if (rc != 2)

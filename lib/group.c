@@ -332,6 +332,7 @@ backfill_partition(const struct mq_topic *t, unsigned k, const char *group,
 	int nfd = mq_dir_open(t->pfd[k], p);
 	int lfd = nfd < 0 ? -1 : mq_dir_open(t->pfd[k], "log");
 	struct mq_names l = { 0 };
+	struct mq_jbuf jb = { 0 };
 	int rc = lfd < 0 ? -1 : mq_names_read(lfd, mq_is_key, &l);
 	uint64_t seq;
 	bool reached = from_time <= 0;
@@ -355,13 +356,19 @@ backfill_partition(const struct mq_topic *t, unsigned k, const char *group,
 			if (match <= 0)
 				continue;
 		}
-		if (linkat(lfd, l.v[i], nfd, l.v[i], 0) == 0)
-			mq_journal_change(t, 'L', k, group, l.v[i]);
-		else if (errno != EEXIST && errno != ENOENT)
+		/* A link made by a run cut short is journaled again. */
+		if (linkat(lfd, l.v[i], nfd, l.v[i], 0) == 0 || errno == EEXIST)
+			mq_journal_change_add(&jb, t, 'L', k, group, l.v[i]);
+		else if (errno != ENOENT)
 			rc = mq_err_sys("backfill %s", l.v[i]);
 	}
 	if (rc == 0 && syncfs(nfd) < 0)
 		rc = mq_err_sys("sync");
+	/* After the links are durable, all at once (best effort, as every
+	 * change record). */
+	if (rc == 0)
+		mq_journal_write(t->sp, &jb, NULL);
+	mq_jbuf_free(&jb);
 	mq_names_free(&l);
 	if (lfd >= 0)
 		close(lfd);

@@ -156,6 +156,7 @@ struct mq_jrec {
 	char *args;                     /* after the time */
 };
 struct mq_jreader {
+	int dirfd;                      /* the spool: the journal may come later */
 	int fd;
 	char *buf;
 	size_t cap, fill, off;
@@ -165,6 +166,8 @@ struct mq_jreader {
 int mq_jreader_open(mq_spool *, struct mq_jreader *, uint64_t from);
 /* 1 a record, 0 nothing more yet (the rest may be a line being written). */
 int mq_jreader_next(struct mq_jreader *, struct mq_jrec *);
+/* Reads on from offset pos (a record's start). */
+void mq_jreader_seek(struct mq_jreader *, uint64_t pos);
 void mq_jreader_close(struct mq_jreader *);
 
 /* topic.c: an open topic. */

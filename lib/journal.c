@@ -54,11 +54,14 @@ room(struct mq_jbuf *b, size_t need)
 {
 	if (b->len + need <= b->cap)
 		return 0;
-	char *p = realloc(b->buf, b->len + need);
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < b->len + need)
+		cap *= 2;
+	char *p = realloc(b->buf, cap);
 	if (!p)
 		return mq_err_sys("malloc");
 	b->buf = p;
-	b->cap = b->len + need;
+	b->cap = cap;
 	return 0;
 }
 
@@ -155,15 +158,27 @@ int
 mq_jreader_open(mq_spool *sp, struct mq_jreader *r, uint64_t from)
 {
 	memset(r, 0, sizeof *r);
+	r->dirfd = sp->fd;
 	r->fd = openat(sp->fd, "journal", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (r->fd < 0 && errno != ENOENT)
 		return mq_err_sys("journal");
 	r->pos = from;
 	r->cap = 1 << 20;
 	r->buf = malloc(r->cap);
-	if (!r->buf)
+	if (!r->buf) {
+		if (r->fd >= 0)
+			close(r->fd);
+		r->fd = -1;
 		return mq_err_sys("malloc");
+	}
 	return 0;
+}
+
+void
+mq_jreader_seek(struct mq_jreader *r, uint64_t pos)
+{
+	r->pos = pos;
+	r->fill = r->off = 0;
 }
 
 void
@@ -243,9 +258,14 @@ mq_jreader_next(struct mq_jreader *r, struct mq_jrec *rec)
 {
 	for (;;) {
 		char *nl = memchr(r->buf + r->off, '\n', r->fill - r->off);
-		if (!nl) {
+		if (!nl && r->fd < 0) {
+			/* No journal yet: there may be one now. */
+			r->fd = openat(r->dirfd, "journal", O_RDONLY | O_NOFOLLOW |
+			    O_CLOEXEC);
 			if (r->fd < 0)
-				return 0;
+				return errno == ENOENT ? 0 : mq_err_sys("journal");
+		}
+		if (!nl) {
 			/* Slide the partial line to the front and read more. */
 			size_t part = r->fill - r->off;
 			memmove(r->buf, r->buf + r->off, part);

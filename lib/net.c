@@ -208,7 +208,13 @@ mq_rsh_spawn(const char *rsh, const char *command, const char *spool,
 	}
 	pid_t p = fork();
 	if (p < 0) {
+		int e = errno;
 		free(line);
+		close(to[0]);
+		close(to[1]);
+		close(from[0]);
+		close(from[1]);
+		errno = e;
 		return mq_err_sys("fork");
 	}
 	if (p == 0) {

@@ -290,7 +290,9 @@ journal_chunk(mq_pub *p, unsigned k, enum mq_sync sync)
 uint64_t
 mq_pub_journal_end(const mq_pub *p)
 {
-	return p->jend;
+	/* Nothing journaled (every message a repeat of an idempotency
+	 * key): the first one's record is somewhere before the end. */
+	return p->jend ? p->jend : mq_journal_size(p->sp);
 }
 
 static int

@@ -15,16 +15,26 @@
 #define REPL_WINDOW 4                   /* batches sent before an answer */
 #define REPL_PING 5.0                   /* seconds between pings when idle */
 
-/* The vector: for each origin, the next sequence not yet seen. */
+/* The vector: for each origin, the next sequence not yet seen, and the
+ * first hole: a publish record that came without its message (a relay
+ * had lost it) and so was not applied.  What a peer is told it has seen
+ * stops at the hole, so the record comes again by another path. */
 struct repl_seen {
 	struct repl_origin {
 		char id[MQ_ID_LEN + 1];
 		uint64_t next;
+		uint64_t hole;          /* its sequence + 1; 0: none */
 	} *v;
 	size_t n;
 };
 uint64_t repl_seen_get(const struct repl_seen *, const char *origin);
 int repl_seen_put(struct repl_seen *, const char *origin, uint64_t next);
+/* The origin itself sent everything before end: no hole is left there
+ * (what it skipped, it no longer has). */
+int repl_seen_settle(struct repl_seen *, const char *origin, uint64_t end);
+/* A hole at seq (hole 1), or the record at seq applied at last (0). */
+int repl_seen_hole(struct repl_seen *, const char *origin, uint64_t seq,
+    int hole);
 void repl_seen_free(struct repl_seen *);
 int repl_seen_render(const struct repl_seen *, char **text, size_t *len);
 int repl_seen_parse(const char *text, size_t len, struct repl_seen *);
@@ -33,6 +43,7 @@ int repl_seen_parse(const char *text, size_t len, struct repl_seen *);
 int repl_seen_load(mq_spool *, struct repl_seen *, uint64_t *covered);
 int repl_seen_save(mq_spool *, const struct repl_seen *);
 
+bool repl_is_id(const char *s, size_t len);
 int repl_spool_id(mq_spool *, char id[MQ_ID_LEN + 1]);
 int repl_dir(mq_spool *, const char *sub);      /* made when missing */
 

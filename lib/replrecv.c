@@ -197,27 +197,37 @@ part_of(struct receiver *r, struct rtopic *rt, unsigned k)
 
 /* A group's directories in a partition; NULL (no error) if the group
  * does not exist here. */
+/* A group's directories in a partition.  NULL with EX_NOINPUT when the
+ * group is not here (remembered) or its name is not a group name; with
+ * another error when they could not be opened now. */
 static struct rgroup *
 group_of(struct rtopic *rt, unsigned k, struct rpart *p, const char *name,
     size_t len)
 {
 	for (size_t i = 0; i < p->ng; i++)
 		if (strlen(p->gv[i]->name) == len && !memcmp(p->gv[i]->name, name,
-		    len))
-			return p->gv[i]->tmpfd >= 0 ? p->gv[i] : NULL;
+		    len)) {
+			if (p->gv[i]->tmpfd >= 0)
+				return p->gv[i];
+			mq_err(EX_NOINPUT, "no group %s here", p->gv[i]->name);
+			return NULL;
+		}
 	char gname[MQ_NAME_MAX + 1];
 	snprintf(gname, sizeof gname, "%.*s", (int)len, name);
-	if (len > MQ_NAME_MAX || mq_name_check("group", gname) < 0)
-		return NULL;            /* never a path from a bad name */
+	if (len > MQ_NAME_MAX || mq_name_check("group", gname) < 0) {
+		/* Never a path from a bad name. */
+		mq_err(EX_NOINPUT, "bad group name from the peer");
+		return NULL;
+	}
 	struct rgroup **v = reallocarray(p->gv, p->ng + 1, sizeof *v);
-	if (!v)
+	struct rgroup *g = v ? malloc(sizeof *g) : NULL;
+	if (v)
+		p->gv = v;
+	if (!g) {
+		mq_err_sys("malloc");
 		return NULL;
-	p->gv = v;
-	struct rgroup *g = malloc(sizeof *g);
-	if (!g)
-		return NULL;
-	v[p->ng++] = g;
-	snprintf(g->name, sizeof g->name, "%.*s", (int)len, name);
+	}
+	snprintf(g->name, sizeof g->name, "%s", gname);
 	g->tmpfd = g->newfd = g->curfd = g->delayfd = -1;
 	char path[MQ_NAME_MAX + 16];
 	static const char *const sub[] = { "tmp", "new", "cur", "delay" };
@@ -229,12 +239,21 @@ group_of(struct rtopic *rt, unsigned k, struct rpart *p, const char *name,
 			mq_mkdir(rt->t.pfd[k], path);
 		*fds[i] = openat(rt->t.pfd[k], path, O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC);
-		if (*fds[i] < 0) {
-			group_close(g);
-			g->tmpfd = g->newfd = g->curfd = g->delayfd = -1;
+		if (*fds[i] >= 0)
+			continue;
+		int gone = errno == ENOENT;
+		mq_err_sys("%s", path);
+		group_close(g);
+		g->tmpfd = g->newfd = g->curfd = g->delayfd = -1;
+		if (!gone) {
+			free(g);        /* try again next time */
 			return NULL;
 		}
+		p->gv[p->ng++] = g;
+		mq_err(EX_NOINPUT, "no group %s here", g->name);
+		return NULL;
 	}
+	p->gv[p->ng++] = g;
 	return g;
 }
 
@@ -402,6 +421,11 @@ apply_publish(struct receiver *r, struct rtopic *rt, unsigned k,
 	for (const char *g = groups; *g && strcmp(g, "-"); ) {
 		size_t n = strcspn(g, ",");
 		struct rgroup *rg = group_of(rt, k, p, g, n);
+		if (!rg && mq_errcode() != EX_NOINPUT) {
+			if (gp != gv)
+				free(gp);
+			return -1;
+		}
 		if (rg) {
 			if (ng == cap) {
 				struct rgroup **v = malloc(2 * cap * sizeof *v);
@@ -421,7 +445,16 @@ apply_publish(struct receiver *r, struct rtopic *rt, unsigned k,
 		g += n + (g[n] == ',');
 	}
 	int rc = 0;
-	if (faccessat(p->logfd, key, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+	int have = faccessat(p->logfd, key, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	if (len == 0) {
+		/* A relay's record without its message (every message file
+		 * has a header): finish what is here, else a hole. */
+		for (size_t i = 0; have && rc == 0 && i < ng; i++)
+			rc = stage(r, gp[i], key, due);
+		rc = rc < 0 ? -1 : have ? 0 : 2;
+		goto out;
+	}
+	if (have) {
 		/* Applied before: finish it, or quarantine other content. */
 		int same = same_content(p->logfd, key, data, len);
 		if (same < 0)
@@ -455,7 +488,7 @@ apply_publish(struct receiver *r, struct rtopic *rt, unsigned k,
 out:
 	if (gp != gv)
 		free(gp);
-	if (rc == 0)
+	if (rc == 0 && len)
 		r->messages++;
 	return rc;
 }
@@ -506,8 +539,8 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 	if (!p)
 		return -1;
 	struct rgroup *g = group_of(rt, k, p, group, strlen(group));
-	if (!g)
-		return 0;               /* no such group here */
+	if (!g)                         /* no such group here, or an error */
+		return mq_errcode() == EX_NOINPUT ? 0 : -1;
 	char key[MQ_KEY_LEN + 1], found[MQ_KEY_LEN + 64];
 	uint64_t seq;
 	snprintf(key, sizeof key, "%s", name);
@@ -518,9 +551,15 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 	switch (type) {
 	case 'A':
 		r->wrote = 1;
-		rc = find_entry(g, key, &fd, found, sizeof found);
-		if (rc == 1 && unlinkat(fd, found, 0) < 0 && errno != ENOENT)
-			rc = mq_err_sys("replicate ack of %s", key);
+		/* A local consumer may rename it between the look and the
+		 * unlink: look again. */
+		for (int tries = 0; tries < 5; tries++) {
+			rc = find_entry(g, key, &fd, found, sizeof found);
+			if (rc != 1 || unlinkat(fd, found, 0) == 0)
+				break;
+			if (errno != ENOENT)
+				return mq_err_sys("replicate ack of %s", key);
+		}
 		return rc < 0 ? -1 : 0;
 	case 'L':
 		if (linkat(p->logfd, key, g->tmpfd, key, 0) < 0 &&
@@ -724,7 +763,7 @@ apply_record(struct receiver *r, char *line, size_t ll, const char *data,
 	origin[MQ_ID_LEN] = 0;
 	errno = 0;
 	seq = strtoull(line + MQ_ID_LEN + 2, &e, 10);
-	if (errno || *e != ' ')
+	if (errno || *e != ' ' || !repl_is_id(origin, MQ_ID_LEN))
 		return mq_err(EX_PROTOCOL, "peer: bad record");
 	char *text = e + 1;
 	size_t tlen = ll - (size_t)(text - line);
@@ -739,7 +778,7 @@ apply_record(struct receiver *r, char *line, size_t ll, const char *data,
 	if (!args || text[1] != ' ')
 		return mq_err(EX_PROTOCOL, "peer: bad record");
 	args++;
-	int rc = 0;
+	int rc = 0, hole = 0;
 	if (type == 'T') {
 		;
 	} else if (strchr("PLADRX", type) && sscanf(args, "%200s %u %200s %n",
@@ -753,17 +792,85 @@ apply_record(struct receiver *r, char *line, size_t ll, const char *data,
 			    "is not here: skipped", topic);
 		} else if (type == 'P') {
 			rc = apply_publish(r, rt, k, a, b, origin, data, dlen);
+			/* A hole, or one filled at last. */
+			if (rc >= 0 && !r->made_up &&
+			    repl_seen_hole(&r->seen, origin, seq, rc == 2) < 0)
+				rc = -1;
+			if (rc == 2) {
+				rc = 0;
+				hole = 1;
+			}
 		} else {
 			rc = apply_change(r, rt, k, type, a, b, data, dlen, why,
 			    wlen);
 		}
 	}
-	/* Made-up records (--compare) are no one's history. */
+	/* Made-up records (--compare) are no one's history; a hole is
+	 * journaled (a peer fed from here has the same hole) but does not
+	 * move the vector past it. */
 	if (rc == 0 && !r->made_up)
 		rc = mq_journal_raw(&r->jb, origin, seq, text, tlen);
-	if (rc == 0 && !r->made_up)
+	if (rc == 0 && !r->made_up && !hole)
 		rc = repl_seen_put(&r->seen, origin, seq + 1);
 	r->records++;
+	return rc;
+}
+
+struct part_ref {
+	char topic[MQ_NAME_MAX + 1];
+	unsigned k;
+};
+
+static int
+cmp_part_ref(const void *a, const void *b)
+{
+	const struct part_ref *x = a, *y = b;
+	int c = strcmp(x->topic, y->topic);
+	return c ? c : (x->k > y->k) - (x->k < y->k);
+}
+
+/* Takes the head locks of every partition the batch's n records (from p)
+ * touch, in the order of topic and partition, as mq_lock_all does, so
+ * that a local subscribe or alter waiting for some of them cannot wait
+ * for us while we wait for it.  Records that do not parse are left to
+ * the pass that applies them. */
+static int
+lock_in_order(struct receiver *r, char *p, char *lim, size_t n)
+{
+	struct part_ref *v = calloc(n ? n : 1, sizeof *v);
+	if (!v)
+		return mq_err_sys("malloc");
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *nl = memchr(p, '\n', (size_t)(lim - p));
+		size_t ll, dlen, wlen;
+		if (!nl || sscanf(p, "%*u %zu %zu %zu", &ll, &dlen, &wlen) != 3)
+			break;
+		p = nl + 1;
+		if (ll > (size_t)(lim - p) || dlen + wlen > (size_t)(lim - p) - ll)
+			break;
+		/* @origin seq T ms topic k ... */
+		char line[MQ_NAME_MAX + 128];
+		snprintf(line, sizeof line, "%.*s", (int)(ll < sizeof line - 1 ?
+		    ll : sizeof line - 1), p);
+		char type;
+		if (sscanf(line, "@%*s %*u %c %*u %200s %u", &type, v[m].topic,
+		    &v[m].k) == 3 && strchr("PLADRX", type))
+			m++;
+		p += ll + dlen + wlen;
+	}
+	qsort(v, m, sizeof *v, cmp_part_ref);
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < m; i++) {
+		if (i && !cmp_part_ref(&v[i - 1], &v[i]))
+			continue;
+		struct rtopic *rt = topic_of(r, v[i].topic);
+		if (!rt)
+			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
+		else if (v[i].k < rt->t.conf.partitions && !part_of(r, rt, v[i].k))
+			rc = -1;
+	}
+	free(v);
 	return rc;
 }
 
@@ -781,7 +888,7 @@ apply_batch(struct receiver *r, char *buf, size_t len, uint64_t *end,
 		return mq_err(EX_PROTOCOL, "peer: bad BATCH");
 	r->made_up = memmem(buf, (size_t)(p - buf), " compare", 8) != NULL;
 	p++;
-	int rc = 0;
+	int rc = lock_in_order(r, p, lim, n);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		char *nl = memchr(p, '\n', (size_t)(lim - p));
 		uint64_t at;
@@ -825,7 +932,7 @@ apply_batch(struct receiver *r, char *buf, size_t len, uint64_t *end,
 		rc = apply_record(r, r->line, ll, data, dlen, data + dlen, wlen);
 	}
 	if (rc == 0 && !r->made_up)
-		rc = repl_seen_put(&r->seen, r->peer, *end);
+		rc = repl_seen_settle(&r->seen, r->peer, *end);
 	int frc = finish(r);
 	return rc < 0 || frc < 0 ? -1 : 0;
 }
@@ -909,7 +1016,7 @@ finish_cut(struct receiver *r, uint64_t covered)
 		return 0;
 	struct mq_jreader jr;
 	struct mq_jrec rec;
-	int rc = mq_jreader_open(r->sp, &jr, covered), got;
+	int rc = mq_jreader_open(r->sp, &jr, covered), got = 0;
 	size_t n = 0;
 	while (rc == 0 && (got = mq_jreader_next(&jr, &rec)) == 1) {
 		char topic[MQ_NAME_MAX + 1], a[MQ_NAME_MAX + 1];
@@ -940,6 +1047,8 @@ finish_cut(struct receiver *r, uint64_t covered)
 		for (const char *g = groups; rc == 0 && *g && strcmp(g, "-"); ) {
 			size_t gl = strcspn(g, ",");
 			struct rgroup *rg = group_of(rt, k, &rt->pv[k], g, gl);
+			if (!rg && mq_errcode() != EX_NOINPUT)
+				rc = -1;
 			if (rg && faccessat(rg->tmpfd, kbuf, F_OK,
 			    AT_SYMLINK_NOFOLLOW) == 0) {
 				/* Rare: a sync for each (placed partitions
@@ -952,6 +1061,8 @@ finish_cut(struct receiver *r, uint64_t covered)
 			g += gl + (g[gl] == ',');
 		}
 	}
+	if (got < 0)
+		rc = -1;
 	mq_jreader_close(&jr);
 	if (rc == 0 && n)
 		repl_log(r->o, LOG_INFO, "finished %zu link(s) a cut batch left "
@@ -1115,7 +1226,8 @@ unstage_all(mq_spool *sp, const char *topic, size_t *n)
 			struct rgroup *g = group_of(&rt, k, &p, groups.v[i],
 			    strlen(groups.v[i]));
 			struct mq_names l = { 0 };
-			if (g && mq_names_read(g->tmpfd, NULL, &l) < 0)
+			if ((!g && mq_errcode() != EX_NOINPUT) ||
+			    (g && mq_names_read(g->tmpfd, NULL, &l) < 0))
 				rc = -1;
 			for (size_t j = 0; rc == 0 && j < l.n; j++) {
 				if (!mq_is_key(l.v[j]))
@@ -1136,6 +1248,8 @@ unstage_all(mq_spool *sp, const char *topic, size_t *n)
 				rc = unstage(g, l.v[j], due);
 				(*n)++;
 			}
+			if (rc == 0 && l.n && syncfs(g->newfd) < 0)
+				rc = mq_err_sys("sync");
 			mq_names_free(&l);
 			for (size_t j = 0; j < p.ng; j++) {
 				group_close(p.gv[j]);
@@ -1169,6 +1283,7 @@ mq_repl_promote(mq_spool *sp, size_t *repaired)
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		rc = unstage_all(sp, names[i], repaired);
 	mq_strv_free(names, n);
+
 	int dfd = rc == 0 ? repl_dir(sp, ".") : -1;
 	if (dfd >= 0) {
 		char text[64];

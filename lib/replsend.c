@@ -99,32 +99,53 @@ stopic_close(struct stopic *st)
 	free(st->name);
 }
 
-/* The topic, opened once per session; NULL when it is gone. */
+/* The topic, opened once per session.  NULL with EX_NOINPUT when it is
+ * gone (that is remembered), with another error when it could not be
+ * opened now (too many files, ...: not remembered, the session fails). */
 static struct stopic *
 topic_of(struct sender *s, const char *name)
 {
 	for (size_t i = 0; i < s->nt; i++)
-		if (!strcmp(s->tv[i].name, name))
-			return s->tv[i].t.fd >= 0 ? &s->tv[i] : NULL;
+		if (!strcmp(s->tv[i].name, name)) {
+			if (s->tv[i].t.fd >= 0)
+				return &s->tv[i];
+			mq_err(EX_NOINPUT, "topic %s is gone", name);
+			return NULL;
+		}
 	struct stopic *v = reallocarray(s->tv, s->nt + 1, sizeof *v);
-	if (!v)
-		return NULL;
-	s->tv = v;
-	struct stopic *st = &v[s->nt++];
-	memset(st, 0, sizeof *st);
-	st->t.fd = -1;
-	st->name = strdup(name);
-	if (!st->name || mq_topic_open(s->sp, name, 0, &st->t) < 0) {
-		st->t.fd = -1;
+	if (!v) {
+		mq_err_sys("malloc");
 		return NULL;
 	}
+	s->tv = v;
+	struct stopic *st = &v[s->nt];
+	memset(st, 0, sizeof *st);
+	st->t.fd = -1;
+	if (!(st->name = strdup(name))) {
+		mq_err_sys("malloc");
+		return NULL;
+	}
+	if (mq_topic_open(s->sp, name, 0, &st->t) < 0) {
+		st->t.fd = -1;
+		if (mq_errcode() == EX_NOINPUT)
+			s->nt++;
+		else
+			free(st->name);
+		return NULL;
+	}
+	s->nt++;
 	unsigned np = st->t.conf.partitions;
 	st->logfd = malloc(np * sizeof *st->logfd);
 	st->hfd = malloc(np * sizeof *st->hfd);
 	st->committed = calloc(np, sizeof *st->committed);
 	if (!st->logfd || !st->hfd || !st->committed) {
+		mq_err_sys("malloc");
 		mq_topic_close(&st->t);
-		st->t.fd = -1;
+		free(st->logfd);
+		free(st->hfd);
+		free(st->committed);
+		free(st->name);
+		s->nt--;
 		return NULL;
 	}
 	for (unsigned k = 0; k < np; k++)
@@ -140,8 +161,12 @@ topic_with(struct sender *s, const char *name, unsigned k)
 	if (!st || k < st->t.conf.partitions)
 		return st;
 	unsigned now;
-	if (mq_topic_partitions_now(&st->t, &now) < 0 || k >= now)
+	if (mq_topic_partitions_now(&st->t, &now) < 0)
 		return NULL;
+	if (k >= now) {
+		mq_err(EX_NOINPUT, "topic %s has no partition %u", name, k);
+		return NULL;
+	}
 	size_t i = (size_t)(st - s->tv);
 	stopic_close(st);
 	s->tv[i] = s->tv[--s->nt];
@@ -153,8 +178,8 @@ static int
 send_conf(struct sender *s, const char *name)
 {
 	struct stopic *st = topic_of(s, name);
-	if (!st)
-		return 0;               /* deleted: nothing to say */
+	if (!st)                        /* deleted: nothing to say */
+		return mq_errcode() == EX_NOINPUT ? 0 : -1;
 	char *text = NULL;
 	size_t tlen = 0;
 	FILE *f = open_memstream(&text, &tlen);
@@ -223,7 +248,7 @@ conf_for(struct sender *s, const char *topic, const char *groups)
 {
 	struct stopic *st = topic_of(s, topic);
 	if (!st)
-		return 0;
+		return mq_errcode() == EX_NOINPUT ? 0 : -1;
 	bool fresh = st->sent;
 	for (const char *g = groups; fresh && *g && strcmp(g, "-"); ) {
 		size_t len = strcspn(g, ",");
@@ -310,7 +335,9 @@ add_message(struct sender *s, const struct rec_args *ra, size_t *len)
 {
 	struct stopic *st = topic_with(s, ra->topic, ra->k);
 	uint64_t seq;
-	if (!st || repl_key_seq(ra->a, &seq) < 0)
+	if (!st)
+		return mq_errcode() == EX_NOINPUT ? 1 : -1;
+	if (repl_key_seq(ra->a, &seq) < 0)
 		return 1;
 	unsigned k = ra->k;
 	if (st->logfd[k] < 0 &&
@@ -361,7 +388,7 @@ add_dead(struct sender *s, const struct rec_args *ra, size_t *len,
 {
 	struct stopic *st = topic_with(s, ra->topic, ra->k);
 	if (!st)
-		return 1;
+		return mq_errcode() == EX_NOINPUT ? 1 : -1;
 	char dir[MQ_NAME_MAX + 16], why[MQ_NAME_MAX + 16];
 	if (mq_path(dir, sizeof dir, "dlq/%s", ra->a) < 0 ||
 	    mq_path(why, sizeof why, "%s.why", ra->b) < 0)
@@ -426,8 +453,12 @@ add_record(struct sender *s, struct mq_jrec *rec)
 		s->len = mark;
 		return rc;
 	}
-	if (rc == 1 && rec->type == 'P') {
-		s->len = mark;          /* never committed, or retained away */
+	/* Our own message that is gone was never committed, or retention
+	 * took it: nothing to send.  Another origin's: the record goes
+	 * without it, so that the peer knows it has a hole there (and the
+	 * origin, or another relay, sends it again; see repl_seen). */
+	if (rc == 1 && rec->type == 'P' && !rec->origin[0]) {
+		s->len = mark;
 		return 0;
 	}
 	dlen = rc == 1 ? 0 : dlen;
@@ -503,9 +534,7 @@ send_batch(struct sender *s)
 		if (rc == 2 || rc == 3) {
 			/* Read it again once its publish has committed, or in
 			 * the next batch. */
-			mq_jreader_close(&s->r);
-			if (mq_jreader_open(s->sp, &s->r, rec.at) < 0)
-				return -1;
+			mq_jreader_seek(&s->r, rec.at);
 			s->blocked = rc == 2;
 			rc = 0;
 			break;
@@ -567,8 +596,8 @@ answer(struct sender *s)
 				return -1;
 		s->confirmed = v;
 		s->pos = v;
-		mq_jreader_close(&s->r);
-		return mq_jreader_open(s->sp, &s->r, v);
+		mq_jreader_seek(&s->r, v);
+		return 0;
 	}
 	return mq_err(EX_PROTOCOL, "peer: bad answer '%s'", word);
 }
@@ -792,6 +821,8 @@ compare_all(struct sender *s)
 	s->comparing = 1;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		struct stopic *st = topic_of(s, names[i]);
+		if (!st && mq_errcode() != EX_NOINPUT)
+			rc = -1;
 		for (unsigned k = 0; st && rc == 0 && k < st->t.conf.partitions;
 		    k++)
 			rc = compare_partition(s, st, k);
@@ -816,17 +847,19 @@ wait_change(struct sender *s, int ifd, double seconds)
 	(void)s;
 }
 
+/* *watched: whether the journal was there to watch. */
 static int
-watch_journal(mq_spool *sp)
+watch_journal(mq_spool *sp, int *watched)
 {
 	int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	*watched = 0;
 	if (ifd < 0)
 		return -1;
 	/* The journal may not exist yet: its creation wakes us too. */
 	mq_watch(ifd, sp->fd, IN_CREATE | IN_MOVED_TO);
 	int jfd = openat(sp->fd, "journal", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (jfd >= 0) {
-		mq_watch(ifd, jfd, IN_MODIFY);
+		*watched = mq_watch(ifd, jfd, IN_MODIFY) >= 0;
 		close(jfd);
 	}
 	return ifd;
@@ -871,7 +904,8 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		rc = send_conf_all(&s);
 	if (rc == 0 && o->compare)
 		rc = compare_all(&s);
-	int ifd = o->follow ? watch_journal(sp) : -1;
+	int watched = 0;
+	int ifd = o->follow ? watch_journal(sp, &watched) : -1;
 	double poll_every = 1.0, idle = mq_mono();
 	const char *e = getenv("MQ_POLL");
 	if (e && *e && mq_duration_parse(e, &poll_every) == 0 && poll_every > 0) {
@@ -910,12 +944,10 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			idle = mq_mono();
 			continue;
 		}
-		/* The journal may have been created since we watched. */
-		if (ifd >= 0 && s.r.fd < 0) {
+		/* The journal was created since we watched. */
+		if (ifd >= 0 && !watched && s.r.fd >= 0) {
 			close(ifd);
-			ifd = watch_journal(sp);
-			mq_jreader_close(&s.r);
-			rc = mq_jreader_open(sp, &s.r, s.pos);
+			ifd = watch_journal(sp, &watched);
 		}
 		wait_change(&s, ifd, poll_every);
 	}

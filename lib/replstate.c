@@ -33,6 +33,18 @@ repl_log(const struct mq_repl_opts *o, int prio, const char *fmt, ...)
 	o->log(prio, msg, o->ctx);
 }
 
+/* 32 lowercase hexadecimal digits: a spool id, and so a file name. */
+bool
+repl_is_id(const char *s, size_t len)
+{
+	if (len != MQ_ID_LEN)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
 int
 repl_spool_id(mq_spool *sp, char id[MQ_ID_LEN + 1])
 {
@@ -40,10 +52,7 @@ repl_spool_id(mq_spool *sp, char id[MQ_ID_LEN + 1])
 	size_t len;
 	if (mq_read_at(sp->fd, "ID", 4096, &buf, &len) < 0)
 		return -1;
-	int ok = len >= MQ_ID_LEN;
-	for (size_t i = 0; ok && i < MQ_ID_LEN; i++)
-		ok = (buf[i] >= '0' && buf[i] <= '9') ||
-		    (buf[i] >= 'a' && buf[i] <= 'f');
+	int ok = len >= MQ_ID_LEN && repl_is_id(buf, MQ_ID_LEN);
 	if (ok) {
 		memcpy(id, buf, MQ_ID_LEN);
 		id[MQ_ID_LEN] = 0;
@@ -57,8 +66,9 @@ int
 repl_dir(mq_spool *sp, const char *sub)
 {
 	char p[64];
+	int made = faccessat(sp->fd, "replicate", F_OK, AT_SYMLINK_NOFOLLOW) < 0;
 	if (mq_path(p, sizeof p, "replicate/%s", sub) < 0 ||
-	    mq_mkdirs(sp->fd, p) < 0)
+	    mq_mkdirs(sp->fd, p) < 0 || (made && mq_fsync_fd(sp->fd) < 0))
 		return -1;
 	return mq_dir_open(sp->fd, p);
 }
@@ -69,25 +79,65 @@ repl_seen_get(const struct repl_seen *s, const char *origin)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (!strcmp(s->v[i].id, origin))
-			return s->v[i].next;
+			return s->v[i].hole && s->v[i].hole - 1 < s->v[i].next ?
+			    s->v[i].hole - 1 : s->v[i].next;
+	return 0;
+}
+
+static struct repl_origin *
+origin_of(struct repl_seen *s, const char *origin)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->v[i].id, origin))
+			return &s->v[i];
+	struct repl_origin *v = reallocarray(s->v, s->n + 1, sizeof *v);
+	if (!v) {
+		mq_err_sys("malloc");
+		return NULL;
+	}
+	s->v = v;
+	snprintf(v[s->n].id, sizeof v[s->n].id, "%s", origin);
+	v[s->n].hole = v[s->n].next = 0;
+	return &v[s->n++];
+}
+
+/* While there is a hole, the records after it are applied but do not
+ * move next: they come again, by the path that fills the hole. */
+int
+repl_seen_put(struct repl_seen *s, const char *origin, uint64_t next)
+{
+	struct repl_origin *o = origin_of(s, origin);
+	if (!o)
+		return -1;
+	if (!o->hole && next > o->next)
+		o->next = next;
 	return 0;
 }
 
 int
-repl_seen_put(struct repl_seen *s, const char *origin, uint64_t next)
+repl_seen_settle(struct repl_seen *s, const char *origin, uint64_t end)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->v[i].id, origin)) {
-			if (next > s->v[i].next)
-				s->v[i].next = next;
-			return 0;
-		}
-	struct repl_origin *v = reallocarray(s->v, s->n + 1, sizeof *v);
-	if (!v)
-		return mq_err_sys("malloc");
-	s->v = v;
-	snprintf(v[s->n].id, sizeof v[s->n].id, "%s", origin);
-	v[s->n++].next = next;
+	struct repl_origin *o = origin_of(s, origin);
+	if (!o)
+		return -1;
+	if (o->hole && o->hole - 1 < end)
+		o->hole = 0;
+	if (!o->hole && end > o->next)
+		o->next = end;
+	return 0;
+}
+
+int
+repl_seen_hole(struct repl_seen *s, const char *origin, uint64_t seq,
+    int hole)
+{
+	struct repl_origin *o = origin_of(s, origin);
+	if (!o)
+		return -1;
+	if (hole && (!o->hole || seq + 1 < o->hole))
+		o->hole = seq + 1;
+	else if (!hole && o->hole == seq + 1)
+		o->hole = 0;
 	return 0;
 }
 
@@ -106,20 +156,14 @@ repl_seen_render(const struct repl_seen *s, char **text, size_t *len)
 	if (!f)
 		return mq_err_sys("malloc");
 	for (size_t i = 0; i < s->n; i++)
-		fprintf(f, "%s %" PRIu64 "\n", s->v[i].id, s->v[i].next);
+		if (s->v[i].hole)
+			fprintf(f, "%s %" PRIu64 " %" PRIu64 "\n", s->v[i].id,
+			    s->v[i].next, s->v[i].hole - 1);
+		else
+			fprintf(f, "%s %" PRIu64 "\n", s->v[i].id, s->v[i].next);
 	return fclose(f) == 0 ? 0 : mq_err_sys("malloc");
 }
 
-static bool
-is_id(const char *s, size_t len)
-{
-	if (len != MQ_ID_LEN)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
-}
 
 int
 repl_seen_parse(const char *text, size_t len, struct repl_seen *s)
@@ -129,22 +173,26 @@ repl_seen_parse(const char *text, size_t len, struct repl_seen *s)
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl)
 			nl = end;
+		/* <origin> <next> [<hole>] */
 		const char *sp1 = memchr(p, ' ', (size_t)(nl - p));
-		char num[24], id[MQ_ID_LEN + 1];
+		char nums[64], id[MQ_ID_LEN + 1];
 		size_t nl_len = sp1 ? (size_t)(nl - sp1 - 1) : 0;
-		if (!sp1 || !is_id(p, (size_t)(sp1 - p)) || nl_len == 0 ||
-		    nl_len >= sizeof num)
+		if (!sp1 || !repl_is_id(p, (size_t)(sp1 - p)) || nl_len == 0 ||
+		    nl_len >= sizeof nums)
 			return mq_err(EX_PROTOCOL, "bad vector line");
 		memcpy(id, p, MQ_ID_LEN);
 		id[MQ_ID_LEN] = 0;
-		memcpy(num, sp1 + 1, nl_len);
-		num[nl_len] = 0;
-		char *e;
-		errno = 0;
-		uint64_t next = strtoull(num, &e, 10);
-		if (*e || errno || num[0] == '-')
+		memcpy(nums, sp1 + 1, nl_len);
+		nums[nl_len] = 0;
+		uint64_t next, hole;
+		int got, used = 0;
+		got = sscanf(nums, "%" SCNu64 " %" SCNu64 "%n", &next, &hole, &used);
+		if (got == 1)
+			sscanf(nums, "%" SCNu64 "%n", &next, &used);
+		if (got < 1 || nums[0] == '-' || (size_t)used != nl_len)
 			return mq_err(EX_PROTOCOL, "bad vector line");
-		if (repl_seen_put(s, id, next) < 0)
+		if (repl_seen_put(s, id, next) < 0 ||
+		    (got == 2 && repl_seen_hole(s, id, hole, 1) < 0))
 			return -1;
 		p = nl + 1;
 	}
@@ -267,7 +315,7 @@ peer_read(int dfd, const char *id, struct mq_peer_status *p)
 static bool
 is_peer_file(const char *name)
 {
-	return is_id(name, strlen(name));
+	return repl_is_id(name, strlen(name));
 }
 
 int

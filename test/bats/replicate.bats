@@ -489,3 +489,65 @@ PY
 	assert_equal "$(count_entries "$B/topics/t/p0/g/g/tmp")" 0
 	same_spools
 }
+
+@test "three spools over several paths: a relay that lost a message does not hide it from the direct path" {
+	pair
+	local C=$TD/c
+	mq-group create t g
+	mq-topic -s "$C" create t
+	mq-group -s "$C" create t g
+	seq 1 3 | mq-pub -l t >/dev/null
+	# A -> C; C consumes everything and retention takes its log/ names.
+	run -0 mq-replicate -s "$A" push --rsh env --remote-spool "$C"
+	mq-sub -s "$C" -g g t -n 3 >/dev/null
+	MQ_NOW=$(($(date +%s) + 30 * 86400)) mq-topic -s "$C" gc t
+	assert_equal "$(count_entries "$C/topics/t/p0/log")" 0
+	# A publishes one more; A -> C; C -> B relays A's records, lacking
+	# the first three messages; then A -> B directly.
+	mq-pub t four >/dev/null
+	run -0 mq-replicate -s "$A" push --rsh env --remote-spool "$C"
+	run -0 mq-replicate -s "$C" push --rsh env --remote-spool "$B"
+	run -0 push_ab
+	run -0 mq-sub -s "$B" -g g t -n 10 -t 0
+	assert_output "1
+2
+3
+four"
+}
+
+@test "push --follow under MQ_POLL sends what a spool without a journal publishes later" {
+	pair
+	mq-topic create t
+	rm -f "$A/journal"
+	MQ_POLL=0.1 spawn "$TD/follow" mq-replicate -s "$A" push --follow --rsh env --remote-spool "$B"
+	mq-group create t g
+	mq-pub t later >/dev/null
+	b_later() { [[ $(count_entries "$B/topics/t/p0/g/g/new") == 1 ]]; }
+	wait_for b_later
+}
+
+@test "mq-pub -i with --replicas waits for the peer even when the key is a repeat" {
+	pair
+	mq-group create t g
+	run -0 push_ab
+	run -0 mq-pub -i order-7 t first
+	# Not replicated yet: a repeat of the key must not pass at once.
+	run --separate-stderr mq-pub -i order-7 --replicas 1 --replica-timeout 0.3 t first
+	assert_equal "$status" 69
+	run -0 push_ab
+	run -0 mq-pub -i order-7 --replicas 1 --replica-timeout 5 t first
+}
+
+@test "a backfill (--from-start) reaches the replica as link records; an alter as a topic record" {
+	pair
+	mq-topic create t
+	seq 1 4 | mq-pub -l t >/dev/null
+	run -0 push_ab
+	mq-group create --from-start t late
+	mq-topic alter --partitions 2 t
+	run -0 push_ab
+	assert_equal "$(count_entries "$B/topics/t/p0/g/late/new")" 4
+	assert_equal "$(grep -c '^L ' "$A/journal")" 4
+	[[ $(tail -1 "$A/journal") == "T "*" t "* ]] || fail "$(tail -1 "$A/journal")"
+	same_spools
+}
