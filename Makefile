@@ -22,7 +22,7 @@ LDLIBS += $(PKG_LIBS) -ljq -lm
 # which keeps fork() for --exec handlers cheap.
 override LDFLAGS := -Wl,--as-needed $(LDFLAGS)
 
-TOOLS = mq-pub mq-sub mq-ack mq-topic mq-dlq mq-group mq-replicate
+TOOLS = mq-pub mq-sub mq-ack mq-topic mq-dlq mq-group mq-replicate mq-stat
 LIB_SRC = $(wildcard lib/*.c)
 LIB_OBJ = $(LIB_SRC:.c=.o)
 TOOL_OBJ = src/tool.o

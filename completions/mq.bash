@@ -1,5 +1,5 @@
-# bash completion for mq-pub, mq-sub, mq-ack, mq-topic, mq-dlq, mq-group and
-# mq-replicate.
+# bash completion for mq-pub, mq-sub, mq-ack, mq-topic, mq-dlq, mq-group,
+# mq-replicate and mq-stat.
 #
 # Topics and groups are read from the spool: the value of -s on the command
 # line, else $MQ_SPOOL, else ${XDG_STATE_HOME:-$HOME/.local/state}/mq.  See
@@ -326,6 +326,32 @@ _mq_group()
 	fi
 }
 
+_mq_stat()
+{
+	local cur prev
+	_mq_cur_prev
+	_mq_parse "-o -s --watch"
+	case $prev in
+	-s)
+		_mq_dirs "$cur"
+		return ;;
+	-o)
+		local IFS=$'\n'
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
+	--watch)
+		return ;;
+	esac
+	if [[ $cur == -* ]]; then
+		_mq_reply $'-o\n-s\n--json\n--prometheus\n--watch\n--help' "$cur"
+	elif ((${#_mq_args[@]} == 0)); then
+		_mq_reply "$(_mq_topics)" "$cur"
+	elif ((${#_mq_args[@]} == 1)); then
+		_mq_reply "$(_mq_groups "${_mq_args[0]}")" "$cur"
+	fi
+}
+
 # _mq_dead TOPIC [GROUP]: ids of the dead letters of GROUP, or of every
 # group, in TOPIC.
 _mq_dead()
@@ -430,3 +456,4 @@ complete -F _mq_topic mq-topic
 complete -F _mq_dlq mq-dlq
 complete -F _mq_group mq-group
 complete -F _mq_replicate mq-replicate
+complete -F _mq_stat mq-stat

@@ -23,25 +23,62 @@
 #include "internal.h"
 
 
-static void
-sweep_temporaries(int dirfd, double now)
+/* A temporary file is stale when its modification time is more than
+ * MQ_STALE_TMP seconds before now: no writer takes that long. */
+bool
+mq_tmp_stale(int dirfd, const char *name, double now)
+{
+	struct stat st;
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    now - (double)st.st_mtime > MQ_STALE_TMP;
+}
+
+/* Calls f for each stale temporary file of dirfd: a dot file ".tmp.*",
+ * or, with any_name, any entry (in a tmp/ directory). */
+static uint64_t
+each_stale(int dirfd, bool any_name, double now,
+    void (*f)(int dirfd, const char *name))
 {
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return;
+		return 0;
 	DIR *d = fdopendir(fd);
 	if (!d) {
 		close(fd);
-		return;
+		return 0;
 	}
 	struct dirent *de;
-	struct stat st;
-	while ((de = readdir(d)))
-		if (!strncmp(de->d_name, ".tmp.", 5) &&
-		    fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    now - (double)st.st_mtime > MQ_STALE_TMP)
-			unlinkat(dirfd, de->d_name, 0);
+	uint64_t n = 0;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if ((any_name || !strncmp(de->d_name, ".tmp.", 5)) &&
+		    mq_tmp_stale(dirfd, de->d_name, now)) {
+			n++;
+			if (f)
+				f(dirfd, de->d_name);
+		}
+	}
 	closedir(d);
+	return n;
+}
+
+static void
+unlink_file(int dirfd, const char *name)
+{
+	unlinkat(dirfd, name, 0);
+}
+
+static void
+sweep_temporaries(int dirfd, double now)
+{
+	each_stale(dirfd, false, now, unlink_file);
+}
+
+uint64_t
+mq_tmp_count_stale(int dirfd, bool any_name, double now)
+{
+	return each_stale(dirfd, any_name, now, NULL);
 }
 
 /* Idempotency keys older than the dedup window no longer count. */

@@ -72,6 +72,14 @@ oldest(uint64_t seq, uint64_t *low)
 		*low = seq;
 }
 
+/* Keeps the earliest nonzero time in *t. */
+static void
+earliest(double x, double *t)
+{
+	if (x > 0 && (*t == 0 || x < *t))
+		*t = x;
+}
+
 /* Counts the group's names in partition k against head committed c. */
 static int
 count_partition(const struct mq_topic *t, unsigned k, const char *group,
@@ -94,11 +102,15 @@ count_partition(const struct mq_topic *t, unsigned k, const char *group,
 			if (ok < 0 || mq_seq_of(e.key, &seq) < 0 || seq >= c)
 				continue;
 			oldest(seq, &low);
-			if (d == 0 && !e.claimed)
+			if (d == 0 && !e.claimed) {
 				p->pending++;
-			else if (d == 1 && e.claimed)
+				earliest(mq_key_time(e.key), &p->oldest_pending);
+			} else if (d == 1 && e.claimed) {
 				p->inflight++;
-			else if (d == 2)
+				if (!p->lease_soonest_ms ||
+				    e.deadline_ms < p->lease_soonest_ms)
+					p->lease_soonest_ms = e.deadline_ms;
+			} else if (d == 2)
 				p->delayed++;
 		}
 		mq_names_free(&l);
@@ -211,8 +223,8 @@ copy_conf(const struct mq_topic *t, const char *group,
 }
 
 /* mq_group_info on an open topic. */
-static int
-group_info_open(const struct mq_topic *t, const char *group,
+int
+mq_group_info_at(const struct mq_topic *t, const char *group,
     struct mq_group_info *gi)
 {
 	memset(gi, 0, sizeof *gi);
@@ -243,6 +255,10 @@ group_info_open(const struct mq_topic *t, const char *group,
 		gi->total.inflight += p->inflight;
 		gi->total.delayed += p->delayed;
 		gi->total.dead += p->dead;
+		earliest(p->oldest_pending, &gi->total.oldest_pending);
+		if (p->lease_soonest_ms && (!gi->total.lease_soonest_ms ||
+		    p->lease_soonest_ms < gi->total.lease_soonest_ms))
+			gi->total.lease_soonest_ms = p->lease_soonest_ms;
 	}
 	if (rc == 0 && gi->ordered)
 		rc = read_members(t, group, now_ms, gi);
@@ -260,7 +276,7 @@ mq_group_info(mq_spool *sp, const char *topic, const char *group,
 	if (mq_name_check("group", group) < 0 ||
 	    mq_topic_open(sp, topic, 0, &t) < 0)
 		return -1;
-	int rc = group_info_open(&t, group, gi);
+	int rc = mq_group_info_at(&t, group, gi);
 	mq_topic_close(&t);
 	return rc;
 }
@@ -291,7 +307,7 @@ int
 mq_group_stat_fill(const struct mq_topic *t, struct mq_group_stat *st)
 {
 	struct mq_group_info gi;
-	if (group_info_open(t, st->name, &gi) < 0)
+	if (mq_group_info_at(t, st->name, &gi) < 0)
 		return mq_errcode() == EX_NOINPUT ? 0 : -1;
 	st->ordered = gi.ordered;
 	st->pending = gi.total.pending;

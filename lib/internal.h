@@ -271,6 +271,12 @@ int mq_owner_parse(const char *name, char *member, size_t len,
 /* groupinfo.c */
 uint64_t mq_log_bytes(int pfd, uint64_t committed);
 int mq_group_stat_fill(const struct mq_topic *, struct mq_group_stat *);
+int mq_group_info_at(const struct mq_topic *, const char *group,
+    struct mq_group_info *);
+
+/* gc.c: temporary files left behind (mq-spool(5), Retention). */
+bool mq_tmp_stale(int dirfd, const char *name, double now);
+uint64_t mq_tmp_count_stale(int dirfd, bool any_name, double now);
 
 /* dlq.c */
 struct mq_why {

@@ -184,6 +184,10 @@ int mq_group_exists(mq_spool *, const char *topic, const char *group);
 struct mq_partition_group {
 	uint64_t head, offset, lag;
 	uint64_t pending, inflight, delayed, dead;
+	double oldest_pending;           /* publish time (from the id) of the
+					    oldest pending message; 0: none */
+	uint64_t lease_soonest_ms;       /* the soonest lease deadline in
+					    cur/; 0: nothing in flight */
 	char *owner;                     /* ordered: the live owner, or NULL */
 	uint64_t owner_deadline_ms;      /* its deadline; 0 with no owner */
 };
@@ -205,7 +209,9 @@ struct mq_group_info {
 	char *state;                     /* "ready" or "backfill" */
 	unsigned npartitions;
 	struct mq_partition_group *partitions;
-	struct mq_partition_group total; /* sums (offset and owner unused) */
+	struct mq_partition_group total; /* sums, the oldest and soonest
+					    over partitions (offset and
+					    owner unused) */
 	struct mq_group_member *members;
 	size_t nmembers;
 };
@@ -224,6 +230,42 @@ struct mq_group_ref {
 int mq_group_list(mq_spool *, const char *glob, struct mq_group_ref **out,
     size_t *n);
 void mq_group_ref_free(struct mq_group_ref *, size_t n);
+
+/* Monitoring (mq-stat(1)): the figures of a spool, one topic (topic not
+ * NULL) or one group (group not NULL too), read without a lock like
+ * mq_group_info.  Ages are seconds before mq_now(), -1 when there is
+ * nothing to measure. */
+struct mq_stat_group {
+	char *topic, *group;
+	uint64_t pending, inflight, delayed, dead;
+	double lease;                    /* the group's lease, s */
+	double pending_age;              /* of the oldest pending message */
+	/* Of the oldest claim: its lease deadline less the group's lease
+	 * (a claim extended, or taken with a longer lease, looks younger). */
+	double lease_age;
+	double lease_soonest;            /* the soonest deadline; 0: none */
+};
+struct mq_stat_fs {                      /* one per file system */
+	char *path;                      /* the first directory seen on it */
+	uint64_t free_bytes, free_inodes;        /* for unprivileged users */
+};
+struct mq_stat {
+	double now;
+	struct mq_stat_group *groups;    /* by topic, then group */
+	size_t ngroups;
+	/* Temporary files older than an hour: ".tmp.*" files in SPOOL/, in
+	 * the topics' directories, groups/ and dlq/<group>/, and anything in
+	 * SPOOL/tmp/ and each g/<group>/tmp/ (of the topics shown). */
+	uint64_t stale_tmp;
+	struct mq_stat_fs *fs;           /* the spool's, then partitions' */
+	size_t nfs;
+	int replication;                 /* SPOOL/replicate/peers/ exists */
+	struct mq_peer_status *peers;    /* then: mq_repl_status */
+	size_t npeers;
+};
+int mq_stat_read(mq_spool *, const char *topic, const char *group,
+    struct mq_stat *);
+void mq_stat_free(struct mq_stat *);
 
 /* Messages */
 struct mq_header {

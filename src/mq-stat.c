@@ -1,0 +1,363 @@
+/*
+ * mq-stat: the figures of a spool, a topic or a group, as a table, JSON or
+ * Prometheus text; see mq-stat(1).  The library (stat.c) reads them.
+ */
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tool.h"
+
+enum { OPT_JSON = 256, OPT_PROMETHEUS, OPT_WATCH, OPT_HELP };
+enum format { TABLE, JSON, PROMETHEUS };
+
+static void __attribute__((noreturn))
+usage(int code)
+{
+	fprintf(code ? stderr : stdout,
+	    "usage: %s [-s SPOOL] [--json | --prometheus] [-o FILE] "
+	    "[--watch SECONDS]\n"
+	    "               [TOPIC [GROUP]]\n", getprogname());
+	exit(code);
+}
+
+/* An age in whole seconds, "-" for none. */
+static const char *
+age_text(double age, char *buf, size_t len)
+{
+	if (age < 0)
+		return "-";
+	snprintf(buf, len, "%.0f", age);
+	return buf;
+}
+
+static const char *
+peer_name(const struct mq_peer_status *p)
+{
+	return p->name[0] ? p->name : p->id;
+}
+
+static void
+put_table(const struct mq_stat *st, FILE *f)
+{
+	char a[32], b[32];
+	fprintf(f, "%-16s %-16s %9s %9s %9s %9s %11s %9s\n", "TOPIC", "GROUP",
+	    "PENDING", "IN-FLIGHT", "DELAYED", "DEAD", "PENDING-AGE",
+	    "LEASE-AGE");
+	for (size_t i = 0; i < st->ngroups; i++) {
+		const struct mq_stat_group *g = &st->groups[i];
+		fprintf(f, "%-16s %-16s %9" PRIu64 " %9" PRIu64 " %9" PRIu64
+		    " %9" PRIu64 " %11s %9s\n", g->topic, g->group, g->pending,
+		    g->inflight, g->delayed, g->dead,
+		    age_text(g->pending_age, a, sizeof a),
+		    age_text(g->lease_age, b, sizeof b));
+	}
+	fprintf(f, "\nstale temporary files: %" PRIu64 "\n\n", st->stale_tmp);
+	fprintf(f, "%-40s %20s %12s\n", "FILESYSTEM", "FREE-BYTES",
+	    "FREE-INODES");
+	for (size_t i = 0; i < st->nfs; i++)
+		fprintf(f, "%-40s %20" PRIu64 " %12" PRIu64 "\n",
+		    st->fs[i].path, st->fs[i].free_bytes, st->fs[i].free_inodes);
+	if (!st->replication)
+		return;
+	fprintf(f, "\n%-24s %-10s %12s %12s\n", "PEER", "STATE", "LAG-RECORDS",
+	    "LAG-SECONDS");
+	for (size_t i = 0; i < st->npeers; i++) {
+		const struct mq_peer_status *p = &st->peers[i];
+		fprintf(f, "%-24s %-10s %12" PRIu64 " %12.0f\n", peer_name(p),
+		    p->connected ? "connected" : "idle", p->records, p->lag);
+	}
+}
+
+static json_t *
+age_json(double age)
+{
+	return age < 0 ? json_null() : json_real(age);
+}
+
+static void
+put_json(const struct mq_stat *st, FILE *f)
+{
+	json_t *groups = json_array(), *fs = json_array();
+	json_t *peers = st->replication ? json_array() : json_null();
+	for (size_t i = 0; i < st->ngroups; i++) {
+		const struct mq_stat_group *g = &st->groups[i];
+		json_array_append_new(groups, json_pack("{s:s, s:s, s:I, s:I, "
+		    "s:I, s:I, s:f, s:o, s:o, s:o}", "topic", g->topic,
+		    "group", g->group, "pending", (json_int_t)g->pending,
+		    "inflight", (json_int_t)g->inflight,
+		    "delayed", (json_int_t)g->delayed,
+		    "dead", (json_int_t)g->dead, "lease", g->lease,
+		    "oldest_pending_age", age_json(g->pending_age),
+		    "oldest_lease_age", age_json(g->lease_age),
+		    "lease_soonest", g->lease_soonest > 0 ?
+		    json_real(g->lease_soonest) : json_null()));
+	}
+	for (size_t i = 0; i < st->nfs; i++)
+		json_array_append_new(fs, json_pack("{s:s, s:I, s:I}",
+		    "path", st->fs[i].path,
+		    "free_bytes", (json_int_t)st->fs[i].free_bytes,
+		    "free_inodes", (json_int_t)st->fs[i].free_inodes));
+	for (size_t i = 0; i < st->npeers; i++) {
+		const struct mq_peer_status *p = &st->peers[i];
+		json_array_append_new(peers, json_pack("{s:s, s:s, s:s, s:I, "
+		    "s:f, s:f}", "peer", peer_name(p), "id", p->id,
+		    "state", p->connected ? "connected" : "idle",
+		    "lag_records", (json_int_t)p->records,
+		    "lag_seconds", p->lag, "contact", p->contact));
+	}
+	json_t *o = json_pack("{s:f, s:o, s:I, s:o, s:o}", "time", st->now,
+	    "groups", groups, "stale_tmp", (json_int_t)st->stale_tmp,
+	    "filesystems", fs, "replication", peers);
+	if (!o || json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
+		errx(EX_SOFTWARE, "cannot write JSON");
+	fputc('\n', f);
+	json_decref(o);
+}
+
+/* A label value of the text exposition format: \, " and newline escaped. */
+static void
+put_label(FILE *f, const char *name, const char *v, int first)
+{
+	fprintf(f, "%s%s=\"", first ? "" : ",", name);
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(f, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*v, f);
+	}
+	fputc('"', f);
+}
+
+static void
+put_head(FILE *f, const char *name, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+}
+
+/* The per-group metrics: which figure, by offset in the struct. */
+enum { M_PENDING, M_INFLIGHT, M_DELAYED, M_DEAD, M_PENDING_AGE, M_LEASE_AGE };
+static const struct {
+	const char *name, *help;
+} group_metrics[] = {
+	{ "mq_pending_messages", "Messages pending for the group." },
+	{ "mq_inflight_messages", "Messages claimed under a lease." },
+	{ "mq_delayed_messages", "Messages waiting in delay/ until due." },
+	{ "mq_dead_letter_messages", "Dead letters of the group." },
+	{ "mq_oldest_pending_age_seconds",
+	  "Age of the oldest pending message (0: none pending)." },
+	{ "mq_oldest_lease_age_seconds",
+	  "Time since the oldest claim began (0: none in flight)." },
+};
+
+static double
+group_figure(const struct mq_stat_group *g, int m)
+{
+	switch (m) {
+	case M_PENDING: return (double)g->pending;
+	case M_INFLIGHT: return (double)g->inflight;
+	case M_DELAYED: return (double)g->delayed;
+	case M_DEAD: return (double)g->dead;
+	case M_PENDING_AGE: return g->pending_age < 0 ? 0 : g->pending_age;
+	default: return g->lease_age < 0 ? 0 : g->lease_age;
+	}
+}
+
+static void
+put_prometheus(const struct mq_stat *st, FILE *f)
+{
+	for (int m = 0; m < 6; m++) {
+		put_head(f, group_metrics[m].name, group_metrics[m].help);
+		for (size_t i = 0; i < st->ngroups; i++) {
+			fprintf(f, "%s{", group_metrics[m].name);
+			put_label(f, "topic", st->groups[i].topic, 1);
+			put_label(f, "group", st->groups[i].group, 0);
+			fprintf(f, "} %.17g\n", group_figure(&st->groups[i], m));
+		}
+	}
+	put_head(f, "mq_stale_tmp_files",
+	    "Temporary files older than an hour.");
+	fprintf(f, "mq_stale_tmp_files %" PRIu64 "\n", st->stale_tmp);
+	put_head(f, "mq_fs_free_bytes",
+	    "Bytes free for unprivileged users on a spool file system.");
+	for (size_t i = 0; i < st->nfs; i++) {
+		fputs("mq_fs_free_bytes{", f);
+		put_label(f, "path", st->fs[i].path, 1);
+		fprintf(f, "} %" PRIu64 "\n", st->fs[i].free_bytes);
+	}
+	put_head(f, "mq_fs_free_inodes",
+	    "Inodes free for unprivileged users on a spool file system.");
+	for (size_t i = 0; i < st->nfs; i++) {
+		fputs("mq_fs_free_inodes{", f);
+		put_label(f, "path", st->fs[i].path, 1);
+		fprintf(f, "} %" PRIu64 "\n", st->fs[i].free_inodes);
+	}
+	if (!st->replication)
+		return;
+	static const char *const pm[][2] = {
+		{ "mq_replication_lag_records",
+		  "Journal records the peer has not confirmed." },
+		{ "mq_replication_lag_seconds",
+		  "Age of the oldest record the peer has not confirmed." },
+		{ "mq_replication_contact_age_seconds",
+		  "Time since the peer last confirmed or answered a ping." },
+	};
+	for (int m = 0; m < 3; m++) {
+		put_head(f, pm[m][0], pm[m][1]);
+		for (size_t i = 0; i < st->npeers; i++) {
+			const struct mq_peer_status *p = &st->peers[i];
+			double v = m == 0 ? (double)p->records : m == 1 ? p->lag :
+			    p->contact > 0 && st->now > p->contact ?
+			    st->now - p->contact : 0;
+			fprintf(f, "%s{", pm[m][0]);
+			put_label(f, "peer", peer_name(p), 1);
+			fprintf(f, "} %.17g\n", v);
+		}
+	}
+}
+
+static void
+put(const struct mq_stat *st, enum format fmt, FILE *f)
+{
+	if (fmt == JSON)
+		put_json(st, f);
+	else if (fmt == PROMETHEUS)
+		put_prometheus(st, f);
+	else
+		put_table(st, f);
+}
+
+/* Writes FILE whole or not at all: a temporary dot file in its directory,
+ * synced, renamed over it. */
+static void
+put_file(const struct mq_stat *st, enum format fmt, const char *path)
+{
+	char *d = strdup(path), *b = strdup(path), tmp[4096];
+	if (!d || !b)
+		err(EX_OSERR, "malloc");
+	const char *dir = dirname(d), *base = basename(b);
+	if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, base) >=
+	    sizeof tmp)
+		errx(EX_USAGE, "%s: path too long", path);
+	int fd = mkstemp(tmp);
+	if (fd < 0)
+		err(EX_CANTCREAT, "%s", tmp);
+	FILE *f = fdopen(fd, "w");
+	if (!f)
+		err(EX_OSERR, "fdopen");
+	fchmod(fd, 0644);
+	put(st, fmt, f);
+	if (fflush(f) == EOF || fsync(fd) < 0 || fclose(f) == EOF) {
+		int e = errno;
+		unlink(tmp);
+		errno = e;
+		err(EX_IOERR, "%s", tmp);
+	}
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		errno = e;
+		err(EX_CANTCREAT, "%s", path);
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	free(d);
+	free(b);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "prometheus", no_argument, NULL, OPT_PROMETHEUS },
+		{ "watch", required_argument, NULL, OPT_WATCH },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *spool = NULL, *out = NULL;
+	enum format fmt = TABLE;
+	double watch = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "o:s:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 's':
+			spool = optarg;
+			break;
+		case OPT_JSON:
+		case OPT_PROMETHEUS:
+			if (fmt != TABLE)
+				errx(EX_USAGE, "--json and --prometheus "
+				    "exclude each other");
+			fmt = c == OPT_JSON ? JSON : PROMETHEUS;
+			break;
+		case OPT_WATCH:
+			watch = tool_duration("--watch", optarg);
+			if (watch <= 0)
+				errx(EX_USAGE, "--watch: expected more than "
+				    "0 seconds, not '%s'", optarg);
+			break;
+		case OPT_HELP:
+			usage(0);
+		default:
+			usage(EX_USAGE);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc > 2)
+		usage(EX_USAGE);
+	const char *topic = argc > 0 ? argv[0] : NULL;
+	const char *group = argc > 1 ? argv[1] : NULL;
+	if (topic)
+		tool_name("topic", topic);
+	if (group)
+		tool_name("group", group);
+	mq_spool *sp = tool_spool(spool, 0);
+	int clear = watch > 0 && !out && fmt == TABLE && isatty(STDOUT_FILENO);
+	for (;;) {
+		struct mq_stat st;
+		if (mq_stat_read(sp, topic, group, &st) < 0)
+			tool_fail();
+		if (out) {
+			put_file(&st, fmt, out);
+		} else {
+			if (clear)
+				fputs("\033[H\033[2J", stdout);
+			put(&st, fmt, stdout);
+			if (fflush(stdout) == EOF)
+				err(EX_IOERR, "stdout");
+		}
+		mq_stat_free(&st);
+		if (watch <= 0)
+			break;
+		struct timespec ts = { (time_t)watch,
+		    (long)((watch - (double)(time_t)watch) * 1e9) };
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		if (!clear && fmt == TABLE && !out)
+			fputc('\n', stdout);
+	}
+	mq_spool_close(sp);
+	if (fflush(stdout) == EOF || ferror(stdout))
+		err(EX_IOERR, "stdout");
+	return 0;
+}

@@ -1,0 +1,310 @@
+#!/usr/bin/env bats
+# mq-stat: every figure against a spool in a known state, with the clock
+# injected through MQ_NOW; the three outputs; -o and --watch.
+
+load helper
+
+# key_time NAME: the publish time in a KEY (its id's first 13 hex digits
+# are microseconds), as seconds with six decimals.
+key_time() {
+	local id=${1:21:13}
+	local us=$((16#$id))
+	printf '%d.%06d\n' $((us / 1000000)) $((us % 1000000))
+}
+
+# known: topic t, group g (lease 60 s, max-attempts 1) with 1 dead letter,
+# 1 delayed, 1 in flight (claimed at T0) and 2 pending (b, c), and a group
+# h with the 2 pending and the claimed one pending.  Sets PB (publish time
+# of b, the oldest pending of g) and T0 = PB + 1000.
+known() {
+	mkgroup t g --max-attempts 1 --lease 60
+	mkgroup t h
+	mq-pub -q t dead
+	run --separate-stderr mq-sub --backoff 0 --exec 'exit 4' -g g t
+	assert_equal "$status" 75
+	mq-sub -g h -n 1 t >/dev/null
+	mq-pub -q --delay 1h t later
+	mq-pub -q t a
+	mq-pub -q t b c
+	local b
+	b=$(cd "$(group_dir t g)/new" && ls | sed -n 2p)
+	PB=$(key_time "$b")
+	T0=$(echo "$PB + 1000" | bc)
+	MQ_NOW=$T0 mq-sub -g g --manual -n 1 t >/dev/null
+	assert_equal "$(count_cur t g)" 1
+}
+
+@test "the table: per group pending, in flight, delayed, dead and ages" {
+	known
+	local pa
+	pa=$(cd "$(group_dir t h)/new" && ls | head -1)
+	pa=$(key_time "$pa")
+	run --separate-stderr env MQ_NOW="$(echo "$T0 + 40" | bc)" mq-stat
+	assert_success
+	assert_line --index 0 --regexp '^TOPIC +GROUP +PENDING +IN-FLIGHT +DELAYED +DEAD +PENDING-AGE +LEASE-AGE$'
+	assert_line --index 1 --regexp '^t +g +2 +1 +1 +1 +1040 +40$'
+	# h: a (published before b), b and c pending; nothing in flight.
+	local ha
+	ha=$(echo "$T0 + 40 - $pa" | bc | xargs printf '%.0f')
+	assert_line --index 2 --regexp "^t +h +3 +0 +1 +0 +$ha +-\$"
+	assert_line 'stale temporary files: 0'
+	assert_line --regexp '^FILESYSTEM +FREE-BYTES +FREE-INODES$'
+	assert_line --regexp "^$MQ_SPOOL +[0-9]+ +[0-9]+\$"
+	refute_line --regexp '^PEER'
+	# One topic, one group.
+	run --separate-stderr env MQ_NOW="$T0" mq-stat t g
+	assert_success
+	assert_line --index 1 --regexp '^t +g +2 +1 +1 +1 +1000 +0$'
+	refute_line --regexp '^t +h '
+	mq-topic create other
+	mkgroup other x
+	run --separate-stderr mq-stat t
+	assert_success
+	refute_line --regexp '^other '
+	run --separate-stderr mq-stat
+	assert_line --regexp '^other +x +0 +0 +0 +0 +- +-$'
+}
+
+@test "--json: the same figures, ages in seconds, null when none" {
+	known
+	run --separate-stderr env MQ_NOW="$(echo "$T0 + 40" | bc)" mq-stat --json t
+	assert_success
+	run "$PY" - "$output" "$MQ_SPOOL" "$T0" <<'PY'
+import json, os, sys
+o = json.loads(sys.argv[1])
+t0 = float(sys.argv[3])
+assert abs(o["time"] - (t0 + 40)) < 1e-3, o["time"]
+g, h = o["groups"]
+assert (g["topic"], g["group"], g["pending"], g["inflight"], g["delayed"],
+        g["dead"], g["lease"]) == ("t", "g", 2, 1, 1, 1, 60.0), g
+assert abs(g["oldest_pending_age"] - 1040) < 1e-3, g
+assert abs(g["oldest_lease_age"] - 40) < 2e-3, g
+assert abs(g["lease_soonest"] - (t0 + 60)) < 2e-3, g
+assert h["group"] == "h" and h["inflight"] == 0, h
+assert h["oldest_lease_age"] is None and h["lease_soonest"] is None, h
+assert o["stale_tmp"] == 0 and o["replication"] is None, o
+fs, = o["filesystems"]
+v = os.statvfs(sys.argv[2])
+assert fs["path"] == sys.argv[2], fs
+assert abs(fs["free_bytes"] - v.f_bavail * v.f_frsize) < 256 << 20, fs
+assert abs(fs["free_inodes"] - v.f_favail) < 10000, fs
+PY
+	assert_success
+}
+
+@test "stale temporary files: older than an hour, where mq-topic gc looks and in tmp/ directories" {
+	mkgroup t g
+	local now=2000000000 old=$((2000000000 - 3700)) fresh=$((2000000000 - 3500))
+	local p=$MQ_SPOOL/topics/t
+	mkdir -p "$MQ_SPOOL/tmp" "$p/p0/dlq/g"
+	touch -d "@$old" "$MQ_SPOOL/tmp/topic.0123" "$MQ_SPOOL/.tmp.1" \
+	    "$p/groups/.tmp.2" "$p/p0/g/g/tmp/own.3" "$p/p0/dlq/g/.tmp.4" \
+	    "$p/.tmp.5"
+	touch -d "@$fresh" "$MQ_SPOOL/tmp/topic.4567" "$p/groups/.tmp.6" \
+	    "$p/p0/g/g/tmp/own.7"
+	# Not temporary: a dot file of another name.
+	touch -d "@$old" "$p/p0/dlq/g/.other"
+	run --separate-stderr env MQ_NOW=$now mq-stat
+	assert_success
+	assert_line 'stale temporary files: 6'
+	run --separate-stderr env MQ_NOW=$now mq-stat --prometheus
+	assert_line 'mq_stale_tmp_files 6'
+	# 200 s later the fresh ones are stale too.
+	run --separate-stderr env MQ_NOW=$((now + 200)) mq-stat --json
+	assert_equal "$(jq .stale_tmp <<<"$output")" 9
+	# gc removes the stale dot files of groups/, by the same rule.
+	MQ_NOW=$now mq-topic gc t
+	[[ ! -e $p/groups/.tmp.2 && -e $p/groups/.tmp.6 ]]
+}
+
+@test "a placed partition's file system is shown by where it is" {
+	require_root
+	mount_tmpfs "$TD/disk2" size=8m,nr_inodes=1000
+	mq-topic create --partitions 2 --place 1="$TD/disk2/t.p1" t
+	run --separate-stderr mq-stat --json
+	assert_success
+	run "$PY" - "$output" "$MQ_SPOOL" "$TD/disk2/t.p1" <<'PY'
+import json, sys
+fs = json.loads(sys.argv[1])["filesystems"]
+assert [f["path"] for f in fs] == sys.argv[2:], fs
+assert 0 < fs[1]["free_bytes"] <= 8 << 20 and 0 < fs[1]["free_inodes"] <= 1000, fs
+PY
+	assert_success
+}
+
+@test "replication peers: lag in records and seconds, state" {
+	A=$TD/a B=$TD/b
+	export MQ_SPOOL=$A
+	mq-group create t g
+	seq 1 10 | mq-pub -l t >/dev/null
+	run -0 mq-replicate -s "$A" push --rsh env --remote-spool "$B"
+	seq 1 5 | mq-pub -l t >/dev/null
+	run --separate-stderr mq-stat
+	assert_success
+	assert_line --regexp '^PEER +STATE +LAG-RECORDS +LAG-SECONDS$'
+	assert_line --regexp '^[^ ]+ +idle +5 +[0-9]+$'
+	run --separate-stderr mq-stat --json
+	assert_equal "$(jq -c '.replication[0] | [.id, .state, .lag_records, .lag_seconds >= 0]' <<<"$output")" \
+	    "[\"$(cat "$B/ID")\",\"idle\",5,true]"
+	run --separate-stderr mq-stat --prometheus
+	assert_line --regexp '^mq_replication_lag_records\{peer="[^"]+"\} 5$'
+	# A spool that never replicated has no peer section.
+	run --separate-stderr mq-stat -s "$B"
+	assert_success
+	refute_line --regexp '^PEER'
+}
+
+# prom_check: $output is valid text exposition: every sample line matches
+# the grammar, every metric has HELP and TYPE before its samples and no
+# samples after another metric's, names are mq_ with a unit suffix.
+prom_check() {
+	"$PY" - "$output" <<'PY'
+import re, sys
+name = r'[a-zA-Z_:][a-zA-Z0-9_:]*'
+label = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
+sample = re.compile(r'^(%s)(?:\{(?:%s(?:,%s)*)?\})? (\S+)$' % (name, label, label))
+units = ('_messages', '_seconds', '_bytes', '_inodes', '_files', '_records')
+help_, type_, done, cur = set(), {}, set(), None
+for line in sys.argv[1].split('\n'):
+    m = re.match(r'^# (HELP|TYPE) (%s) (.*)$' % name, line)
+    if m:
+        kind, n, rest = m.groups()
+        assert re.match(r'^mq_[a-z_]+$', n) and n.endswith(units), n
+        if kind == 'HELP':
+            assert n not in help_, 'second HELP ' + n
+            help_.add(n)
+        else:
+            assert n in help_ and n not in type_, 'TYPE order ' + n
+            assert rest in ('gauge', 'counter', 'untyped'), rest
+            type_[n] = rest
+        if cur != n:
+            assert n not in done, 'metric split ' + n
+            if cur:
+                done.add(cur)
+            cur = n
+        continue
+    assert not line.startswith('#'), line
+    m = sample.match(line)
+    assert m, 'bad sample: ' + repr(line)
+    n, v = m.group(1), m.group(2)
+    assert n == cur and n in type_, 'sample before HELP/TYPE: ' + line
+    float(v)
+print(len(type_))
+PY
+}
+
+@test "--prometheus: the exposition format, mq_ names with units, escaped labels" {
+	known
+	run --separate-stderr env MQ_NOW="$(echo "$T0 + 40" | bc)" mq-stat --prometheus
+	assert_success
+	local text=$output
+	assert_line 'mq_pending_messages{topic="t",group="g"} 2'
+	assert_line 'mq_inflight_messages{topic="t",group="g"} 1'
+	assert_line 'mq_delayed_messages{topic="t",group="g"} 1'
+	assert_line 'mq_dead_letter_messages{topic="t",group="g"} 1'
+	assert_line --regexp '^mq_oldest_pending_age_seconds\{topic="t",group="g"\} 1040(\.0*[0-9]*)?$'
+	assert_line --regexp '^mq_oldest_lease_age_seconds\{topic="t",group="g"\} 40(\.00[0-9]*)?$'
+	assert_line 'mq_oldest_lease_age_seconds{topic="t",group="h"} 0'
+	assert_line --regexp "^mq_fs_free_bytes\\{path=\"$MQ_SPOOL\"\\} [0-9]+\$"
+	assert_line --regexp "^mq_fs_free_inodes\\{path=\"$MQ_SPOOL\"\\} [0-9]+\$"
+	assert_line '# TYPE mq_pending_messages gauge'
+	run prom_check
+	assert_success
+	assert_output 9
+	# A spool path with a quote and a backslash: escaped in the label.
+	local odd=$TD/sp\"o\\ol
+	mq-topic -s "$odd" create x
+	run --separate-stderr mq-stat -s "$odd" --prometheus
+	assert_success
+	assert_line --regexp '^mq_fs_free_bytes\{path=".*/sp\\"o\\\\ol"\} [0-9]+$'
+	run prom_check
+	assert_success
+	# The checker itself rejects what is wrong.
+	output=$'# HELP mq_x_messages h\nmq_x_messages 1\n'
+	run prom_check
+	assert_failure
+	output=$'# HELP mq_pending h\n# TYPE mq_pending gauge\nmq_pending 1\n'
+	run prom_check
+	assert_failure
+	output=$'# HELP mq_a_messages h\n# TYPE mq_a_messages gauge\nmq_a_messages{x="a"b"} 1\n'
+	run prom_check
+	assert_failure
+}
+
+@test "-o FILE is replaced whole, readable, with nothing left beside it" {
+	known
+	mkdir "$TD/prom"
+	echo old >"$TD/prom/mq.prom"
+	run --separate-stderr mq-stat --prometheus -o "$TD/prom/mq.prom"
+	assert_success
+	assert_output ''
+	assert_equal "$(ls -A "$TD/prom")" mq.prom
+	assert_equal "$(stat -c %a "$TD/prom/mq.prom")" 644
+	grep -qx 'mq_pending_messages{topic="t",group="g"} 2' "$TD/prom/mq.prom"
+	run --separate-stderr mq-stat --json -o "$TD/prom/mq.json"
+	assert_success
+	assert_equal "$(jq '.groups | length' "$TD/prom/mq.json")" 2
+	run --separate-stderr mq-stat -o "$TD/nodir/x.prom"
+	assert_equal "$status" 73
+	assert_one_line_error mq-stat
+}
+
+@test "--watch redraws until interrupted; -o with --watch rewrites the file" {
+	mkgroup t g
+	spawn "$TD/w" mq-stat --watch 0.1 t
+	local pid=$SPAWNED
+	wait_for grep -q '^t  *g  *0 ' "$TD/w"
+	mq-pub -q t a
+	wait_for grep -q '^t  *g  *1 ' "$TD/w"
+	kill -TERM "$pid"
+	wait_for exited "$pid"
+	spawn "$TD/w2" mq-stat --watch 0.1 --prometheus -o "$TD/out.prom"
+	wait_for grep -q 'mq_pending_messages{topic="t",group="g"} 1' "$TD/out.prom"
+	mq-pub -q t b
+	wait_for grep -q 'mq_pending_messages{topic="t",group="g"} 2' "$TD/out.prom"
+	kill -TERM "$SPAWNED"
+}
+
+@test "errors: one line and a sysexits status" {
+	mkgroup t g
+	run --separate-stderr mq-stat nope
+	assert_equal "$status" 66
+	assert_one_line_error mq-stat
+	run --separate-stderr mq-stat t nope
+	assert_equal "$status" 66
+	assert_one_line_error mq-stat
+	run --separate-stderr mq-stat -s "$TD/missing"
+	assert_equal "$status" 66
+	assert_one_line_error mq-stat
+	run --separate-stderr mq-stat 'bad/name'
+	assert_equal "$status" 64
+	assert_one_line_error mq-stat
+	run --separate-stderr mq-stat --json --prometheus
+	assert_equal "$status" 64
+	run --separate-stderr mq-stat --watch 0
+	assert_equal "$status" 64
+	run --separate-stderr mq-stat a b c
+	assert_equal "$status" 64
+	run -0 mq-stat --help
+	assert_usage_output mq-stat
+}
+
+@test "bash completion: options, topics, then the topic's groups" {
+	mkgroup t g
+	mkgroup u h
+	# shellcheck source=/dev/null
+	source "$BATS_TEST_DIRNAME/../../completions/mq.bash"
+	complete_words() {
+		COMP_WORDS=("$@")
+		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+		COMP_LINE="$*"
+		COMP_POINT=${#COMP_LINE}
+		COMPREPLY=()
+		_mq_stat
+		printf '%s\n' "${COMPREPLY[@]}"
+	}
+	assert_equal "$(complete_words mq-stat --p)" --prometheus
+	assert_equal "$(complete_words mq-stat --json '' | tr '\n' ' ')" "t u "
+	assert_equal "$(complete_words mq-stat --watch 2 t '')" g
+	assert_equal "$(complete_words mq-stat -s "$MQ_SPOOL" u '')" h
+}
