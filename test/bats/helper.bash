@@ -278,3 +278,20 @@ kill_two() {
 	    -g "$2" "$1"
 	assert_equal "$status" 75
 }
+
+# completions FUNC WORD...: what the bash completion function FUNC of
+# completions/mq.bash offers for the command line WORD... (the last word
+# is the one being completed), one per line.
+completions() {
+	local fn=$1
+	shift
+	# shellcheck source=/dev/null
+	source "$BATS_TEST_DIRNAME/../../completions/mq.bash"
+	COMP_WORDS=("$@")
+	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+	COMP_LINE="$*"
+	COMP_POINT=${#COMP_LINE}
+	COMPREPLY=()
+	"$fn"
+	printf '%s\n' "${COMPREPLY[@]}"
+}

@@ -576,17 +576,7 @@ assert v["heads"][1]["place"] == sys.argv[2], v
 @test "bash completion knows alter and --place" {
 	mq-topic create t
 	mkdir -p "$TD/disk/sub"
-	# shellcheck source=/dev/null
-	source "$BATS_TEST_DIRNAME/../../completions/mq.bash"
-	complete_words() {
-		COMP_WORDS=("$@")
-		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-		COMP_LINE="$*"
-		COMP_POINT=${#COMP_LINE}
-		COMPREPLY=()
-		_mq_topic
-		printf '%s\n' "${COMPREPLY[@]}"
-	}
+	complete_words() { completions _mq_topic "$@"; }
 	assert_equal "$(complete_words mq-topic al)" alter
 	assert_equal "$(complete_words mq-topic alter --p | sort | tr '\n' ' ')" "--partitions --place "
 	assert_equal "$(complete_words mq-topic create --pl)" --place

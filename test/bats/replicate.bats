@@ -322,14 +322,20 @@ kept once"
 	assert_line --index 1 --regexp ' 0 +0 +0\.000$'
 }
 
-@test "promote finishes links an interrupted receive left staged" {
+# staged_on_b: 3 messages pushed, then one of them put back in B's tmp/
+# as a receive cut before its rename leaves it; its name in STAGED.
+staged_on_b() {
 	pair
 	mq-group create t g
 	seq 1 3 | mq-pub -l t >/dev/null
 	run -0 push_ab
-	local f
-	f=$(cd "$B/topics/t/p0/g/g/new" && ls | head -1)
-	mv "$B/topics/t/p0/g/g/new/$f" "$B/topics/t/p0/g/g/tmp/$f"
+	STAGED=$(cd "$B/topics/t/p0/g/g/new" && ls | head -1)
+	mv "$B/topics/t/p0/g/g/new/$STAGED" "$B/topics/t/p0/g/g/tmp/$STAGED"
+}
+
+@test "promote finishes links an interrupted receive left staged" {
+	staged_on_b
+	local f=$STAGED
 	ln "$B/topics/t/p0/log/$f" "$B/topics/t/p0/g/g/tmp/orphan-not-a-key" 2>/dev/null || true
 	run -0 mq-replicate -s "$B" promote
 	[[ $output == *": 1 link(s) left staged"* ]] || fail "$output"
@@ -474,15 +480,9 @@ PY
 }
 
 @test "a receive cut after its records were journaled, before its links were moved: the next session finishes them" {
-	pair
-	mq-group create t g
-	seq 1 3 | mq-pub -l t >/dev/null
-	run -0 push_ab
-	local f
-	f=$(cd "$B/topics/t/p0/g/g/new" && ls | head -1)
 	# As the cut left it: staged, and the vector covering less of the
 	# journal than the journal has.
-	mv "$B/topics/t/p0/g/g/new/$f" "$B/topics/t/p0/g/g/tmp/$f"
+	staged_on_b
 	sed -i '1s/.*/journal 0/' "$B/replicate/seen"
 	run -0 push_ab
 	assert_equal "$(b_pending)" 3

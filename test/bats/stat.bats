@@ -292,17 +292,7 @@ PY
 @test "bash completion: options, topics, then the topic's groups" {
 	mkgroup t g
 	mkgroup u h
-	# shellcheck source=/dev/null
-	source "$BATS_TEST_DIRNAME/../../completions/mq.bash"
-	complete_words() {
-		COMP_WORDS=("$@")
-		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-		COMP_LINE="$*"
-		COMP_POINT=${#COMP_LINE}
-		COMPREPLY=()
-		_mq_stat
-		printf '%s\n' "${COMPREPLY[@]}"
-	}
+	complete_words() { completions _mq_stat "$@"; }
 	assert_equal "$(complete_words mq-stat --p)" --prometheus
 	assert_equal "$(complete_words mq-stat --json '' | tr '\n' ' ')" "t u "
 	assert_equal "$(complete_words mq-stat --watch 2 t '')" g
