@@ -39,6 +39,24 @@ now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* A count argument; exits 64 on anything but a whole number (0 too
+ * unless zero_ok). */
+static inline size_t
+count_arg(const char *s, int zero_ok)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || (v == 0 && !zero_ok)) {
+		fprintf(stderr, "%s: bad count: %s\n",
+		    program_invocation_short_name, s);
+		exit(64);
+	}
+	return (size_t)v;
+}
+
 static inline int
 cmp64(const void *a, const void *b)
 {

@@ -394,16 +394,7 @@ lat_mq(const char *spooldir, const char *mqsub, size_t n, size_t warmup)
 static size_t
 count(const char *s)
 {
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end) {
-		fprintf(stderr, "lat: bad count: %s\n", s);
-		exit(64);
-	}
-	return (size_t)v;
+	return count_arg(s, 1);
 }
 
 int

@@ -167,16 +167,7 @@ pct_ms(const int64_t *v, size_t n, double p)
 static size_t
 count(const char *s)
 {
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || v == 0) {
-		fprintf(stderr, "replag: bad count: %s\n", s);
-		exit(64);
-	}
-	return (size_t)v;
+	return count_arg(s, 0);
 }
 
 int
