@@ -115,7 +115,7 @@ count_delay() {
 	pid=$SPAWNED
 	wait_for test -e "$MARK"
 	kill -9 -- "-$pid"
-	wait_for pgroup_gone "$pid"
+	wait_for -t 30 pgroup_gone "$pid"
 	assert_equal "$(count_cur t g)" 1
 	run --separate-stderr mq-sub -t 5 -F '%s %a\n' -g g t
 	assert_success
@@ -403,7 +403,7 @@ pipeline_done() {
 		# The random sleep only chooses the moment of the kill.
 		sleep "0.$(printf '%03d' $((RANDOM % 150)))"
 		kill -9 -- "-$pid" 2>/dev/null || true
-		wait_for pgroup_gone "$pid"
+		wait_for -t 30 pgroup_gone "$pid"
 	done
 	# Finish: leases of killed runs expire, the rest is processed.
 	wait_for -t 30 pipeline_done

@@ -183,7 +183,7 @@ EOF
 			kill -9 -- "-$pid" 2>/dev/null || true
 		done
 		for pid in "${pids[@]}"; do
-			wait_for pgroup_gone "$pid"
+			wait_for -t 30 pgroup_gone "$pid"
 			wait "$pid" 2>/dev/null || true
 		done
 	done
