@@ -267,6 +267,54 @@ int mq_stat_read(mq_spool *, const char *topic, const char *group,
     struct mq_stat *);
 void mq_stat_free(struct mq_stat *);
 
+/* Thresholds (mq-stat --check): "[SCOPE:]FIGURE OP N", where SCOPE is
+ * TOPIC or TOPIC/GROUP (group figures only), OP one of > >= < <= =, N a
+ * number (ages: a duration, as mq_duration_parse; free-bytes: a size with
+ * K, M, G or T, powers of 1024).  A bad expression is EX_USAGE. */
+enum mq_figure {
+	MQ_FIG_PENDING, MQ_FIG_INFLIGHT, MQ_FIG_DELAYED, MQ_FIG_DLQ,
+	MQ_FIG_AGE, MQ_FIG_LEASE_AGE,                 /* per group */
+	MQ_FIG_STALE_TMP,                             /* the spool */
+	MQ_FIG_FREE_BYTES, MQ_FIG_FREE_INODES,        /* per file system */
+	MQ_FIG_LAG, MQ_FIG_LAG_SECONDS,               /* per peer */
+};
+enum mq_cmp { MQ_CMP_GT, MQ_CMP_GE, MQ_CMP_LT, MQ_CMP_LE, MQ_CMP_EQ };
+struct mq_threshold {
+	char topic[MQ_NAME_MAX + 1];     /* scope; "": every group */
+	char group[MQ_NAME_MAX + 1];     /* "": every group of topic */
+	enum mq_figure figure;
+	enum mq_cmp cmp;
+	double n;
+	int level;                       /* 1 warning, 2 critical */
+};
+int mq_threshold_parse(const char *s, int level, struct mq_threshold *out);
+const char *mq_figure_name(enum mq_figure);
+const char *mq_cmp_name(enum mq_cmp);
+/* The unit of a figure in Nagios performance data: "s", "B" or "". */
+const char *mq_figure_unit(enum mq_figure);
+/* Every figure a threshold applies to, once per object (group, file
+ * system, peer), in the order the thresholds first name them.  label is
+ * "TOPIC/GROUP FIGURE", "PATH FIGURE", "peer NAME FIGURE" or "stale-tmp";
+ * warn and crit are the first threshold of each level that applies (for
+ * the performance data), crossed the first of the worst level crossed.
+ * An age with nothing to measure is 0.  A scope that matches no group is
+ * EX_NOINPUT. */
+struct mq_check_value {
+	char *label;
+	enum mq_figure figure;
+	double value;
+	int state;                       /* 0 OK, 1 warning, 2 critical */
+	const struct mq_threshold *warn, *crit, *crossed;
+};
+struct mq_check {
+	int state;                       /* the worst of the values' */
+	struct mq_check_value *v;
+	size_t n;
+};
+int mq_stat_check(const struct mq_stat *, const struct mq_threshold *,
+    size_t n, struct mq_check *out);
+void mq_check_free(struct mq_check *);
+
 /* Messages */
 struct mq_header {
 	char *name;

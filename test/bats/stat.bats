@@ -289,6 +289,142 @@ PY
 	assert_usage_output mq-stat
 }
 
+# --check: a Nagios/Icinga plugin.  The known spool at T0 + 40: g has 2
+# pending (the oldest 1040 s old), 1 in flight (for 40 s), 1 delayed and 1
+# dead; h has 3 pending, 1 delayed, nothing in flight.
+check_at() {
+	run --separate-stderr env MQ_NOW="$(echo "$T0 + 40" | bc)" \
+	    mq-stat --check "$@"
+}
+
+@test "--check OK: exit 0, one status line with performance data" {
+	known
+	check_at --warn 'pending>5' --crit 'dlq>1' --crit 't/g:age>1h'
+	assert_equal "$status" 0
+	assert_equal "$stderr" ''
+	assert_equal "${#lines[@]}" 1
+	assert_output "MQ OK - 5 figures within thresholds | 't/g pending'=2;5;;0 't/h pending'=3;5;;0 't/g dlq'=1;;1;0 't/h dlq'=0;;1;0 't/g age'=1040s;;3600;0"
+}
+
+@test "--check WARNING: exit 1, what crossed and the threshold" {
+	known
+	check_at --warn 'pending>2' --crit 'dlq>1'
+	assert_equal "$status" 1
+	assert_output "MQ WARNING - t/h pending=3 (>2) | 't/g pending'=2;2;;0 't/h pending'=3;2;;0 't/g dlq'=1;;1;0 't/h dlq'=0;;1;0"
+	# Ages in seconds, with a duration: lease-age 40 s >= 30 s; nothing
+	# in flight is 0.
+	check_at --warn 'lease-age>=30s' t
+	assert_equal "$status" 1
+	assert_output --regexp "^MQ WARNING - t/g lease-age=40(\\.00[0-9])?s \\(>=30s\\) \\| 't/g lease-age'=40(\\.00[0-9])?s;@30:;;0 't/h lease-age'=0s;@30:;;0\$"
+}
+
+@test "--check CRITICAL: exit 2, the critical first, then the warnings" {
+	known
+	check_at --crit 'dlq>0' --crit 't/g:age>15m' --warn 'pending>=3' \
+	    --warn 't/h:delayed=1' --warn 'inflight<=0'
+	assert_equal "$status" 2
+	assert_output "MQ CRITICAL - t/g dlq=1 (>0), t/g age=1040s (>900s); WARNING: t/h pending=3 (>=3), t/h delayed=1 (=1), t/h inflight=0 (<=0) | 't/g dlq'=1;;0;0 't/h dlq'=0;;0;0 't/g age'=1040s;;900;0 't/g pending'=2;@3:;;0 't/h pending'=3;@3:;;0 't/h delayed'=1;@1:1;;0 't/g inflight'=1;@~:0;;0 't/h inflight'=0;@~:0;;0"
+	# A figure over both thresholds is critical, once.
+	check_at --warn 't/g:pending>0' --crit 't/g:pending>1'
+	assert_equal "$status" 2
+	assert_output "MQ CRITICAL - t/g pending=2 (>1) | 't/g pending'=2;0;1;0"
+}
+
+@test "--check: scopes, a topic and a group, and the TOPIC GROUP arguments" {
+	known
+	mkgroup u x
+	mq-pub -q u m1 m2 m3 m4
+	# Unscoped: every group of every topic.
+	check_at --warn 'pending>3'
+	assert_equal "$status" 1
+	assert_output --partial "MQ WARNING - u/x pending=4 (>3) | "
+	# Scoped to topic t: u's groups are not checked.
+	check_at --warn 't:pending>3'
+	assert_equal "$status" 0
+	assert_output "MQ OK - 2 figures within thresholds | 't/g pending'=2;3;;0 't/h pending'=3;3;;0"
+	# Scoped to a group.
+	check_at --crit 't/h:pending>2'
+	assert_equal "$status" 2
+	assert_output "MQ CRITICAL - t/h pending=3 (>2) | 't/h pending'=3;;2;0"
+	# The arguments restrict what is read, as in the other modes.
+	check_at --warn 'pending>3' t g
+	assert_equal "$status" 0
+	assert_output "MQ OK - 1 figure within thresholds | 't/g pending'=2;3;;0"
+	# A scope outside them, or naming no group, is unknown, not OK.
+	check_at --warn 'u:pending>3' t
+	assert_equal "$status" 3
+	assert_output 'MQ UNKNOWN - no group u to check'
+	check_at --warn 't/nope:pending>3'
+	assert_equal "$status" 3
+	assert_output 'MQ UNKNOWN - no group t/nope to check'
+}
+
+@test "--check: spool figures, per file system and for the spool" {
+	known
+	check_at --warn 'free-bytes<1K' --warn 'free-inodes<=0' --crit 'stale-tmp>0'
+	assert_equal "$status" 0
+	assert_output --regexp "^MQ OK - 3 figures within thresholds \\| '$MQ_SPOOL free-bytes'=[0-9]+B;1024:;;0 '$MQ_SPOOL free-inodes'=[0-9]+;@~:0;;0 'stale-tmp'=0;;0;0\$"
+	check_at --crit 'free-bytes<1000T'
+	assert_equal "$status" 2
+	assert_output --regexp "^MQ CRITICAL - $MQ_SPOOL free-bytes=[0-9]+B \\(<1099511627776000B\\) \\| "
+	# No peers: nothing to check for lag.
+	check_at --crit 'lag>0' --crit 'lag-seconds>0'
+	assert_equal "$status" 0
+	assert_output 'MQ OK - 0 figures within thresholds'
+}
+
+@test "--check: replication lag per peer" {
+	A=$TD/a B=$TD/b
+	export MQ_SPOOL=$A
+	mq-group create t g
+	seq 1 10 | mq-pub -l t >/dev/null
+	run -0 mq-replicate -s "$A" push --rsh env --remote-spool "$B"
+	seq 1 5 | mq-pub -l t >/dev/null
+	run --separate-stderr mq-stat --check --warn 'lag>4' --crit 'lag>10'
+	assert_equal "$status" 1
+	assert_output --regexp "^MQ WARNING - peer [^ ]+ lag=5 \\(>4\\) \\| 'peer [^ ]+ lag'=5;4;10;0\$"
+}
+
+@test "--check UNKNOWN: exit 3 and one line for every failure" {
+	mkgroup t g
+	# A missing spool.
+	run --separate-stderr mq-stat -s "$TD/missing" --check --crit 'dlq>0'
+	assert_equal "$status" 3
+	assert_output "MQ UNKNOWN - spool $TD/missing: No such file or directory"
+	assert_equal "$stderr" ''
+	# Bad expressions.
+	local e
+	for e in 'dlq' 'dlq>' 'dlq>x' 'nope>1' 'age>5y' 'pending>1K' \
+	    'bad/na/me:dlq>0' 't:free-bytes<1' 'dlq=>1' 'free-bytes<1Q'; do
+		run --separate-stderr mq-stat --check --crit "$e"
+		assert_equal "$status" 3
+		assert_equal "${#lines[@]}" 1
+		assert_output --regexp '^MQ UNKNOWN - '
+		assert_equal "$stderr" ''
+	done
+	run --separate-stderr mq-stat --check --crit 'nope>1'
+	assert_output --partial "MQ UNKNOWN - bad threshold 'nope>1': unknown figure 'nope'"
+	# No threshold, a bad option, a missing topic, other modes.
+	run --separate-stderr mq-stat --check
+	assert_equal "$status" 3
+	assert_output 'MQ UNKNOWN - --check: no threshold (--warn or --crit)'
+	run --separate-stderr mq-stat --crit 'dlq>0' --bogus --check
+	assert_equal "$status" 3
+	assert_output 'MQ UNKNOWN - bad option --bogus, or no argument'
+	run --separate-stderr mq-stat --check --crit 'dlq>0' nope
+	assert_equal "$status" 3
+	assert_output --regexp '^MQ UNKNOWN - .*nope'
+	run --separate-stderr mq-stat --check --crit 'dlq>0' --json
+	assert_equal "$status" 3
+	run --separate-stderr mq-stat --check --crit 'dlq>0' t g extra
+	assert_equal "$status" 3
+	assert_output --regexp '^MQ UNKNOWN - usage: '
+	# Outside --check the usual statuses hold.
+	run --separate-stderr mq-stat --crit 'dlq>0'
+	assert_equal "$status" 64
+	assert_one_line_error mq-stat
+}
+
 @test "bash completion: options, topics, then the topic's groups" {
 	mkgroup t g
 	mkgroup u h
@@ -297,4 +433,8 @@ PY
 	assert_equal "$(complete_words mq-stat --json '' | tr '\n' ' ')" "t u "
 	assert_equal "$(complete_words mq-stat --watch 2 t '')" g
 	assert_equal "$(complete_words mq-stat -s "$MQ_SPOOL" u '')" h
+	assert_equal "$(complete_words mq-stat --check --crit d | tr '\n' ' ')" "delayed dlq "
+	assert_equal "$(complete_words mq-stat --check --warn t/g:l)" t/g:lease-age
+	assert_equal "$(complete_words mq-stat --ch)" --check
+	assert_equal "$(complete_words mq-stat --check --warn 'dlq>0' '')" "$(printf 't\nu')"
 }
