@@ -330,7 +330,7 @@ _mq_stat()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-o -s --watch --warn --crit"
+	_mq_parse "-o -s --watch --warn --crit --message"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
@@ -357,11 +357,11 @@ _mq_stat()
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
-	--watch)
+	--watch|--message)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-o\n-s\n--json\n--prometheus\n--watch\n--check\n--warn\n--crit\n--help' "$cur"
+		_mq_reply $'-o\n-s\n--json\n--prometheus\n--watch\n--check\n--warn\n--crit\n--message\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	elif ((${#_mq_args[@]} == 1)); then

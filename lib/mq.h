@@ -315,6 +315,46 @@ int mq_stat_check(const struct mq_stat *, const struct mq_threshold *,
     size_t n, struct mq_check *out);
 void mq_check_free(struct mq_check *);
 
+/* Where a message is (mq-stat --message ID): for each group of the topic
+ * that holds it, its state there.  The message is found by its id in the
+ * partitions' log/ (of one topic, or of every topic when topic is NULL);
+ * in a topic with a retention also in the groups' directories, since
+ * retention removes log names that groups still hold.  Entries come by
+ * topic, partition and group.  None found is EX_NOINPUT; an id that is
+ * not 32 hexadecimal digits is EX_USAGE.  Read without a lock: a message
+ * that moves meanwhile may be seen in neither place (then "acked"). */
+enum mq_msg_state {
+	MQ_MSG_PENDING,                  /* in new/ */
+	MQ_MSG_INFLIGHT,                 /* in cur/ */
+	MQ_MSG_DELAYED,                  /* in delay/ */
+	MQ_MSG_DEAD,                     /* in dlq/<group>/ */
+	/* Dead with the reason "expired", or pending or delayed past its
+	 * Mq-Expires (a consumer drops or dead-letters it when it claims
+	 * it); in, below, says which. */
+	MQ_MSG_EXPIRED,
+	MQ_MSG_ACKED,                    /* in none of the group's: settled,
+					    or never in its queue */
+};
+struct mq_msg_where {
+	char *topic, *group;
+	unsigned partition;
+	uint64_t seq;
+	enum mq_msg_state state;
+	const char *in;                  /* "new", "cur", "delay", "dlq", or
+					    NULL when acked (static) */
+	unsigned attempts;               /* deliveries so far */
+	double lease_deadline;           /* in flight */
+	double due;                      /* delayed */
+	double expires;                  /* its Mq-Expires; 0: none, or not
+					    read (in flight, dead, acked) */
+	char *reason, *detail;           /* dead: from its record; else NULL */
+	double died;                     /* dead: when; 0 if unknown */
+};
+const char *mq_msg_state_name(enum mq_msg_state);
+int mq_msg_locate(mq_spool *, const char *topic, const char *id,
+    struct mq_msg_where **out, size_t *n);
+void mq_msg_where_free(struct mq_msg_where *, size_t n);
+
 /* Messages */
 struct mq_header {
 	char *name;

@@ -22,7 +22,7 @@
 
 enum {
 	OPT_JSON = 256, OPT_PROMETHEUS, OPT_WATCH, OPT_HELP, OPT_CHECK,
-	OPT_WARN, OPT_CRIT,
+	OPT_WARN, OPT_CRIT, OPT_MESSAGE,
 };
 enum format { TABLE, JSON, PROMETHEUS };
 
@@ -62,7 +62,9 @@ usage(int code)
 	    "[--watch SECONDS]\n"
 	    "               [TOPIC [GROUP]]\n"
 	    "       %s --check [-s SPOOL] [--warn EXPR]... [--crit EXPR]... "
-	    "[TOPIC [GROUP]]\n", getprogname(), getprogname());
+	    "[TOPIC [GROUP]]\n"
+	    "       %s --message ID [-s SPOOL] [--json] [TOPIC]\n",
+	    getprogname(), getprogname(), getprogname());
 	exit(code);
 }
 
@@ -427,6 +429,109 @@ check(mq_spool *sp, const char *topic, const char *group,
 	return state;
 }
 
+/* A time as RFC 3339 in UTC, to the millisecond. */
+static const char *
+rfc3339(double t, char *buf, size_t len)
+{
+	time_t sec = (time_t)t;
+	int ms = (int)((t - (double)sec) * 1000 + 0.5);
+	if (ms > 999) {
+		sec++;
+		ms -= 1000;
+	}
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%03dZ", ms);
+	return buf;
+}
+
+static json_t *
+time_json(double t)
+{
+	char b[64];
+	return t > 0 ? json_string(rfc3339(t, b, sizeof b)) : json_null();
+}
+
+/* One line per group: TOPIC/GROUP STATE, then what the state has. */
+static void
+put_where_text(const struct mq_msg_where *w, size_t n, FILE *f)
+{
+	char b[64];
+	for (size_t i = 0; i < n; i++, w++) {
+		fprintf(f, "%s/%s %s", w->topic, w->group,
+		    mq_msg_state_name(w->state));
+		if (w->state != MQ_MSG_ACKED)
+			fprintf(f, " attempts=%u", w->attempts);
+		if (w->state == MQ_MSG_INFLIGHT)
+			fprintf(f, " lease-deadline=%s",
+			    rfc3339(w->lease_deadline, b, sizeof b));
+		if (w->in && !strcmp(w->in, "delay"))
+			fprintf(f, " due=%s", rfc3339(w->due, b, sizeof b));
+		if (w->expires > 0)
+			fprintf(f, " expires=%s", rfc3339(w->expires, b,
+			    sizeof b));
+		if (w->state == MQ_MSG_EXPIRED)
+			fprintf(f, " in=%s", w->in);
+		if (w->reason) {
+			fprintf(f, " reason=%s", *w->reason ? w->reason : "-");
+			if (w->died > 0)
+				fprintf(f, " time=%s", rfc3339(w->died, b,
+				    sizeof b));
+			if (*w->detail)
+				fprintf(f, " detail=%s", w->detail);
+		}
+		fputc('\n', f);
+	}
+}
+
+static void
+put_where_json(const char *id, const struct mq_msg_where *w, size_t n,
+    FILE *f)
+{
+	json_t *groups = json_array();
+	for (size_t i = 0; i < n; i++, w++) {
+		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:s, s:o, s:I}",
+		    "topic", w->topic, "group", w->group,
+		    "partition", (json_int_t)w->partition,
+		    "seq", (json_int_t)w->seq,
+		    "state", mq_msg_state_name(w->state),
+		    "in", w->in ? json_string(w->in) : json_null(),
+		    "attempts", (json_int_t)w->attempts);
+		json_object_set_new(o, "lease_deadline",
+		    time_json(w->state == MQ_MSG_INFLIGHT ? w->lease_deadline :
+		    0));
+		json_object_set_new(o, "due", time_json(w->in &&
+		    !strcmp(w->in, "delay") ? w->due : 0));
+		json_object_set_new(o, "expires", time_json(w->expires));
+		json_object_set_new(o, "reason", w->reason ?
+		    json_string(w->reason) : json_null());
+		json_object_set_new(o, "detail", w->detail ?
+		    json_string(w->detail) : json_null());
+		json_object_set_new(o, "time", time_json(w->died));
+		json_array_append_new(groups, o);
+	}
+	json_t *o = json_pack("{s:s, s:o}", "id", id, "groups", groups);
+	if (!o || json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
+		errx(EX_SOFTWARE, "cannot write JSON");
+	fputc('\n', f);
+	json_decref(o);
+}
+
+static void
+message(mq_spool *sp, const char *topic, const char *id, enum format fmt)
+{
+	struct mq_msg_where *w;
+	size_t n;
+	if (mq_msg_locate(sp, topic, id, &w, &n) < 0)
+		fail();
+	if (fmt == JSON)
+		put_where_json(id, w, n, stdout);
+	else
+		put_where_text(w, n, stdout);
+	mq_msg_where_free(w, n);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -438,9 +543,10 @@ main(int argc, char *argv[])
 		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "warn", required_argument, NULL, OPT_WARN },
 		{ "crit", required_argument, NULL, OPT_CRIT },
+		{ "message", required_argument, NULL, OPT_MESSAGE },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *spool = NULL, *out = NULL;
+	const char *spool = NULL, *out = NULL, *id = NULL;
 	enum format fmt = TABLE;
 	double watch = 0;
 	struct mq_threshold *th = NULL;
@@ -456,6 +562,9 @@ main(int argc, char *argv[])
 	while ((c = getopt_long(argc, argv, "o:s:", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_CHECK:
+			break;
+		case OPT_MESSAGE:
+			id = optarg;
 			break;
 		case OPT_WARN:
 		case OPT_CRIT:
@@ -508,6 +617,10 @@ main(int argc, char *argv[])
 		die(EX_USAGE, "--check: no threshold (--warn or --crit)");
 	if (!check_mode && nth > 0)
 		die(EX_USAGE, "--warn and --crit go with --check");
+	if (id && (check_mode || fmt == PROMETHEUS || out || watch > 0 ||
+	    argc > 1))
+		die(EX_USAGE, "--message takes no --check, --prometheus, -o, "
+		    "--watch or GROUP");
 	const char *topic = argc > 0 ? argv[0] : NULL;
 	const char *group = argc > 1 ? argv[1] : NULL;
 	if ((topic && mq_name_check("topic", topic) < 0) ||
@@ -516,6 +629,13 @@ main(int argc, char *argv[])
 	mq_spool *sp = mq_spool_open(spool, 0);
 	if (!sp)
 		fail();
+	if (id) {
+		message(sp, topic, id, fmt);
+		mq_spool_close(sp);
+		if (fflush(stdout) == EOF || ferror(stdout))
+			err(EX_IOERR, "stdout");
+		return 0;
+	}
 	if (check_mode) {
 		int state = check(sp, topic, group, th, nth);
 		mq_spool_close(sp);

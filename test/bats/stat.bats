@@ -425,6 +425,126 @@ check_at() {
 	assert_one_line_error mq-stat
 }
 
+# states: one message M (ttl 1 h) in topic t, and a group in each state:
+# p pending, f in flight at its second delivery, d given back with a delay
+# of 1 h, x dead (max-attempts 1, a handler that fails), e dead because it
+# expired (claimed 2 h later), a acked.  Sets M, and LATER (2 h on).
+states() {
+	local g r
+	for g in p f d e a; do
+		mkgroup t "$g"
+	done
+	mkgroup t x --max-attempts 1
+	M=$(mq-pub --ttl 1h t m)
+	run -0 mq-sub -g a -n 1 t
+	r=$(mq-sub -g f --manual -n 1 -F '%r' t)
+	mq-ack -g f --nack t "$r"
+	mq-sub -g f --manual -n 1 -F '%r' t >/dev/null
+	r=$(mq-sub -g d --manual -n 1 -F '%r' t)
+	mq-ack -g d --nack --delay 1h t "$r"
+	run --separate-stderr mq-sub -g x --backoff 0 --exec 'echo no >&2; exit 4' t
+	assert_equal "$status" 75
+	LATER=$(($(date +%s) + 7200))
+	run -1 env MQ_NOW=$LATER mq-sub -g e -t 0 t
+	# Another message, so that M is not the only one.
+	mq-pub -q t other
+}
+
+rfc3339_re='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z'
+
+@test "--message: the state in each group, one line per group" {
+	states
+	run --separate-stderr mq-stat --message "$M"
+	assert_success
+	assert_equal "${#lines[@]}" 6
+	local r=$rfc3339_re
+	assert_line --index 0 't/a acked'
+	assert_line --index 1 --regexp "^t/d delayed attempts=1 due=$r expires=$r\$"
+	assert_line --index 2 --regexp "^t/e expired attempts=1 in=dlq reason=expired time=$r\$"
+	assert_line --index 3 --regexp "^t/f in-flight attempts=2 lease-deadline=$r\$"
+	assert_line --index 4 --regexp "^t/p pending attempts=0 expires=$r\$"
+	assert_line --index 5 --regexp "^t/x dead attempts=1 reason=max-attempts time=$r\$"
+	# The lease deadline is the one in the cur/ name.
+	local cur ms
+	cur=$(ls "$(group_dir t f)/cur")
+	ms=${cur##*,l}
+	ms=${ms%%,*}
+	assert_line --index 3 "t/f in-flight attempts=2 lease-deadline=$(date -u -d "@$((ms / 1000))" +%FT%T).$(printf %03d $((ms % 1000)))Z"
+	# Upper case and a TOPIC argument.
+	run --separate-stderr mq-stat --message "${M^^}" t
+	assert_success
+	assert_equal "${#lines[@]}" 6
+	# Past its Mq-Expires, a pending or delayed message is expired.
+	run --separate-stderr env MQ_NOW=$LATER mq-stat --message "$M" t
+	assert_success
+	assert_line --index 1 --regexp "^t/d expired attempts=1 due=$r expires=$r in=delay\$"
+	assert_line --index 3 --regexp "^t/f in-flight attempts=2 "
+	assert_line --index 4 --regexp "^t/p expired attempts=0 expires=$r in=new\$"
+}
+
+@test "--message --json: the same, with partition, seq and times" {
+	states
+	run --separate-stderr mq-stat --json --message "$M"
+	assert_success
+	run "$PY" - "$output" "$M" <<'PY'
+import json, sys
+o = json.loads(sys.argv[1])
+assert o["id"] == sys.argv[2], o
+g = {x["group"]: x for x in o["groups"]}
+assert sorted(g) == ["a", "d", "e", "f", "p", "x"], g
+for x in g.values():
+    assert x["topic"] == "t" and x["partition"] == 0 and x["seq"] == 0, x
+assert g["a"]["state"] == "acked" and g["a"]["in"] is None, g["a"]
+assert g["p"]["state"] == "pending" and g["p"]["in"] == "new", g["p"]
+assert g["p"]["expires"].endswith("Z"), g["p"]
+assert g["f"]["state"] == "in-flight" and g["f"]["attempts"] == 2, g["f"]
+assert g["f"]["lease_deadline"].endswith("Z"), g["f"]
+assert g["d"]["state"] == "delayed" and g["d"]["due"].endswith("Z"), g["d"]
+assert g["x"]["state"] == "dead" and g["x"]["reason"] == "max-attempts", g["x"]
+assert g["x"]["detail"] == "" and g["x"]["time"].endswith("Z"), g["x"]
+assert g["e"]["state"] == "expired" and g["e"]["in"] == "dlq", g["e"]
+assert g["e"]["reason"] == "expired", g["e"]
+PY
+	assert_success
+}
+
+@test "--message: found in the groups after retention removed the log name" {
+	mq-topic create --retention 60 t
+	mkgroup t g
+	mkgroup t h
+	local m
+	m=$(mq-pub t m)
+	run -0 mq-sub -g h -n 1 t
+	MQ_NOW=$(($(date +%s) + 3600)) mq-topic gc t
+	assert_equal "$(count_log t)" 0
+	run --separate-stderr mq-stat --message "$m"
+	assert_success
+	assert_output "t/g pending attempts=0
+t/h acked"
+}
+
+@test "--message: a missing id is 66, a bad one 64, one line" {
+	mkgroup t g
+	mq-pub -q t a
+	run --separate-stderr mq-stat --message 0123456789abcdef0123456789abcdef
+	assert_equal "$status" 66
+	assert_output ''
+	assert_one_line_error mq-stat
+	run --separate-stderr mq-stat --message 0123456789abcdef0123456789abcdef t
+	assert_equal "$status" 66
+	assert_one_line_error mq-stat
+	run --separate-stderr mq-stat --message nothex
+	assert_equal "$status" 64
+	assert_one_line_error mq-stat
+	run --separate-stderr mq-stat --message 0123456789abcdef0123456789abcdef nope
+	assert_equal "$status" 66
+	assert_one_line_error mq-stat
+	run --separate-stderr mq-stat --message 0123456789abcdef0123456789abcdef --prometheus
+	assert_equal "$status" 64
+	run --separate-stderr mq-stat --message 0123456789abcdef0123456789abcdef t g
+	assert_equal "$status" 64
+}
+
 @test "bash completion: options, topics, then the topic's groups" {
 	mkgroup t g
 	mkgroup u h
@@ -436,5 +556,6 @@ check_at() {
 	assert_equal "$(complete_words mq-stat --check --crit d | tr '\n' ' ')" "delayed dlq "
 	assert_equal "$(complete_words mq-stat --check --warn t/g:l)" t/g:lease-age
 	assert_equal "$(complete_words mq-stat --ch)" --check
+	assert_equal "$(complete_words mq-stat --mes)" --message
 	assert_equal "$(complete_words mq-stat --check --warn 'dlq>0' '')" "$(printf 't\nu')"
 }
