@@ -330,21 +330,38 @@ _mq_stat()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-o -s --watch"
+	_mq_parse "-o -s --watch --warn --crit --message"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
+		return ;;
+	--warn|--crit)
+		# A figure, after a scope "TOPIC:" or "TOPIC/GROUP:" if one
+		# is typed (then a group's); the operator and number are the
+		# user's.
+		local scope= f figs=
+		local -a all=(pending inflight delayed dlq age lease-age)
+		if [[ $cur == *:* ]]; then
+			scope=${cur%%:*}:
+		else
+			all+=(stale-tmp free-bytes free-inodes lag lag-seconds)
+		fi
+		for f in "${all[@]}"; do
+			figs+=$scope$f$'\n'
+		done
+		_mq_reply "$figs" "$cur"
+		compopt -o nospace 2>/dev/null
 		return ;;
 	-o)
 		local IFS=$'\n'
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
-	--watch)
+	--watch|--message)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-o\n-s\n--json\n--prometheus\n--watch\n--help' "$cur"
+		_mq_reply $'-o\n-s\n--json\n--prometheus\n--watch\n--check\n--warn\n--crit\n--message\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	elif ((${#_mq_args[@]} == 1)); then

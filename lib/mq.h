@@ -267,6 +267,94 @@ int mq_stat_read(mq_spool *, const char *topic, const char *group,
     struct mq_stat *);
 void mq_stat_free(struct mq_stat *);
 
+/* Thresholds (mq-stat --check): "[SCOPE:]FIGURE OP N", where SCOPE is
+ * TOPIC or TOPIC/GROUP (group figures only), OP one of > >= < <= =, N a
+ * number (ages: a duration, as mq_duration_parse; free-bytes: a size with
+ * K, M, G or T, powers of 1024).  A bad expression is EX_USAGE. */
+enum mq_figure {
+	MQ_FIG_PENDING, MQ_FIG_INFLIGHT, MQ_FIG_DELAYED, MQ_FIG_DLQ,
+	MQ_FIG_AGE, MQ_FIG_LEASE_AGE,                 /* per group */
+	MQ_FIG_STALE_TMP,                             /* the spool */
+	MQ_FIG_FREE_BYTES, MQ_FIG_FREE_INODES,        /* per file system */
+	MQ_FIG_LAG, MQ_FIG_LAG_SECONDS,               /* per peer */
+};
+enum mq_cmp { MQ_CMP_GT, MQ_CMP_GE, MQ_CMP_LT, MQ_CMP_LE, MQ_CMP_EQ };
+struct mq_threshold {
+	char topic[MQ_NAME_MAX + 1];     /* scope; "": every group */
+	char group[MQ_NAME_MAX + 1];     /* "": every group of topic */
+	enum mq_figure figure;
+	enum mq_cmp cmp;
+	double n;
+	int level;                       /* 1 warning, 2 critical */
+};
+int mq_threshold_parse(const char *s, int level, struct mq_threshold *out);
+const char *mq_figure_name(enum mq_figure);
+const char *mq_cmp_name(enum mq_cmp);
+/* The unit of a figure in Nagios performance data: "s", "B" or "". */
+const char *mq_figure_unit(enum mq_figure);
+/* Every figure a threshold applies to, once per object (group, file
+ * system, peer), in the order the thresholds first name them.  label is
+ * "TOPIC/GROUP FIGURE", "PATH FIGURE", "peer NAME FIGURE" or "stale-tmp";
+ * warn and crit are the first threshold of each level that applies (for
+ * the performance data), crossed the first of the worst level crossed.
+ * An age with nothing to measure is 0.  A scope that matches no group is
+ * EX_NOINPUT. */
+struct mq_check_value {
+	char *label;
+	enum mq_figure figure;
+	double value;
+	int state;                       /* 0 OK, 1 warning, 2 critical */
+	const struct mq_threshold *warn, *crit, *crossed;
+};
+struct mq_check {
+	int state;                       /* the worst of the values' */
+	struct mq_check_value *v;
+	size_t n;
+};
+int mq_stat_check(const struct mq_stat *, const struct mq_threshold *,
+    size_t n, struct mq_check *out);
+void mq_check_free(struct mq_check *);
+
+/* Where a message is (mq-stat --message ID): for each group of the topic
+ * that holds it, its state there.  The message is found by its id in the
+ * partitions' log/ (of one topic, or of every topic when topic is NULL);
+ * in a topic with a retention also in the groups' directories, since
+ * retention removes log names that groups still hold.  Entries come by
+ * topic, partition and group.  None found is EX_NOINPUT; an id that is
+ * not 32 hexadecimal digits is EX_USAGE.  Read without a lock: a message
+ * that moves meanwhile may be seen in neither place (then "acked"). */
+enum mq_msg_state {
+	MQ_MSG_PENDING,                  /* in new/ */
+	MQ_MSG_INFLIGHT,                 /* in cur/ */
+	MQ_MSG_DELAYED,                  /* in delay/ */
+	MQ_MSG_DEAD,                     /* in dlq/<group>/ */
+	/* Dead with the reason "expired", or pending or delayed past its
+	 * Mq-Expires (a consumer drops or dead-letters it when it claims
+	 * it); in, below, says which. */
+	MQ_MSG_EXPIRED,
+	MQ_MSG_ACKED,                    /* in none of the group's: settled,
+					    or never in its queue */
+};
+struct mq_msg_where {
+	char *topic, *group;
+	unsigned partition;
+	uint64_t seq;
+	enum mq_msg_state state;
+	const char *in;                  /* "new", "cur", "delay", "dlq", or
+					    NULL when acked (static) */
+	unsigned attempts;               /* deliveries so far */
+	double lease_deadline;           /* in flight */
+	double due;                      /* delayed */
+	double expires;                  /* its Mq-Expires; 0: none, or not
+					    read (in flight, dead, acked) */
+	char *reason, *detail;           /* dead: from its record; else NULL */
+	double died;                     /* dead: when; 0 if unknown */
+};
+const char *mq_msg_state_name(enum mq_msg_state);
+int mq_msg_locate(mq_spool *, const char *topic, const char *id,
+    struct mq_msg_where **out, size_t *n);
+void mq_msg_where_free(struct mq_msg_where *, size_t n);
+
 /* Messages */
 struct mq_header {
 	char *name;

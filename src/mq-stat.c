@@ -1,6 +1,7 @@
 /*
  * mq-stat: the figures of a spool, a topic or a group, as a table, JSON or
- * Prometheus text; see mq-stat(1).  The library (stat.c) reads them.
+ * Prometheus text, or checked against thresholds as a Nagios plugin; see
+ * mq-stat(1).  The library reads (stat.c) and checks (statcheck.c) them.
  */
 #include <err.h>
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <libgen.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +20,51 @@
 
 #include "tool.h"
 
-enum { OPT_JSON = 256, OPT_PROMETHEUS, OPT_WATCH, OPT_HELP };
+enum {
+	OPT_JSON = 256, OPT_PROMETHEUS, OPT_WATCH, OPT_HELP, OPT_CHECK,
+	OPT_WARN, OPT_CRIT, OPT_MESSAGE,
+};
 enum format { TABLE, JSON, PROMETHEUS };
+
+/* --check: every failure is "MQ UNKNOWN - why" on stdout and exit 3, as
+ * a Nagios plugin must. */
+enum { CHECK_OK, CHECK_WARNING, CHECK_CRITICAL, CHECK_UNKNOWN };
+static int check_mode;
+
+static void __attribute__((noreturn, format(printf, 2, 3)))
+die(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (!check_mode)
+		verrx(code, fmt, ap);
+	fputs("MQ UNKNOWN - ", stdout);
+	vprintf(fmt, ap);
+	putchar('\n');
+	fflush(stdout);
+	exit(CHECK_UNKNOWN);
+}
+
+static void __attribute__((noreturn))
+fail(void)
+{
+	die(mq_errcode(), "%s", mq_errmsg());
+}
 
 static void __attribute__((noreturn))
 usage(int code)
 {
+	if (code && check_mode)
+		die(code, "usage: %s --check [-s SPOOL] [--warn EXPR]... "
+		    "[--crit EXPR]... [TOPIC [GROUP]]", getprogname());
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] [--json | --prometheus] [-o FILE] "
 	    "[--watch SECONDS]\n"
-	    "               [TOPIC [GROUP]]\n", getprogname());
+	    "               [TOPIC [GROUP]]\n"
+	    "       %s --check [-s SPOOL] [--warn EXPR]... [--crit EXPR]... "
+	    "[TOPIC [GROUP]]\n"
+	    "       %s --message ID [-s SPOOL] [--json] [TOPIC]\n",
+	    getprogname(), getprogname(), getprogname());
 	exit(code);
 }
 
@@ -280,6 +317,221 @@ put_file(const struct mq_stat *st, enum format fmt, const char *path)
 	free(b);
 }
 
+/* A figure: to the millisecond, without trailing zeros, never with an
+ * exponent (performance data takes none). */
+static void
+put_num(FILE *f, double v)
+{
+	char b[64];
+	snprintf(b, sizeof b, "%.3f", v);
+	char *e = b + strlen(b);
+	while (e[-1] == '0')
+		*--e = 0;
+	if (e[-1] == '.')
+		e[-1] = 0;
+	fputs(strcmp(b, "-0") ? b : "0", f);
+}
+
+/* A threshold as a Nagios range: the alert is raised for values outside
+ * start:end, or inside with '@' ("~" is minus infinity).  Figures are
+ * never negative, so "N" stands for > N. */
+static void
+put_range(FILE *f, const struct mq_threshold *t)
+{
+	if (!t)
+		return;
+	const char *pre[] = { [MQ_CMP_GT] = "", [MQ_CMP_GE] = "@",
+	    [MQ_CMP_LT] = "", [MQ_CMP_LE] = "@~:", [MQ_CMP_EQ] = "@" };
+	fputs(pre[t->cmp], f);
+	put_num(f, t->n);
+	if (t->cmp == MQ_CMP_GE || t->cmp == MQ_CMP_LT)
+		fputc(':', f);
+	else if (t->cmp == MQ_CMP_EQ) {
+		fputc(':', f);
+		put_num(f, t->n);
+	}
+}
+
+/* "orders/billing dlq=3 (>0)" for each value at state. */
+static void
+put_crossed(const struct mq_check *c, int state, FILE *f)
+{
+	int first = 1;
+	for (size_t i = 0; i < c->n; i++) {
+		const struct mq_check_value *v = &c->v[i];
+		if (v->state != state)
+			continue;
+		const char *u = mq_figure_unit(v->figure);
+		fprintf(f, "%s%s=", first ? "" : ", ", v->label);
+		put_num(f, v->value);
+		fprintf(f, "%s (%s", u, mq_cmp_name(v->crossed->cmp));
+		put_num(f, v->crossed->n);
+		fprintf(f, "%s)", u);
+		first = 0;
+	}
+}
+
+static int
+put_check(const struct mq_check *c, FILE *f)
+{
+	static const char *const names[] = { "OK", "WARNING", "CRITICAL" };
+	fprintf(f, "MQ %s - ", names[c->state]);
+	if (c->state == CHECK_OK)
+		fprintf(f, "%zu figure%s within thresholds", c->n,
+		    c->n == 1 ? "" : "s");
+	else
+		put_crossed(c, c->state, f);
+	if (c->state == CHECK_CRITICAL && c->n > 0) {
+		size_t w = 0;
+		for (size_t i = 0; i < c->n; i++)
+			w += c->v[i].state == CHECK_WARNING;
+		if (w) {
+			fputs("; WARNING: ", f);
+			put_crossed(c, CHECK_WARNING, f);
+		}
+	}
+	/* Performance data: 'label'=value[UOM];warn;crit;min (a quote in
+	 * a label doubled). */
+	for (size_t i = 0; i < c->n; i++) {
+		const struct mq_check_value *v = &c->v[i];
+		fputs(i == 0 ? " | '" : " '", f);
+		for (const char *p = v->label; *p; p++) {
+			if (*p == '\'')
+				fputc('\'', f);
+			fputc(*p, f);
+		}
+		fputs("'=", f);
+		put_num(f, v->value);
+		fprintf(f, "%s;", mq_figure_unit(v->figure));
+		put_range(f, v->warn);
+		fputc(';', f);
+		put_range(f, v->crit);
+		fputs(";0", f);
+	}
+	fputc('\n', f);
+	return c->state;
+}
+
+static int
+check(mq_spool *sp, const char *topic, const char *group,
+    const struct mq_threshold *th, size_t nth)
+{
+	struct mq_stat st;
+	struct mq_check c;
+	if (mq_stat_read(sp, topic, group, &st) < 0 ||
+	    mq_stat_check(&st, th, nth, &c) < 0)
+		fail();
+	int state = put_check(&c, stdout);
+	mq_check_free(&c);
+	mq_stat_free(&st);
+	if (fflush(stdout) == EOF || ferror(stdout))
+		exit(CHECK_UNKNOWN);
+	return state;
+}
+
+/* A time as RFC 3339 in UTC, to the millisecond. */
+static const char *
+rfc3339(double t, char *buf, size_t len)
+{
+	time_t sec = (time_t)t;
+	int ms = (int)((t - (double)sec) * 1000 + 0.5);
+	if (ms > 999) {
+		sec++;
+		ms -= 1000;
+	}
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%03dZ", ms);
+	return buf;
+}
+
+static json_t *
+time_json(double t)
+{
+	char b[64];
+	return t > 0 ? json_string(rfc3339(t, b, sizeof b)) : json_null();
+}
+
+/* One line per group: TOPIC/GROUP STATE, then what the state has. */
+static void
+put_where_text(const struct mq_msg_where *w, size_t n, FILE *f)
+{
+	char b[64];
+	for (size_t i = 0; i < n; i++, w++) {
+		fprintf(f, "%s/%s %s", w->topic, w->group,
+		    mq_msg_state_name(w->state));
+		if (w->state != MQ_MSG_ACKED)
+			fprintf(f, " attempts=%u", w->attempts);
+		if (w->state == MQ_MSG_INFLIGHT)
+			fprintf(f, " lease-deadline=%s",
+			    rfc3339(w->lease_deadline, b, sizeof b));
+		if (w->in && !strcmp(w->in, "delay"))
+			fprintf(f, " due=%s", rfc3339(w->due, b, sizeof b));
+		if (w->expires > 0)
+			fprintf(f, " expires=%s", rfc3339(w->expires, b,
+			    sizeof b));
+		if (w->state == MQ_MSG_EXPIRED)
+			fprintf(f, " in=%s", w->in);
+		if (w->reason) {
+			fprintf(f, " reason=%s", *w->reason ? w->reason : "-");
+			if (w->died > 0)
+				fprintf(f, " time=%s", rfc3339(w->died, b,
+				    sizeof b));
+			if (*w->detail)
+				fprintf(f, " detail=%s", w->detail);
+		}
+		fputc('\n', f);
+	}
+}
+
+static void
+put_where_json(const char *id, const struct mq_msg_where *w, size_t n,
+    FILE *f)
+{
+	json_t *groups = json_array();
+	for (size_t i = 0; i < n; i++, w++) {
+		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:s, s:o, s:I}",
+		    "topic", w->topic, "group", w->group,
+		    "partition", (json_int_t)w->partition,
+		    "seq", (json_int_t)w->seq,
+		    "state", mq_msg_state_name(w->state),
+		    "in", w->in ? json_string(w->in) : json_null(),
+		    "attempts", (json_int_t)w->attempts);
+		json_object_set_new(o, "lease_deadline",
+		    time_json(w->state == MQ_MSG_INFLIGHT ? w->lease_deadline :
+		    0));
+		json_object_set_new(o, "due", time_json(w->in &&
+		    !strcmp(w->in, "delay") ? w->due : 0));
+		json_object_set_new(o, "expires", time_json(w->expires));
+		json_object_set_new(o, "reason", w->reason ?
+		    json_string(w->reason) : json_null());
+		json_object_set_new(o, "detail", w->detail ?
+		    json_string(w->detail) : json_null());
+		json_object_set_new(o, "time", time_json(w->died));
+		json_array_append_new(groups, o);
+	}
+	json_t *o = json_pack("{s:s, s:o}", "id", id, "groups", groups);
+	if (!o || json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
+		errx(EX_SOFTWARE, "cannot write JSON");
+	fputc('\n', f);
+	json_decref(o);
+}
+
+static void
+message(mq_spool *sp, const char *topic, const char *id, enum format fmt)
+{
+	struct mq_msg_where *w;
+	size_t n;
+	if (mq_msg_locate(sp, topic, id, &w, &n) < 0)
+		fail();
+	if (fmt == JSON)
+		put_where_json(id, w, n, stdout);
+	else
+		put_where_text(w, n, stdout);
+	mq_msg_where_free(w, n);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -288,14 +540,40 @@ main(int argc, char *argv[])
 		{ "prometheus", no_argument, NULL, OPT_PROMETHEUS },
 		{ "watch", required_argument, NULL, OPT_WATCH },
 		{ "help", no_argument, NULL, OPT_HELP },
+		{ "check", no_argument, NULL, OPT_CHECK },
+		{ "warn", required_argument, NULL, OPT_WARN },
+		{ "crit", required_argument, NULL, OPT_CRIT },
+		{ "message", required_argument, NULL, OPT_MESSAGE },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *spool = NULL, *out = NULL;
+	const char *spool = NULL, *out = NULL, *id = NULL;
 	enum format fmt = TABLE;
 	double watch = 0;
+	struct mq_threshold *th = NULL;
+	size_t nth = 0;
 	int c;
+	/* Known before any other option is looked at, so that every error
+	 * is reported the plugin's way. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--check"))
+			check_mode = 1;
+	if (check_mode)
+		opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:s:", longopts, NULL)) != -1) {
 		switch (c) {
+		case OPT_CHECK:
+			break;
+		case OPT_MESSAGE:
+			id = optarg;
+			break;
+		case OPT_WARN:
+		case OPT_CRIT:
+			if (!(th = reallocarray(th, nth + 1, sizeof *th)))
+				die(EX_OSERR, "malloc: %s", strerror(errno));
+			if (mq_threshold_parse(optarg, c == OPT_WARN ? 1 : 2,
+			    &th[nth++]) < 0)
+				fail();
+			break;
 		case 'o':
 			out = optarg;
 			break;
@@ -305,19 +583,26 @@ main(int argc, char *argv[])
 		case OPT_JSON:
 		case OPT_PROMETHEUS:
 			if (fmt != TABLE)
-				errx(EX_USAGE, "--json and --prometheus "
+				die(EX_USAGE, "--json and --prometheus "
 				    "exclude each other");
 			fmt = c == OPT_JSON ? JSON : PROMETHEUS;
 			break;
 		case OPT_WATCH:
-			watch = tool_duration("--watch", optarg);
+			if (mq_duration_parse(optarg, &watch) < 0)
+				die(EX_USAGE, "--watch: %s", mq_errmsg());
 			if (watch <= 0)
-				errx(EX_USAGE, "--watch: expected more than "
+				die(EX_USAGE, "--watch: expected more than "
 				    "0 seconds, not '%s'", optarg);
 			break;
 		case OPT_HELP:
 			usage(0);
 		default:
+			if (check_mode && optopt > 0 && optopt < 128)
+				die(EX_USAGE, "bad option -%c, or no argument",
+				    optopt);
+			if (check_mode)
+				die(EX_USAGE, "bad option %s, or no argument",
+				    argv[optind - 1]);
 			usage(EX_USAGE);
 		}
 	}
@@ -325,18 +610,43 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (argc > 2)
 		usage(EX_USAGE);
+	if (check_mode && (fmt != TABLE || out || watch > 0))
+		die(EX_USAGE, "--check takes no --json, --prometheus, -o or "
+		    "--watch");
+	if (check_mode && nth == 0)
+		die(EX_USAGE, "--check: no threshold (--warn or --crit)");
+	if (!check_mode && nth > 0)
+		die(EX_USAGE, "--warn and --crit go with --check");
+	if (id && (check_mode || fmt == PROMETHEUS || out || watch > 0 ||
+	    argc > 1))
+		die(EX_USAGE, "--message takes no --check, --prometheus, -o, "
+		    "--watch or GROUP");
 	const char *topic = argc > 0 ? argv[0] : NULL;
 	const char *group = argc > 1 ? argv[1] : NULL;
-	if (topic)
-		tool_name("topic", topic);
-	if (group)
-		tool_name("group", group);
-	mq_spool *sp = tool_spool(spool, 0);
+	if ((topic && mq_name_check("topic", topic) < 0) ||
+	    (group && mq_name_check("group", group) < 0))
+		fail();
+	mq_spool *sp = mq_spool_open(spool, 0);
+	if (!sp)
+		fail();
+	if (id) {
+		message(sp, topic, id, fmt);
+		mq_spool_close(sp);
+		if (fflush(stdout) == EOF || ferror(stdout))
+			err(EX_IOERR, "stdout");
+		return 0;
+	}
+	if (check_mode) {
+		int state = check(sp, topic, group, th, nth);
+		mq_spool_close(sp);
+		free(th);
+		return state;
+	}
 	int clear = watch > 0 && !out && fmt == TABLE && isatty(STDOUT_FILENO);
 	for (;;) {
 		struct mq_stat st;
 		if (mq_stat_read(sp, topic, group, &st) < 0)
-			tool_fail();
+			fail();
 		if (out) {
 			put_file(&st, fmt, out);
 		} else {

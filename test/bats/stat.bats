@@ -289,6 +289,262 @@ PY
 	assert_usage_output mq-stat
 }
 
+# --check: a Nagios/Icinga plugin.  The known spool at T0 + 40: g has 2
+# pending (the oldest 1040 s old), 1 in flight (for 40 s), 1 delayed and 1
+# dead; h has 3 pending, 1 delayed, nothing in flight.
+check_at() {
+	run --separate-stderr env MQ_NOW="$(echo "$T0 + 40" | bc)" \
+	    mq-stat --check "$@"
+}
+
+@test "--check OK: exit 0, one status line with performance data" {
+	known
+	check_at --warn 'pending>5' --crit 'dlq>1' --crit 't/g:age>1h'
+	assert_equal "$status" 0
+	assert_equal "$stderr" ''
+	assert_equal "${#lines[@]}" 1
+	assert_output "MQ OK - 5 figures within thresholds | 't/g pending'=2;5;;0 't/h pending'=3;5;;0 't/g dlq'=1;;1;0 't/h dlq'=0;;1;0 't/g age'=1040s;;3600;0"
+}
+
+@test "--check WARNING: exit 1, what crossed and the threshold" {
+	known
+	check_at --warn 'pending>2' --crit 'dlq>1'
+	assert_equal "$status" 1
+	assert_output "MQ WARNING - t/h pending=3 (>2) | 't/g pending'=2;2;;0 't/h pending'=3;2;;0 't/g dlq'=1;;1;0 't/h dlq'=0;;1;0"
+	# Ages in seconds, with a duration: lease-age 40 s >= 30 s; nothing
+	# in flight is 0.
+	check_at --warn 'lease-age>=30s' t
+	assert_equal "$status" 1
+	assert_output --regexp "^MQ WARNING - t/g lease-age=40(\\.00[0-9])?s \\(>=30s\\) \\| 't/g lease-age'=40(\\.00[0-9])?s;@30:;;0 't/h lease-age'=0s;@30:;;0\$"
+}
+
+@test "--check CRITICAL: exit 2, the critical first, then the warnings" {
+	known
+	check_at --crit 'dlq>0' --crit 't/g:age>15m' --warn 'pending>=3' \
+	    --warn 't/h:delayed=1' --warn 'inflight<=0'
+	assert_equal "$status" 2
+	assert_output "MQ CRITICAL - t/g dlq=1 (>0), t/g age=1040s (>900s); WARNING: t/h pending=3 (>=3), t/h delayed=1 (=1), t/h inflight=0 (<=0) | 't/g dlq'=1;;0;0 't/h dlq'=0;;0;0 't/g age'=1040s;;900;0 't/g pending'=2;@3:;;0 't/h pending'=3;@3:;;0 't/h delayed'=1;@1:1;;0 't/g inflight'=1;@~:0;;0 't/h inflight'=0;@~:0;;0"
+	# A figure over both thresholds is critical, once.
+	check_at --warn 't/g:pending>0' --crit 't/g:pending>1'
+	assert_equal "$status" 2
+	assert_output "MQ CRITICAL - t/g pending=2 (>1) | 't/g pending'=2;0;1;0"
+}
+
+@test "--check: scopes, a topic and a group, and the TOPIC GROUP arguments" {
+	known
+	mkgroup u x
+	mq-pub -q u m1 m2 m3 m4
+	# Unscoped: every group of every topic.
+	check_at --warn 'pending>3'
+	assert_equal "$status" 1
+	assert_output --partial "MQ WARNING - u/x pending=4 (>3) | "
+	# Scoped to topic t: u's groups are not checked.
+	check_at --warn 't:pending>3'
+	assert_equal "$status" 0
+	assert_output "MQ OK - 2 figures within thresholds | 't/g pending'=2;3;;0 't/h pending'=3;3;;0"
+	# Scoped to a group.
+	check_at --crit 't/h:pending>2'
+	assert_equal "$status" 2
+	assert_output "MQ CRITICAL - t/h pending=3 (>2) | 't/h pending'=3;;2;0"
+	# The arguments restrict what is read, as in the other modes.
+	check_at --warn 'pending>3' t g
+	assert_equal "$status" 0
+	assert_output "MQ OK - 1 figure within thresholds | 't/g pending'=2;3;;0"
+	# A scope outside them, or naming no group, is unknown, not OK.
+	check_at --warn 'u:pending>3' t
+	assert_equal "$status" 3
+	assert_output 'MQ UNKNOWN - no group u to check'
+	check_at --warn 't/nope:pending>3'
+	assert_equal "$status" 3
+	assert_output 'MQ UNKNOWN - no group t/nope to check'
+}
+
+@test "--check: spool figures, per file system and for the spool" {
+	known
+	check_at --warn 'free-bytes<1K' --warn 'free-inodes<=0' --crit 'stale-tmp>0'
+	assert_equal "$status" 0
+	assert_output --regexp "^MQ OK - 3 figures within thresholds \\| '$MQ_SPOOL free-bytes'=[0-9]+B;1024:;;0 '$MQ_SPOOL free-inodes'=[0-9]+;@~:0;;0 'stale-tmp'=0;;0;0\$"
+	check_at --crit 'free-bytes<1000T'
+	assert_equal "$status" 2
+	assert_output --regexp "^MQ CRITICAL - $MQ_SPOOL free-bytes=[0-9]+B \\(<1099511627776000B\\) \\| "
+	# No peers: nothing to check for lag.
+	check_at --crit 'lag>0' --crit 'lag-seconds>0'
+	assert_equal "$status" 0
+	assert_output 'MQ OK - 0 figures within thresholds'
+}
+
+@test "--check: replication lag per peer" {
+	A=$TD/a B=$TD/b
+	export MQ_SPOOL=$A
+	mq-group create t g
+	seq 1 10 | mq-pub -l t >/dev/null
+	run -0 mq-replicate -s "$A" push --rsh env --remote-spool "$B"
+	seq 1 5 | mq-pub -l t >/dev/null
+	run --separate-stderr mq-stat --check --warn 'lag>4' --crit 'lag>10'
+	assert_equal "$status" 1
+	assert_output --regexp "^MQ WARNING - peer [^ ]+ lag=5 \\(>4\\) \\| 'peer [^ ]+ lag'=5;4;10;0\$"
+}
+
+@test "--check UNKNOWN: exit 3 and one line for every failure" {
+	mkgroup t g
+	# A missing spool.
+	run --separate-stderr mq-stat -s "$TD/missing" --check --crit 'dlq>0'
+	assert_equal "$status" 3
+	assert_output "MQ UNKNOWN - spool $TD/missing: No such file or directory"
+	assert_equal "$stderr" ''
+	# Bad expressions.
+	local e
+	for e in 'dlq' 'dlq>' 'dlq>x' 'nope>1' 'age>5y' 'pending>1K' \
+	    'bad/na/me:dlq>0' 't:free-bytes<1' 'dlq=>1' 'free-bytes<1Q'; do
+		run --separate-stderr mq-stat --check --crit "$e"
+		assert_equal "$status" 3
+		assert_equal "${#lines[@]}" 1
+		assert_output --regexp '^MQ UNKNOWN - '
+		assert_equal "$stderr" ''
+	done
+	run --separate-stderr mq-stat --check --crit 'nope>1'
+	assert_output --partial "MQ UNKNOWN - bad threshold 'nope>1': unknown figure 'nope'"
+	# No threshold, a bad option, a missing topic, other modes.
+	run --separate-stderr mq-stat --check
+	assert_equal "$status" 3
+	assert_output 'MQ UNKNOWN - --check: no threshold (--warn or --crit)'
+	run --separate-stderr mq-stat --crit 'dlq>0' --bogus --check
+	assert_equal "$status" 3
+	assert_output 'MQ UNKNOWN - bad option --bogus, or no argument'
+	run --separate-stderr mq-stat --check --crit 'dlq>0' nope
+	assert_equal "$status" 3
+	assert_output --regexp '^MQ UNKNOWN - .*nope'
+	run --separate-stderr mq-stat --check --crit 'dlq>0' --json
+	assert_equal "$status" 3
+	run --separate-stderr mq-stat --check --crit 'dlq>0' t g extra
+	assert_equal "$status" 3
+	assert_output --regexp '^MQ UNKNOWN - usage: '
+	# Outside --check the usual statuses hold.
+	run --separate-stderr mq-stat --crit 'dlq>0'
+	assert_equal "$status" 64
+	assert_one_line_error mq-stat
+}
+
+# states: one message M (ttl 1 h) in topic t, and a group in each state:
+# p pending, f in flight at its second delivery, d given back with a delay
+# of 1 h, x dead (max-attempts 1, a handler that fails), e dead because it
+# expired (claimed 2 h later), a acked.  Sets M, and LATER (2 h on).
+states() {
+	local g r
+	for g in p f d e a; do
+		mkgroup t "$g"
+	done
+	mkgroup t x --max-attempts 1
+	M=$(mq-pub --ttl 1h t m)
+	run -0 mq-sub -g a -n 1 t
+	r=$(mq-sub -g f --manual -n 1 -F '%r' t)
+	mq-ack -g f --nack t "$r"
+	mq-sub -g f --manual -n 1 -F '%r' t >/dev/null
+	r=$(mq-sub -g d --manual -n 1 -F '%r' t)
+	mq-ack -g d --nack --delay 1h t "$r"
+	run --separate-stderr mq-sub -g x --backoff 0 --exec 'echo no >&2; exit 4' t
+	assert_equal "$status" 75
+	LATER=$(($(date +%s) + 7200))
+	run -1 env MQ_NOW=$LATER mq-sub -g e -t 0 t
+	# Another message, so that M is not the only one.
+	mq-pub -q t other
+}
+
+rfc3339_re='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z'
+
+@test "--message: the state in each group, one line per group" {
+	states
+	run --separate-stderr mq-stat --message "$M"
+	assert_success
+	assert_equal "${#lines[@]}" 6
+	local r=$rfc3339_re
+	assert_line --index 0 't/a acked'
+	assert_line --index 1 --regexp "^t/d delayed attempts=1 due=$r expires=$r\$"
+	assert_line --index 2 --regexp "^t/e expired attempts=1 in=dlq reason=expired time=$r\$"
+	assert_line --index 3 --regexp "^t/f in-flight attempts=2 lease-deadline=$r\$"
+	assert_line --index 4 --regexp "^t/p pending attempts=0 expires=$r\$"
+	assert_line --index 5 --regexp "^t/x dead attempts=1 reason=max-attempts time=$r\$"
+	# The lease deadline is the one in the cur/ name.
+	local cur ms
+	cur=$(ls "$(group_dir t f)/cur")
+	ms=${cur##*,l}
+	ms=${ms%%,*}
+	assert_line --index 3 "t/f in-flight attempts=2 lease-deadline=$(date -u -d "@$((ms / 1000))" +%FT%T).$(printf %03d $((ms % 1000)))Z"
+	# Upper case and a TOPIC argument.
+	run --separate-stderr mq-stat --message "${M^^}" t
+	assert_success
+	assert_equal "${#lines[@]}" 6
+	# Past its Mq-Expires, a pending or delayed message is expired.
+	run --separate-stderr env MQ_NOW=$LATER mq-stat --message "$M" t
+	assert_success
+	assert_line --index 1 --regexp "^t/d expired attempts=1 due=$r expires=$r in=delay\$"
+	assert_line --index 3 --regexp "^t/f in-flight attempts=2 "
+	assert_line --index 4 --regexp "^t/p expired attempts=0 expires=$r in=new\$"
+}
+
+@test "--message --json: the same, with partition, seq and times" {
+	states
+	run --separate-stderr mq-stat --json --message "$M"
+	assert_success
+	run "$PY" - "$output" "$M" <<'PY'
+import json, sys
+o = json.loads(sys.argv[1])
+assert o["id"] == sys.argv[2], o
+g = {x["group"]: x for x in o["groups"]}
+assert sorted(g) == ["a", "d", "e", "f", "p", "x"], g
+for x in g.values():
+    assert x["topic"] == "t" and x["partition"] == 0 and x["seq"] == 0, x
+assert g["a"]["state"] == "acked" and g["a"]["in"] is None, g["a"]
+assert g["p"]["state"] == "pending" and g["p"]["in"] == "new", g["p"]
+assert g["p"]["expires"].endswith("Z"), g["p"]
+assert g["f"]["state"] == "in-flight" and g["f"]["attempts"] == 2, g["f"]
+assert g["f"]["lease_deadline"].endswith("Z"), g["f"]
+assert g["d"]["state"] == "delayed" and g["d"]["due"].endswith("Z"), g["d"]
+assert g["x"]["state"] == "dead" and g["x"]["reason"] == "max-attempts", g["x"]
+assert g["x"]["detail"] == "" and g["x"]["time"].endswith("Z"), g["x"]
+assert g["e"]["state"] == "expired" and g["e"]["in"] == "dlq", g["e"]
+assert g["e"]["reason"] == "expired", g["e"]
+PY
+	assert_success
+}
+
+@test "--message: found in the groups after retention removed the log name" {
+	mq-topic create --retention 60 t
+	mkgroup t g
+	mkgroup t h
+	local m
+	m=$(mq-pub t m)
+	run -0 mq-sub -g h -n 1 t
+	MQ_NOW=$(($(date +%s) + 3600)) mq-topic gc t
+	assert_equal "$(count_log t)" 0
+	run --separate-stderr mq-stat --message "$m"
+	assert_success
+	assert_output "t/g pending attempts=0
+t/h acked"
+}
+
+@test "--message: a missing id is 66, a bad one 64, one line" {
+	mkgroup t g
+	mq-pub -q t a
+	run --separate-stderr mq-stat --message 0123456789abcdef0123456789abcdef
+	assert_equal "$status" 66
+	assert_output ''
+	assert_one_line_error mq-stat
+	run --separate-stderr mq-stat --message 0123456789abcdef0123456789abcdef t
+	assert_equal "$status" 66
+	assert_one_line_error mq-stat
+	run --separate-stderr mq-stat --message nothex
+	assert_equal "$status" 64
+	assert_one_line_error mq-stat
+	run --separate-stderr mq-stat --message 0123456789abcdef0123456789abcdef nope
+	assert_equal "$status" 66
+	assert_one_line_error mq-stat
+	run --separate-stderr mq-stat --message 0123456789abcdef0123456789abcdef --prometheus
+	assert_equal "$status" 64
+	run --separate-stderr mq-stat --message 0123456789abcdef0123456789abcdef t g
+	assert_equal "$status" 64
+}
+
 @test "bash completion: options, topics, then the topic's groups" {
 	mkgroup t g
 	mkgroup u h
@@ -297,4 +553,9 @@ PY
 	assert_equal "$(complete_words mq-stat --json '' | tr '\n' ' ')" "t u "
 	assert_equal "$(complete_words mq-stat --watch 2 t '')" g
 	assert_equal "$(complete_words mq-stat -s "$MQ_SPOOL" u '')" h
+	assert_equal "$(complete_words mq-stat --check --crit d | tr '\n' ' ')" "delayed dlq "
+	assert_equal "$(complete_words mq-stat --check --warn t/g:l)" t/g:lease-age
+	assert_equal "$(complete_words mq-stat --ch)" --check
+	assert_equal "$(complete_words mq-stat --mes)" --message
+	assert_equal "$(complete_words mq-stat --check --warn 'dlq>0' '')" "$(printf 't\nu')"
 }
