@@ -332,13 +332,13 @@ mq_msg_locate(mq_spool *sp, const char *topic, const char *id,
 	char b[64], lid[MQ_ID_LEN + 1];
 	*out = NULL;
 	*n = 0;
-	size_t len = strlen(id);
-	for (size_t i = 0; i < len && i < MQ_ID_LEN; i++)
+	size_t len = strlen(id), m = len < MQ_ID_LEN ? len : MQ_ID_LEN;
+	for (size_t i = 0; i < m; i++)
 		lid[i] = (char)tolower((unsigned char)id[i]);
+	lid[m] = 0;
 	if (len != MQ_ID_LEN || strspn(lid, "0123456789abcdef") < MQ_ID_LEN)
 		return mq_err(EX_USAGE, "invalid message id '%s': expected %d "
 		    "hexadecimal digits", mq_shown(id, b, sizeof b), MQ_ID_LEN);
-	lid[MQ_ID_LEN] = 0;
 	int rc = 0;
 	if (topic) {
 		rc = mq_name_check("topic", topic) < 0 ? -1 :
