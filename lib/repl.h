@@ -44,6 +44,12 @@ int repl_seen_load(mq_spool *, struct repl_seen *, uint64_t *covered);
 int repl_seen_save(mq_spool *, const struct repl_seen *);
 
 bool repl_is_id(const char *s, size_t len);
+/* XXH3-128 of data as 32 lowercase hexadecimal digits, high half first:
+ * how messages are named in frames. */
+void repl_hash_hex(const void *data, size_t len, char out[33]);
+/* Walks a record's list of groups ("a,b,c", or "-" for none): the next
+ * one at *g, its length in *len; false at the end. */
+bool repl_next_group(const char **g, const char **name, size_t *len);
 int repl_spool_id(mq_spool *, char id[MQ_ID_LEN + 1]);
 int repl_dir(mq_spool *, const char *sub);      /* made when missing */
 

@@ -73,7 +73,6 @@ struct receiver {
 	int wrote;                      /* files to make durable */
 	struct staged *sv;
 	size_t ns, scap;
-	int lockfd;                     /* replicate/lock-recv */
 	int made_up;                    /* a batch of --compare */
 	uint64_t records, messages, quarantined;
 	char line[MQ_JLINE_MAX + MQ_ID_LEN + 32];
@@ -413,38 +412,23 @@ apply_publish(struct receiver *r, struct rtopic *rt, unsigned k,
 	if (repl_key_seq(key, &seq) < 0)
 		return mq_err(EX_PROTOCOL, "peer: bad message name %s", key);
 	double due = deliver_at(data, len);
-	struct rgroup *gv[256];
-	size_t ng = 0;
 	/* The groups it went to at the origin that exist here. */
-	struct rgroup **gp = gv;
-	size_t cap = sizeof gv / sizeof *gv;
-	for (const char *g = groups; *g && strcmp(g, "-"); ) {
-		size_t n = strcspn(g, ",");
-		struct rgroup *rg = group_of(rt, k, p, g, n);
-		if (!rg && mq_errcode() != EX_NOINPUT) {
-			if (gp != gv)
-				free(gp);
-			return -1;
-		}
-		if (rg) {
-			if (ng == cap) {
-				struct rgroup **v = malloc(2 * cap * sizeof *v);
-				if (!v) {
-					if (gp != gv)
-						free(gp);
-					return mq_err_sys("malloc");
-				}
-				memcpy(v, gp, ng * sizeof *v);
-				if (gp != gv)
-					free(gp);
-				gp = v;
-				cap *= 2;
-			}
-			gp[ng++] = rg;
-		}
-		g += n + (g[n] == ',');
-	}
+	struct rgroup **gp = NULL;
+	size_t ng = 0;
+	const char *g = groups, *name;
+	size_t n;
 	int rc = 0;
+	while (rc == 0 && repl_next_group(&g, &name, &n)) {
+		struct rgroup *rg = group_of(rt, k, p, name, n), **v;
+		if (!rg)
+			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
+		else if (!(v = reallocarray(gp, ng + 1, sizeof *v)))
+			rc = mq_err_sys("malloc");
+		else
+			(gp = v)[ng++] = rg;
+	}
+	if (rc < 0)
+		goto out;
 	int have = faccessat(p->logfd, key, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	if (len == 0) {
 		/* A relay's record without its message (every message file
@@ -486,8 +470,7 @@ apply_publish(struct receiver *r, struct rtopic *rt, unsigned k,
 	for (size_t i = 0; rc == 0 && i < ng; i++)
 		rc = stage(r, gp[i], key, due);
 out:
-	if (gp != gv)
-		free(gp);
+	free(gp);
 	if (rc == 0 && len)
 		r->messages++;
 	return rc;
@@ -904,11 +887,8 @@ apply_batch(struct receiver *r, char *buf, size_t len, uint64_t *end,
 		char *line = p, *data = p + ll;
 		p += ll + dlen + wlen;
 		if (dlen + wlen) {
-			XXH128_hash_t h = XXH3_128bits(data, dlen + wlen);
 			char want[33];
-			snprintf(want, sizeof want, "%016llx%016llx",
-			    (unsigned long long)h.high64,
-			    (unsigned long long)h.low64);
+			repl_hash_hex(data, dlen + wlen, want);
 			if (strcmp(want, hash) && r->made_up) {
 				finish(r);
 				return mq_err(EX_PROTOCOL, "peer: a message "
@@ -983,11 +963,8 @@ answer_have(struct receiver *r, const char *f, size_t len)
 		size_t blen;
 		int want = !mq_is_key(key);
 		if (!want && mq_read_at(lfd, key, MQ_FRAME_MAX, &buf, &blen) == 0) {
-			XXH128_hash_t h = XXH3_128bits(buf, blen);
 			char mine[33];
-			snprintf(mine, sizeof mine, "%016llx%016llx",
-			    (unsigned long long)h.high64,
-			    (unsigned long long)h.low64);
+			repl_hash_hex(buf, blen, mine);
 			want = strcmp(mine, hash) != 0;
 			free(buf);
 		} else if (!want) {
@@ -1044,9 +1021,10 @@ finish_cut(struct receiver *r, uint64_t covered)
 			due = deliver_at(buf, len);
 			free(buf);
 		}
-		for (const char *g = groups; rc == 0 && *g && strcmp(g, "-"); ) {
-			size_t gl = strcspn(g, ",");
-			struct rgroup *rg = group_of(rt, k, &rt->pv[k], g, gl);
+		const char *g = groups, *name;
+		size_t gl;
+		while (rc == 0 && repl_next_group(&g, &name, &gl)) {
+			struct rgroup *rg = group_of(rt, k, &rt->pv[k], name, gl);
 			if (!rg && mq_errcode() != EX_NOINPUT)
 				rc = -1;
 			if (rg && faccessat(rg->tmpfd, kbuf, F_OK,
@@ -1058,7 +1036,6 @@ finish_cut(struct receiver *r, uint64_t covered)
 					rc = mq_err_sys("sync");
 				n++;
 			}
-			g += gl + (g[gl] == ',');
 		}
 	}
 	if (got < 0)
@@ -1102,7 +1079,7 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	struct receiver r = { .sp = sp, .l = l, .o = o };
 	snprintf(r.peer, sizeof r.peer, "%s", peer);
 	snprintf(r.peer_name, sizeof r.peer_name, "%s", peer_name);
-	int lfd = r.lockfd = lock_open(sp);
+	int lfd = lock_open(sp);
 	int rc = lfd < 0 ? -1 : repl_spool_id(sp, r.me);
 	uint64_t covered;
 	if (rc == 0 && (rc = lock_set(lfd, F_WRLCK)) == 0) {

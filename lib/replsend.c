@@ -54,8 +54,7 @@ struct sender {
 	char *buf;                      /* the batch being built */
 	size_t len, cap, nrec;
 	uint64_t start, pos;            /* the batch's range in our journal */
-	uint64_t ends[REPL_WINDOW];     /* of the batches not yet answered */
-	unsigned out;
+	unsigned out;                   /* batches not yet answered */
 	uint64_t confirmed;
 	int blocked;                    /* a publish not yet committed */
 	struct rec_args ra;             /* the record being added */
@@ -250,12 +249,10 @@ conf_for(struct sender *s, const char *topic, const char *groups)
 	if (!st)
 		return mq_errcode() == EX_NOINPUT ? 0 : -1;
 	bool fresh = st->sent;
-	for (const char *g = groups; fresh && *g && strcmp(g, "-"); ) {
-		size_t len = strcspn(g, ",");
-		if (!has_group(st, g, len))
-			fresh = false;
-		g += len + (g[len] == ',');
-	}
+	const char *g = groups, *name;
+	size_t len;
+	while (fresh && repl_next_group(&g, &name, &len))
+		fresh = has_group(st, name, len);
 	return fresh ? 0 : send_conf(s, topic);
 }
 
@@ -370,13 +367,13 @@ add_message(struct sender *s, const struct rec_args *ra, size_t *len)
 	int rc = add_file(s, st->logfd[k], ra->a, len);
 	/* Retention took the log/ name of a message that groups still
 	 * hold: their link is the same file. */
-	for (const char *g = ra->b; rc == 1 && *g && strcmp(g, "-"); ) {
-		size_t n = strcspn(g, ",");
+	const char *g = ra->b, *name;
+	size_t n;
+	while (rc == 1 && repl_next_group(&g, &name, &n)) {
 		char path[MQ_NAME_MAX + MQ_KEY_LEN + 16];
-		if (snprintf(path, sizeof path, "g/%.*s/new/%s", (int)n, g,
+		if (snprintf(path, sizeof path, "g/%.*s/new/%s", (int)n, name,
 		    ra->a) < (int)sizeof path)
 			rc = add_file(s, st->t.pfd[k], path, len);
-		g += n + (g[n] == ',');
 	}
 	return rc;
 }
@@ -428,7 +425,7 @@ add_record(struct sender *s, struct mq_jrec *rec)
 		rc = send_conf(s, ra->topic);
 	else if (rec->type == 'P')
 		rc = conf_for(s, ra->topic, ra->b);
-	else if (rec->type != 'P')
+	else
 		rc = conf_for(s, ra->topic, ra->a);
 	/* Header: at, length of the line, of the data, of the record, hash;
 	 * the data go after the line. */
@@ -464,11 +461,8 @@ add_record(struct sender *s, struct mq_jrec *rec)
 	dlen = rc == 1 ? 0 : dlen;
 	wlen = rc == 1 ? 0 : wlen;
 	char hash[33] = "-";
-	if (dlen) {
-		XXH128_hash_t h = XXH3_128bits(s->buf + s->len, dlen + wlen);
-		snprintf(hash, sizeof hash, "%016llx%016llx",
-		    (unsigned long long)h.high64, (unsigned long long)h.low64);
-	}
+	if (dlen)
+		repl_hash_hex(s->buf + s->len, dlen + wlen, hash);
 	int hl = snprintf(head, sizeof head, "%" PRIu64 " %d %zu %zu %s\n",
 	    rec->at, ll, dlen, wlen, hash);
 	/* Close the gap left for the header. */
@@ -551,7 +545,7 @@ send_batch(struct sender *s)
 	}
 	if (ship(s, "") < 0)
 		return -1;
-	s->ends[s->out++] = s->pos;
+	s->out++;
 	progress(s, 0);
 	return 0;
 }
@@ -579,7 +573,6 @@ answer(struct sender *s)
 		return mq_err(EX_PROTOCOL, "peer: bad answer");
 	if (!strcmp(word, "ERROR"))
 		return repl_error_frame(rest, len);
-	memmove(s->ends, s->ends + 1, (REPL_WINDOW - 1) * sizeof *s->ends);
 	s->out--;
 	if (!strcmp(word, "OK")) {
 		s->confirmed = v;
@@ -717,10 +710,10 @@ compare_partition(struct sender *s, struct stopic *st, unsigned k)
 			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
 			continue;
 		}
-		XXH128_hash_t h = XXH3_128bits(buf, len);
+		char hash[33];
+		repl_hash_hex(buf, len, hash);
 		free(buf);
-		fprintf(f, "%s %016llx%016llx\n", log.v[i],
-		    (unsigned long long)h.high64, (unsigned long long)h.low64);
+		fprintf(f, "%s %s\n", log.v[i], hash);
 	}
 	if (f && fclose(f) != 0 && rc == 0)
 		rc = mq_err_sys("malloc");
@@ -836,7 +829,7 @@ compare_all(struct sender *s)
 
 /* Waits for the journal to grow: inotify where it works, else a tick. */
 static void
-wait_change(struct sender *s, int ifd, double seconds)
+wait_change(int ifd, double seconds)
 {
 	struct pollfd p = { ifd, POLLIN, 0 };
 	if (poll(&p, ifd >= 0 ? 1 : 0, (int)(seconds * 1000)) > 0) {
@@ -844,7 +837,6 @@ wait_change(struct sender *s, int ifd, double seconds)
 		while (read(ifd, buf, sizeof buf) > 0)
 			;
 	}
-	(void)s;
 }
 
 /* *watched: whether the journal was there to watch. */
@@ -949,7 +941,7 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			close(ifd);
 			ifd = watch_journal(sp, &watched);
 		}
-		wait_change(&s, ifd, poll_every);
+		wait_change(ifd, poll_every);
 	}
 	while (rc == 0 && s.out > 0)
 		rc = answer(&s);

@@ -16,6 +16,7 @@
 #include <sysexits.h>
 #include <syslog.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "repl.h"
 #include "sub.h"
@@ -31,6 +32,25 @@ repl_log(const struct mq_repl_opts *o, int prio, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	o->log(prio, msg, o->ctx);
+}
+
+void
+repl_hash_hex(const void *data, size_t len, char out[33])
+{
+	XXH128_hash_t h = XXH3_128bits(data, len);
+	snprintf(out, 33, "%016llx%016llx", (unsigned long long)h.high64,
+	    (unsigned long long)h.low64);
+}
+
+bool
+repl_next_group(const char **g, const char **name, size_t *len)
+{
+	if (!**g || !strcmp(*g, "-"))
+		return false;
+	*name = *g;
+	*len = strcspn(*g, ",");
+	*g += *len + ((*g)[*len] == ',');
+	return true;
 }
 
 /* 32 lowercase hexadecimal digits: a spool id, and so a file name. */
@@ -442,12 +462,6 @@ lag_of(mq_spool *sp, struct mq_peer_status *p)
 	mq_jreader_close(&r);
 }
 
-static bool
-is_quarantined(const char *name)
-{
-	return name[0] != '.';
-}
-
 int
 mq_repl_status(mq_spool *sp, struct mq_peer_status **v, size_t *n,
     size_t *quarantined)
@@ -463,7 +477,7 @@ mq_repl_status(mq_spool *sp, struct mq_peer_status **v, size_t *n,
 	int qfd = openat(sp->fd, "replicate/quarantine", O_RDONLY |
 	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (qfd >= 0) {
-		*quarantined = (size_t)mq_dir_count(qfd, is_quarantined);
+		*quarantined = (size_t)mq_dir_count(qfd, NULL);
 		close(qfd);
 	}
 	return 0;

@@ -132,13 +132,19 @@ PY
 	assert_success
 }
 
-@test "replication peers: lag in records and seconds, state" {
+# lagging_peer: spool A (MQ_SPOOL) replicated once to spool B, then 5
+# more messages: B is 5 records behind.
+lagging_peer() {
 	A=$TD/a B=$TD/b
 	export MQ_SPOOL=$A
 	mq-group create t g
 	seq 1 10 | mq-pub -l t >/dev/null
 	run -0 mq-replicate -s "$A" push --rsh env --remote-spool "$B"
 	seq 1 5 | mq-pub -l t >/dev/null
+}
+
+@test "replication peers: lag in records and seconds, state" {
+	lagging_peer
 	run --separate-stderr mq-stat
 	assert_success
 	assert_line --regexp '^PEER +STATE +LAG-RECORDS +LAG-SECONDS$'
@@ -374,12 +380,7 @@ check_at() {
 }
 
 @test "--check: replication lag per peer" {
-	A=$TD/a B=$TD/b
-	export MQ_SPOOL=$A
-	mq-group create t g
-	seq 1 10 | mq-pub -l t >/dev/null
-	run -0 mq-replicate -s "$A" push --rsh env --remote-spool "$B"
-	seq 1 5 | mq-pub -l t >/dev/null
+	lagging_peer
 	run --separate-stderr mq-stat --check --warn 'lag>4' --crit 'lag>10'
 	assert_equal "$status" 1
 	assert_output --regexp "^MQ WARNING - peer [^ ]+ lag=5 \\(>4\\) \\| 'peer [^ ]+ lag'=5;4;10;0\$"
