@@ -163,6 +163,17 @@ struct mq_jreader {
 	uint64_t pos;                   /* journal offset of buf + off */
 	uint64_t skipped;               /* lines that failed their sum */
 };
+/* The arguments of a record: "topic" for T; "topic k a b" for P (a the
+ * KEY, b the groups), L and A (a the group, b the KEY), D, R and X (a the
+ * group, b the dead letter); b points into args.  -1: not one of these
+ * (a record of a later version, or damaged). */
+struct mq_jargs {
+	char topic[MQ_NAME_MAX + 1];
+	unsigned k;
+	char a[MQ_NAME_MAX + 1];
+	const char *b;
+};
+int mq_jargs_parse(char type, const char *args, struct mq_jargs *);
 int mq_jreader_open(mq_spool *, struct mq_jreader *, uint64_t from);
 /* 1 a record, 0 nothing more yet (the rest may be a line being written). */
 int mq_jreader_next(struct mq_jreader *, struct mq_jrec *);

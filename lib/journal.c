@@ -152,6 +152,40 @@ mq_journal_note(mq_spool *sp, char type, const char *fmt, ...)
 	return rc;
 }
 
+int
+mq_jargs_parse(char type, const char *args, struct mq_jargs *ja)
+{
+	if (!strchr("PLADRXT", type))
+		return -1;
+	const char *p = args;
+	size_t n = strcspn(p, " ");
+	if (n == 0 || n > MQ_NAME_MAX)
+		return -1;
+	memcpy(ja->topic, p, n);
+	ja->topic[n] = 0;
+	p += n;
+	if (type == 'T')
+		return *p ? -1 : 0;
+	char *e;
+	errno = 0;
+	unsigned long k = strtoul(p + 1, &e, 10);
+	if (*p != ' ' || p[1] < '0' || p[1] > '9' || errno || *e != ' ' ||
+	    k >= MQ_PARTITIONS_MAX)
+		return -1;
+	ja->k = (unsigned)k;
+	p = e + 1;
+	n = strcspn(p, " ");
+	if (n == 0 || n > MQ_NAME_MAX)
+		return -1;
+	memcpy(ja->a, p, n);
+	ja->a[n] = 0;
+	p += n;
+	if (*p != ' ' || !p[1] || strchr(p + 1, ' '))
+		return -1;
+	ja->b = p + 1;
+	return 0;
+}
+
 /* Reading.  The reader keeps a window of the file; a line is complete
  * when its newline is there. */
 int

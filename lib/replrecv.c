@@ -753,26 +753,24 @@ apply_record(struct receiver *r, char *line, size_t ll, const char *data,
 	if (!r->made_up && (!strcmp(origin, r->me) ||
 	    seq < repl_seen_get(&r->seen, origin)))
 		return 0;               /* ours, or had already */
-	/* T ms topic [k a b] */
-	char type = text[0], topic[MQ_NAME_MAX + 1], a[MQ_NAME_MAX + 1];
-	unsigned k = 0;
-	int n = 0;
+	/* T ms args */
+	char type = text[0];
 	char *args = tlen > 2 ? strchr(text + 2, ' ') : NULL;
 	if (!args || text[1] != ' ')
 		return mq_err(EX_PROTOCOL, "peer: bad record");
 	args++;
 	int rc = 0, hole = 0;
-	if (type == 'T') {
-		;
-	} else if (strchr("PLADRX", type) && sscanf(args, "%200s %u %200s %n",
-	    topic, &k, a, &n) == 3 && n > 0 && args[n]) {
-		const char *b = args + n;
-		struct rtopic *rt = topic_of(r, topic);
+	struct mq_jargs ja;
+	/* A record of a later version is journaled, not applied. */
+	if (type != 'T' && mq_jargs_parse(type, args, &ja) == 0) {
+		struct rtopic *rt = topic_of(r, ja.topic);
+		unsigned k = ja.k;
+		const char *a = ja.a, *b = ja.b;
 		if (!rt) {
 			if (mq_errcode() != EX_NOINPUT)
 				return -1;
 			repl_log(r->o, LOG_WARNING, "record for topic %s, which "
-			    "is not here: skipped", topic);
+			    "is not here: skipped", ja.topic);
 		} else if (type == 'P') {
 			rc = apply_publish(r, rt, k, a, b, origin, data, dlen);
 			/* A hole, or one filled at last. */
@@ -833,13 +831,25 @@ lock_in_order(struct receiver *r, char *p, char *lim, size_t n)
 		if (ll > (size_t)(lim - p) || dlen + wlen > (size_t)(lim - p) - ll)
 			break;
 		/* @origin seq T ms topic k ... */
-		char line[MQ_NAME_MAX + 128];
-		snprintf(line, sizeof line, "%.*s", (int)(ll < sizeof line - 1 ?
-		    ll : sizeof line - 1), p);
-		char type;
-		if (sscanf(line, "@%*s %*u %c %*u %200s %u", &type, v[m].topic,
-		    &v[m].k) == 3 && strchr("PLADRX", type))
-			m++;
+		/* @origin seq T ms args */
+		if (ll >= sizeof r->line)
+			break;
+		memcpy(r->line, p, ll);
+		r->line[ll] = 0;
+		char *f[4], *q = r->line;
+		int nf;
+		for (nf = 0; nf < 4 && q; nf++) {
+			f[nf] = q;
+			if ((q = strchr(q, ' ')))
+				*q++ = 0;
+		}
+		struct mq_jargs ja;
+		if (nf == 4 && q && f[0][0] == '@' && strlen(f[2]) == 1 &&
+		    strchr("PLADRX", f[2][0]) &&
+		    mq_jargs_parse(f[2][0], q, &ja) == 0) {
+			memcpy(v[m].topic, ja.topic, sizeof v[m].topic);
+			v[m++].k = ja.k;
+		}
 		p += ll + dlen + wlen;
 	}
 	qsort(v, m, sizeof *v, cmp_part_ref);
@@ -996,18 +1006,15 @@ finish_cut(struct receiver *r, uint64_t covered)
 	int rc = mq_jreader_open(r->sp, &jr, covered), got = 0;
 	size_t n = 0;
 	while (rc == 0 && (got = mq_jreader_next(&jr, &rec)) == 1) {
-		char topic[MQ_NAME_MAX + 1], a[MQ_NAME_MAX + 1];
-		unsigned k;
-		int off = 0;
+		struct mq_jargs ja;
 		if (!rec.origin[0] || !strchr("PLR", rec.type) ||
-		    sscanf(rec.args, "%200s %u %200s %n", topic, &k, a, &off) != 3 ||
-		    off == 0)
+		    mq_jargs_parse(rec.type, rec.args, &ja) < 0)
 			continue;
-		const char *b = rec.args + off;
 		/* P topic k KEY groups; L and R topic k group KEY-or-name */
-		const char *key = rec.type == 'P' ? a : b;
-		const char *groups = rec.type == 'P' ? b : a;
-		struct rtopic *rt = topic_of(r, topic);
+		unsigned k = ja.k;
+		const char *key = rec.type == 'P' ? ja.a : ja.b;
+		const char *groups = rec.type == 'P' ? ja.b : ja.a;
+		struct rtopic *rt = topic_of(r, ja.topic);
 		if (!rt || k >= rt->t.conf.partitions || repl_key_seq(key,
 		    &(uint64_t){ 0 }) < 0)
 			continue;

@@ -35,12 +35,6 @@ struct stopic {
 	int sent;                       /* a CONF was sent */
 };
 
-struct rec_args {
-	char topic[MQ_NAME_MAX + 1];
-	unsigned k;
-	char a[MQ_NAME_MAX + 1];        /* KEY or group */
-	char b[MQ_JLINE_MAX];           /* groups, or KEY / dead letter name */
-};
 
 struct sender {
 	mq_spool *sp;
@@ -57,7 +51,7 @@ struct sender {
 	unsigned out;                   /* batches not yet answered */
 	uint64_t confirmed;
 	int blocked;                    /* a publish not yet committed */
-	struct rec_args ra;             /* the record being added */
+	struct mq_jargs ra;             /* the record being added */
 	int comparing;                  /* --compare: records made up */
 	uint64_t records, messages, bytes;
 	double began, shown;
@@ -293,42 +287,11 @@ add_file(struct sender *s, int dirfd, const char *name, size_t *len)
 	return rc;
 }
 
-static int
-split_args(const char *args, int want, struct rec_args *ra)
-{
-	/* topic k X [Y] */
-	const char *p = args;
-	size_t n = strcspn(p, " ");
-	if (n == 0 || n > MQ_NAME_MAX)
-		return -1;
-	memcpy(ra->topic, p, n);
-	ra->topic[n] = 0;
-	p += n;
-	if (want == 1)
-		return *p ? -1 : 0;
-	char *e;
-	errno = 0;
-	unsigned long k = strtoul(p + 1, &e, 10);
-	if (*p != ' ' || errno || *e != ' ' || k >= MQ_PARTITIONS_MAX)
-		return -1;
-	ra->k = (unsigned)k;
-	p = e + 1;
-	n = strcspn(p, " ");
-	if (n == 0 || n >= sizeof ra->a)
-		return -1;
-	memcpy(ra->a, p, n);
-	ra->a[n] = 0;
-	p += n;
-	if (*p != ' ' || strlen(p + 1) >= sizeof ra->b || !p[1])
-		return -1;
-	strcpy(ra->b, p + 1);
-	return strchr(ra->b, ' ') ? -1 : 0;
-}
 
 /* The message of a P record: 0 appended, 1 skip (gone: undone by a
  * repair or removed by retention), 2 not yet committed: wait. */
 static int
-add_message(struct sender *s, const struct rec_args *ra, size_t *len)
+add_message(struct sender *s, const struct mq_jargs *ra, size_t *len)
 {
 	struct stopic *st = topic_with(s, ra->topic, ra->k);
 	uint64_t seq;
@@ -380,7 +343,7 @@ add_message(struct sender *s, const struct rec_args *ra, size_t *len)
 
 /* A dead letter and its record; 1 when it is gone already. */
 static int
-add_dead(struct sender *s, const struct rec_args *ra, size_t *len,
+add_dead(struct sender *s, const struct mq_jargs *ra, size_t *len,
     size_t *wlen)
 {
 	struct stopic *st = topic_with(s, ra->topic, ra->k);
@@ -417,9 +380,9 @@ add_record(struct sender *s, struct mq_jrec *rec)
 	if (!s->comparing && (!strcmp(origin, s->peer) ||
 	    rec->seq < repl_seen_get(&s->seen, origin)))
 		return 0;
-	struct rec_args *ra = &s->ra;
-	int rc = 0, want = rec->type == 'T' ? 1 : 2;
-	if (!strchr("PLADRXT", rec->type) || split_args(rec->args, want, ra) < 0)
+	struct mq_jargs *ra = &s->ra;
+	int rc = 0;
+	if (mq_jargs_parse(rec->type, rec->args, ra) < 0)
 		return 0;               /* a record of a later version */
 	if (rec->type == 'T')
 		rc = send_conf(s, ra->topic);

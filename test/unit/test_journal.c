@@ -83,6 +83,22 @@ main(void)
 	ok(mq_jreader_next(&r, &rec) == 1 && rec.type == 'R', "then it is read");
 	mq_jreader_close(&r);
 	mq_jbuf_free(&b);
+
+	/* The arguments of a record, one parser for every reader. */
+	struct mq_jargs ja;
+	ok(mq_jargs_parse('P', "orders 3 KEY g1,g2", &ja) == 0 &&
+	    !strcmp(ja.topic, "orders") && ja.k == 3 && !strcmp(ja.a, "KEY") &&
+	    !strcmp(ja.b, "g1,g2"), "P: topic, partition, KEY, groups");
+	ok(mq_jargs_parse('T', "orders", &ja) == 0 &&
+	    !strcmp(ja.topic, "orders"), "T: the topic alone");
+	ok(mq_jargs_parse('T', "orders 1", &ja) < 0 &&
+	    mq_jargs_parse('A', "orders x g KEY", &ja) < 0 &&
+	    mq_jargs_parse('A', "orders 1024 g KEY", &ja) < 0 &&
+	    mq_jargs_parse('A', "orders 1 g", &ja) < 0 &&
+	    mq_jargs_parse('A', "orders 1 g KEY more", &ja) < 0 &&
+	    mq_jargs_parse('Q', "orders 1 g KEY", &ja) < 0,
+	    "refused: extra words, a bad partition, a missing argument, an "
+	    "unknown type");
 	mq_spool_close(sp);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
