@@ -55,6 +55,8 @@ ack_below(const struct mq_topic *t, unsigned k, const char *group, int dirfd,
 		if (unlinkat(dirfd, l.v[i], 0) == 0) {
 			(*acked)++;
 			mq_journal_change(t, 'A', k, group, l.v[i] + skip);
+			mq_count_acked(t->sp, t->name, group, mq_now(),
+			    mq_key_time(l.v[i] + skip));
 		}
 		else if (errno != ENOENT)
 			rc = mq_err_sys("ack %s", l.v[i]);

@@ -173,7 +173,7 @@ mq_sub_open(mq_spool *sp, const char *topic, const char *group,
 			break;
 		}
 	s->last_refresh = mq_mono();
-	if (s->gc.ordered && mq_member_join(s) < 0)
+	if (mq_member_join(s) < 0)
 		goto fail;
 	return s;
 fail:
@@ -188,8 +188,7 @@ mq_sub_close(mq_sub *s)
 		return;
 	if (s->nheld)
 		mq_sub_release_held(s, NULL);
-	if (s->gc.ordered)
-		mq_member_leave(s);
+	mq_member_leave(s);
 	mq_sub_parts_close(s);
 	if (s->ifd >= 0)
 		close(s->ifd);
@@ -635,8 +634,7 @@ expire_leases(mq_sub *s, bool all)
 		}
 		s->earliest = fmin(s->earliest, fmin(p->earliest, p->due));
 	}
-	if (s->gc.ordered)
-		s->earliest = fmin(s->earliest, s->next_beat);
+	s->earliest = fmin(s->earliest, s->next_beat);
 	return 0;
 }
 
@@ -649,7 +647,7 @@ expire_if_due(mq_sub *s)
 	bool periodic = mq_mono() - s->last_expire >= 1.0;
 	if ((periodic || s->refresh) && mq_sub_parts_refresh(s) < 0)
 		return -1;
-	if (s->gc.ordered && mq_member_beat(s, s->rebalance) < 0)
+	if (mq_member_beat(s, s->rebalance) < 0)
 		return -1;
 	if (!periodic && mq_now() < s->earliest)
 		return 0;
@@ -786,6 +784,8 @@ unlink_claim(mq_sub *s, const struct mq_msg *m, struct mq_jbuf *jb)
 	/* Journaled with the rest of the batch (best effort, as every
 	 * change record: see mq_journal_change). */
 	mq_journal_change_add(jb, p->t, 'A', p->k, s->group, pv->cur);
+	mq_count_acked(s->sp, p->t->name, s->group, mq_now(),
+	    mq_key_time(pv->cur));
 	return 0;
 gone:
 	return mq_err(EX_NOINPUT, "message %s is no longer claimed (its lease "
@@ -881,7 +881,7 @@ mq_sub_extend(mq_sub *s, struct mq_msg *m, double seconds)
 	if (mq_entry_parse(cur, &e) == 0)
 		m->lease_deadline = (double)e.deadline_ms / 1000;
 	/* A long handler keeps its membership too. */
-	if (s->gc.ordered && mq_member_beat(s, false) < 0)
+	if (mq_member_beat(s, false) < 0)
 		return -1;
 	return 0;
 }

@@ -128,7 +128,7 @@ conf_check(const struct mq_topic *t, const struct mq_group_conf *c)
 	if (!t && c->nfrom_offset)
 		return mq_err(EX_USAGE, "a wildcard subscription cannot start at "
 		    "an offset");
-	if (c->ordered && c->session <= 0)
+	if (c->session <= 0)
 		return mq_err(EX_USAGE, "the session timeout must be more than 0");
 	for (size_t i = 0; i < c->nfrom_offset; i++)
 		if (t && c->from_offset[i].partition >= t->conf.partitions)
@@ -164,7 +164,7 @@ mq_group_conf_render(const struct mq_topic *t, const struct mq_group_conf *c,
 	if (rc == 0)
 		rc = mq_conf_addf(&kv, "mode", "%s", c->ordered ? "ordered" :
 		    "shared");
-	if (rc == 0 && c->ordered)
+	if (rc == 0 && (c->ordered || c->session != MQ_SESSION_DEFAULT))
 		rc = mq_conf_addf(&kv, "session", "%g", c->session);
 	if (rc == 0)
 		rc = mq_conf_addf(&kv, "from-start", "%d", c->from_start ? 1 : 0);
@@ -454,6 +454,8 @@ mq_group_unsubscribe(mq_spool *sp, const char *topic, const char *group)
 		mq_unlock_all(&t, hfds);
 	}
 	if (rc == 0 && mq_path(p, sizeof p, "groups/%s.members", group) == 0)
+		mq_rmtree(t.fd, p);
+	if (rc == 0 && mq_path(p, sizeof p, "groups/%s.stats", group) == 0)
 		mq_rmtree(t.fd, p);
 	for (unsigned k = 0; rc == 0 && k < t.conf.partitions; k++) {
 		if (mq_path(p, sizeof p, "g/%s", group) < 0 ||

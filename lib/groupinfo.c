@@ -46,6 +46,15 @@ names_maybe(int dirfd, const char *path, struct mq_names *l)
 	return rc;
 }
 
+/* A member's name in a members directory: its name, and live or not. */
+static bool
+member_live(const char *name, uint64_t now_ms, char *member, size_t len,
+    uint64_t *deadline)
+{
+	return mq_owner_parse(name, member, len, deadline) == 0 &&
+	    strcmp(member, "-") && *deadline > now_ms;
+}
+
 uint64_t
 mq_log_bytes(int pfd, uint64_t committed)
 {
@@ -141,8 +150,8 @@ read_owner(const struct mq_topic *t, unsigned k, const char *group,
 	if (rc == 0)
 		rc = names_maybe(t->pfd[k], path, &l);
 	for (size_t i = 0; rc == 0 && i < l.n && !p->owner; i++) {
-		if (mq_owner_parse(l.v[i], member, sizeof member, &deadline) < 0 ||
-		    !strcmp(member, "-") || deadline <= now_ms)
+		if (!member_live(l.v[i], now_ms, member, sizeof member,
+		    &deadline))
 			continue;
 		if (!(p->owner = strdup(member)))
 			rc = mq_err_sys("malloc");
@@ -152,7 +161,23 @@ read_owner(const struct mq_topic *t, unsigned k, const char *group,
 	return rc;
 }
 
-/* The live members of an ordered group and the partitions each owns. */
+int
+mq_members_alive(int dirfd, const char *path, uint64_t now_ms,
+    unsigned *alive)
+{
+	char member[MQ_MEMBER_MAX + 1];
+	uint64_t deadline;
+	struct mq_names l = { 0 };
+	*alive = 0;
+	int rc = names_maybe(dirfd, path, &l);
+	for (size_t i = 0; rc == 0 && i < l.n; i++)
+		if (member_live(l.v[i], now_ms, member, sizeof member, &deadline))
+			++*alive;
+	mq_names_free(&l);
+	return rc;
+}
+
+/* The live members of a group and the partitions each owns (ordered). */
 static int
 read_members(const struct mq_topic *t, const char *group, uint64_t now_ms,
     struct mq_group_info *gi)
@@ -166,8 +191,8 @@ read_members(const struct mq_topic *t, const char *group, uint64_t now_ms,
 	if (rc == 0 && l.n && !(gi->members = calloc(l.n, sizeof *gi->members)))
 		rc = mq_err_sys("malloc");
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
-		if (mq_owner_parse(l.v[i], member, sizeof member, &deadline) < 0 ||
-		    !strcmp(member, "-") || deadline <= now_ms)
+		if (!member_live(l.v[i], now_ms, member, sizeof member,
+		    &deadline))
 			continue;
 		struct mq_group_member *m = &gi->members[gi->nmembers++];
 		m->deadline_ms = deadline;
@@ -260,7 +285,7 @@ mq_group_info_at(const struct mq_topic *t, const char *group,
 		    p->lease_soonest_ms < gi->total.lease_soonest_ms))
 			gi->total.lease_soonest_ms = p->lease_soonest_ms;
 	}
-	if (rc == 0 && gi->ordered)
+	if (rc == 0)
 		rc = read_members(t, group, now_ms, gi);
 	if (rc < 0)
 		mq_group_info_free(gi);

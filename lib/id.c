@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,4 +60,16 @@ mq_hex_random(char *out, size_t nhex)
 		r >>= 4;
 	}
 	out[nhex] = 0;
+}
+
+void
+mq_hostname(char out[MQ_HOST_MAX])
+{
+	memset(out, 0, MQ_HOST_MAX);
+	if (gethostname(out, MQ_HOST_MAX - 1) < 0 || !*out)
+		snprintf(out, MQ_HOST_MAX, "host");
+	for (char *c = out; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		    (*c >= '0' && *c <= '9') || *c == '-'))
+			*c = '-';
 }

@@ -77,6 +77,30 @@ void mq_conf_free(struct mq_conf *);
 /* id.c */
 void mq_id_new(char out[MQ_ID_LEN + 1]);
 void mq_hex_random(char *out, size_t nhex);
+/* This host's name, with every character but A-Za-z0-9- made '-'. */
+#define MQ_HOST_MAX 64
+void mq_hostname(char out[MQ_HOST_MAX]);
+
+/* counters.c: publish and ack counters and publish-to-ack latencies,
+ * one file per host (mq-spool(5), COUNTERS).  Counting never fails. */
+#define MQ_LATENCY_MINUTES 5            /* percentiles: now and 5 before */
+void mq_count_published(mq_spool *, const char *topic, uint64_t n,
+    double now);
+void mq_count_acked(mq_spool *, const char *topic, const char *group,
+    double now, double published);
+void mq_counters_close(mq_spool *);
+struct mq_counts {                      /* every host's, added up */
+	uint64_t total;                 /* since the files were made */
+	double sum;                     /* of latencies, s */
+	double rate[3];                 /* per second over 1, 5, 15 min */
+	double latency[4];              /* p50, p90, p99, max (s); -1: none */
+	uint64_t window_count;          /* acks the latencies are of */
+	unsigned hosts;
+};
+/* The counts of directory path (a topic's stats/ or a group's .stats/;
+ * missing: all zero); latency: read the histograms too. */
+int mq_counts_read(int dirfd, const char *path, bool latency, double now,
+    struct mq_counts *);
 
 /* names.c: entry names inside a partition. */
 const char *mq_shown(const char *s, char *buf, size_t len);
@@ -118,6 +142,7 @@ struct mq_spool {
 	int fd;
 	int topics;
 	int jfd;                        /* the journal, opened on first use */
+	struct mq_counter *counters;    /* counters.c, opened on first use */
 };
 
 struct mq_topic;
@@ -272,6 +297,11 @@ int mq_filterset_use(struct mq_filterset *, mq_filter *const *f, size_t n);
 int mq_filterset_eval(struct mq_filterset *, mq_filter *const *f, size_t n,
     struct mq_fmsg *, bool *out);
 void mq_filterset_free(struct mq_filterset *);
+
+/* groupinfo.c: the live members in a members directory (mq-spool(5),
+ * Members); a missing directory has none. */
+int mq_members_alive(int dirfd, const char *path, uint64_t now_ms,
+    unsigned *alive);
 
 /* ordered.c: members and partition owners of ordered groups. */
 #define MQ_MEMBER_MAX 128

@@ -234,7 +234,12 @@ void mq_group_ref_free(struct mq_group_ref *, size_t n);
 /* Monitoring (mq-stat(1)): the figures of a spool, one topic (topic not
  * NULL) or one group (group not NULL too), read without a lock like
  * mq_group_info.  Ages are seconds before mq_now(), -1 when there is
- * nothing to measure. */
+ * nothing to measure.  Counts of publishes and acks come from the
+ * counters every host keeps (mq-spool(5), COUNTERS). */
+struct mq_stat_rates {
+	uint64_t total;                  /* since counting began */
+	double rate[3];                  /* per second, last 1, 5, 15 min */
+};
 struct mq_stat_group {
 	char *topic, *group;
 	uint64_t pending, inflight, delayed, dead;
@@ -244,6 +249,16 @@ struct mq_stat_group {
 	 * (a claim extended, or taken with a longer lease, looks younger). */
 	double lease_age;
 	double lease_soonest;            /* the soonest deadline; 0: none */
+	unsigned consumers;              /* alive: deadline not passed */
+	struct mq_stat_rates acked;
+	/* Publish-to-ack latencies, s, of the acks of the current minute
+	 * and the 5 before: p50, p90, p99, max; -1 when there were none. */
+	double latency[4];
+	double latency_sum;              /* of all acked.total acks, s */
+};
+struct mq_stat_topic {
+	char *topic;
+	struct mq_stat_rates published;
 };
 struct mq_stat_fs {                      /* one per file system */
 	char *path;                      /* the first directory seen on it */
@@ -251,6 +266,8 @@ struct mq_stat_fs {                      /* one per file system */
 };
 struct mq_stat {
 	double now;
+	struct mq_stat_topic *topics;    /* in name order */
+	size_t ntopics;
 	struct mq_stat_group *groups;    /* by topic, then group */
 	size_t ngroups;
 	/* Temporary files older than an hour: ".tmp.*" files in SPOOL/, in
@@ -273,7 +290,10 @@ void mq_stat_free(struct mq_stat *);
  * K, M, G or T, powers of 1024).  A bad expression is EX_USAGE. */
 enum mq_figure {
 	MQ_FIG_PENDING, MQ_FIG_INFLIGHT, MQ_FIG_DELAYED, MQ_FIG_DLQ,
-	MQ_FIG_AGE, MQ_FIG_LEASE_AGE,                 /* per group */
+	MQ_FIG_AGE, MQ_FIG_LEASE_AGE, MQ_FIG_CONSUMERS, MQ_FIG_ACK_RATE,
+	MQ_FIG_LATENCY_P50, MQ_FIG_LATENCY_P90, MQ_FIG_LATENCY_P99,
+	MQ_FIG_LATENCY_MAX,                           /* per group */
+	MQ_FIG_PUBLISH_RATE,                          /* per topic */
 	MQ_FIG_STALE_TMP,                             /* the spool */
 	MQ_FIG_FREE_BYTES, MQ_FIG_FREE_INODES,        /* per file system */
 	MQ_FIG_LAG, MQ_FIG_LAG_SECONDS,               /* per peer */

@@ -1,9 +1,12 @@
 /*
- * ordered.c: ordered groups, where each partition has one owner.
+ * ordered.c: group members, and ordered groups, where each partition has
+ * one owner.
  *
  * Members: topics/<t>/groups/<g>.members/<member>,l<deadline ms>, an empty
  * file whose name a live member renews (renames) every third of the
  * session; a name past its deadline is a member that died or stalled.
+ * Every consumer is a member, so mq-stat can count those alive; only in
+ * an ordered group do members own partitions.
  * Owners: p<k>/g/<g>/own/ holds exactly one name, <member>,l<deadline ms>,
  * or "-,l0" when free.  Taking a partition is a rename of that one name:
  * of two contenders one wins, as with a claim.  A member takes only free
@@ -133,20 +136,28 @@ member_file(mq_sub *s)
 	return 0;
 }
 
+static int live_members(mq_sub *, struct mq_names *, uint64_t *);
+
 int
 mq_member_join(mq_sub *s)
 {
-	char host[64] = "", rnd[9];
-	gethostname(host, sizeof host - 1);
-	for (char *c = host; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-		    (*c >= '0' && *c <= '9') || *c == '-'))
-			*c = '-';
+	char host[MQ_HOST_MAX], rnd[9];
+	mq_hostname(host);
 	mq_hex_random(rnd, 8);
 	snprintf(s->member, sizeof s->member, "%s.%ld.%s", rnd, (long)getpid(),
-	    *host ? host : "host");
+	    host);
 	if ((s->membersfd = members_dir(s)) < 0 || member_file(s) < 0)
 		return -1;
+	if (!s->gc.ordered) {
+		/* Owning nothing, it reads the members only now, to remove
+		 * those long dead. */
+		struct mq_names live = { 0 };
+		uint64_t soonest = UINT64_MAX;
+		int rc = live_members(s, &live, &soonest);
+		mq_names_free(&live);
+		s->next_beat = mq_now() + s->gc.session / 3;
+		return rc;
+	}
 	if (s->ifd >= 0 && (s->wd_members = mq_watch(s->ifd, s->membersfd,
 	    IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
 	    IN_ONLYDIR)) < 0)
@@ -328,6 +339,10 @@ mq_member_beat(mq_sub *s, bool force)
 	    (errno != ENOENT || member_file(s) < 0))
 		return mq_err_sys("renew membership");
 	uint64_t next = now_ms() + session_ms(s) / 3;
+	if (!s->gc.ordered) {           /* a member, owning nothing */
+		s->next_beat = (double)next / 1000;
+		return 0;
+	}
 	struct mq_names live = { 0 };
 	size_t *order = calloc(s->np ? s->np : 1, sizeof *order);
 	int rc = order ? live_members(s, &live, &next) : mq_err_sys("malloc");

@@ -490,6 +490,9 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 	}
 	mq_head_unlock(hfd);
 	close_groups(gfd, ng);
+	if (rc == 0)
+		mq_count_published(p->t.sp, p->t.name, seq - h.committed,
+		    mq_now());
 	return rc;
 }
 

@@ -127,8 +127,11 @@ receipt_settle(mq_spool *sp, const char *topic, const char *group,
 				    "%s is gone (its lease expired and it was "
 				    "claimed again)", r.e.key + MQ_SEQ_DIGITS + 1) :
 				    mq_err_sys("ack");
-			else
+			else {
 				mq_journal_change(&t, 'A', r.k, group, cur);
+				mq_count_acked(sp, topic, group, mq_now(),
+				    mq_key_time(cur));
+			}
 			break;
 		case NACK:
 			rc = mq_claim_return(&t, r.k, group, &d, cur, how, &gc);

@@ -142,6 +142,7 @@ mq_spool_close(mq_spool *sp)
 {
 	if (!sp)
 		return;
+	mq_counters_close(sp);
 	if (sp->topics >= 0)
 		close(sp->topics);
 	if (sp->jfd >= 0)

@@ -101,8 +101,86 @@ age(double now, double since)
 	return now > since ? now - since : 0;
 }
 
+/* Consumers of a wildcard subscription are members of the subscription
+ * (SPOOL/wildcards/<pattern>/<group>.members/), not of each topic's
+ * group: each subscription's are counted once, and added to every group
+ * its pattern and name match. */
+struct wild {
+	char *pattern, *group;
+	unsigned alive;
+};
+struct wilds {
+	struct wild *v;
+	size_t n;
+};
+
 static int
-group_add(struct mq_stat *st, const struct mq_topic *t, const char *group)
+wild_add(struct wilds *w, int wfd, const char *pattern, const char *group,
+    double now)
+{
+	char path[2 * MQ_NAME_MAX + 16];
+	unsigned alive;
+	if (mq_path(path, sizeof path, "%s/%s.members", pattern, group) < 0 ||
+	    mq_members_alive(wfd, path, (uint64_t)(now * 1000), &alive) < 0)
+		return -1;
+	struct wild *nv = reallocarray(w->v, w->n + 1, sizeof *nv);
+	if (!nv)
+		return mq_err_sys("malloc");
+	w->v = nv;
+	nv[w->n].alive = alive;
+	if (!(nv[w->n].pattern = strdup(pattern)) ||
+	    !(nv[w->n].group = strdup(group))) {
+		free(nv[w->n].pattern);
+		return mq_err_sys("malloc");
+	}
+	w->n++;
+	return 0;
+}
+
+static int
+wilds_read(mq_spool *sp, double now, struct wilds *w)
+{
+	int wfd = dir_at(sp->fd, "wildcards");
+	if (wfd < 0)
+		return errno == ENOENT ? 0 : mq_err_sys("wildcards");
+	struct mq_names pats = { 0 };
+	int rc = mq_names_read(wfd, NULL, &pats);
+	for (size_t i = 0; rc == 0 && i < pats.n; i++) {
+		struct mq_names groups = { 0 };
+		int pfd = dir_at(wfd, pats.v[i]);
+		if (pfd < 0)
+			continue;               /* unsubscribed meanwhile */
+		rc = mq_group_names_read(pfd, &groups);
+		close(pfd);
+		for (size_t j = 0; rc == 0 && j < groups.n; j++)
+			rc = wild_add(w, wfd, pats.v[i], groups.v[j], now);
+		mq_names_free(&groups);
+	}
+	mq_names_free(&pats);
+	close(wfd);
+	return rc;
+}
+
+static void
+wilds_free(struct wilds *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		free(w->v[i].pattern);
+		free(w->v[i].group);
+	}
+	free(w->v);
+}
+
+static void
+rates_set(struct mq_stat_rates *r, const struct mq_counts *c)
+{
+	r->total = c->total;
+	memcpy(r->rate, c->rate, sizeof r->rate);
+}
+
+static int
+group_add(struct mq_stat *st, const struct wilds *w, const struct mq_topic *t,
+    const char *group)
 {
 	struct mq_group_info gi;
 	if (mq_group_info_at(t, group, &gi) < 0)
@@ -136,30 +214,61 @@ group_add(struct mq_stat *st, const struct mq_topic *t, const char *group)
 	    age(st->now, tot->oldest_pending) : -1;
 	g->lease_age = tot->lease_soonest_ms ?
 	    age(st->now, g->lease_soonest - gi.lease) : -1;
+	g->consumers = (unsigned)gi.nmembers;
+	for (size_t i = 0; i < w->n; i++)
+		if (!strcmp(w->v[i].group, group) &&
+		    mq_pattern_match(w->v[i].pattern, t->name))
+			g->consumers += w->v[i].alive;
 	mq_group_info_free(&gi);
+	char path[MQ_NAME_MAX + 16];
+	struct mq_counts c;
+	if (mq_path(path, sizeof path, "groups/%s.stats", group) < 0 ||
+	    mq_counts_read(t->fd, path, true, st->now, &c) < 0)
+		return -1;
+	rates_set(&g->acked, &c);
+	memcpy(g->latency, c.latency, sizeof g->latency);
+	g->latency_sum = c.sum;
 	return 0;
 }
 
 static int
-topic_add(mq_spool *sp, struct mq_stat *st, dev_t **devs, const char *topic,
-    const char *group, int named)
+topic_rates_add(struct mq_stat *st, const struct mq_topic *t)
+{
+	struct mq_counts c;
+	if (mq_counts_read(t->fd, "stats", false, st->now, &c) < 0)
+		return -1;
+	struct mq_stat_topic *nt = reallocarray(st->topics, st->ntopics + 1,
+	    sizeof *nt);
+	if (!nt)
+		return mq_err_sys("malloc");
+	st->topics = nt;
+	if (!(nt[st->ntopics].topic = strdup(t->name)))
+		return mq_err_sys("malloc");
+	rates_set(&nt[st->ntopics++].published, &c);
+	return 0;
+}
+
+static int
+topic_add(mq_spool *sp, struct mq_stat *st, const struct wilds *w,
+    dev_t **devs, const char *topic, const char *group, int named)
 {
 	struct mq_topic t;
 	if (mq_topic_open(sp, topic, 0, &t) < 0)
 		return !named && mq_errcode() == EX_NOINPUT ? 0 : -1;
 	struct mq_names l = { 0 };
-	int rc = 0;
-	if (group) {
+	int rc = topic_rates_add(st, &t);
+	if (rc < 0) {
+	} else if (group) {
 		if ((rc = mq_name_check("group", group)) == 0 &&
 		    (rc = mq_group_exists(sp, topic, group)) == 0)
 			rc = mq_err(EX_NOINPUT, "no group '%s' in topic '%s'",
 			    group, topic);
 		if (rc == 1)
-			rc = group_add(st, &t, group);
+			rc = group_add(st, w, &t, group);
 	} else {
 		rc = mq_groups_read(&t, &l);
 		for (size_t i = 0; rc == 0 && i < l.n; i++)
-			if ((rc = group_add(st, &t, l.v[i])) < 0 &&
+			if ((rc = group_add(st, w, &t, l.v[i])) < 0 &&
 			    mq_errcode() == EX_NOINPUT)
 				rc = 0;         /* unsubscribed meanwhile */
 	}
@@ -194,23 +303,27 @@ mq_stat_read(mq_spool *sp, const char *topic, const char *group,
 	memset(st, 0, sizeof *st);
 	st->now = mq_now();
 	dev_t *devs = NULL;
-	int rc = fs_add(st, &devs, sp->fd, mq_spool_path(sp));
+	struct wilds w = { 0 };
+	int rc = wilds_read(sp, st->now, &w);
+	if (rc == 0)
+		rc = fs_add(st, &devs, sp->fd, mq_spool_path(sp));
 	if (rc == 0)
 		st->stale_tmp = mq_tmp_count_stale(sp->fd, false, st->now) +
 		    stale_in(sp->fd, "tmp", true, st->now);
 	if (rc == 0 && topic) {
-		rc = topic_add(sp, st, &devs, topic, group, 1);
+		rc = topic_add(sp, st, &w, &devs, topic, group, 1);
 	} else if (rc == 0) {
 		char **topics;
 		size_t n;
 		if ((rc = mq_topic_list(sp, &topics, &n)) == 0) {
 			for (size_t i = 0; rc == 0 && i < n; i++)
-				rc = topic_add(sp, st, &devs, topics[i], NULL,
-				    0);
+				rc = topic_add(sp, st, &w, &devs, topics[i],
+				    NULL, 0);
 			mq_strv_free(topics, n);
 		}
 	}
 	free(devs);
+	wilds_free(&w);
 	struct stat sb;
 	if (rc == 0 && fstatat(sp->fd, "replicate/peers", &sb,
 	    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode)) {
@@ -232,6 +345,9 @@ mq_stat_free(struct mq_stat *st)
 	}
 	for (size_t i = 0; i < st->nfs; i++)
 		free(st->fs[i].path);
+	for (size_t i = 0; i < st->ntopics; i++)
+		free(st->topics[i].topic);
+	free(st->topics);
 	free(st->groups);
 	free(st->fs);
 	free(st->peers);

@@ -25,6 +25,13 @@ static const char *const figures[] = {
 	[MQ_FIG_DLQ] = "dlq",
 	[MQ_FIG_AGE] = "age",
 	[MQ_FIG_LEASE_AGE] = "lease-age",
+	[MQ_FIG_CONSUMERS] = "consumers",
+	[MQ_FIG_ACK_RATE] = "ack-rate",
+	[MQ_FIG_LATENCY_P50] = "latency-p50",
+	[MQ_FIG_LATENCY_P90] = "latency-p90",
+	[MQ_FIG_LATENCY_P99] = "latency-p99",
+	[MQ_FIG_LATENCY_MAX] = "latency-max",
+	[MQ_FIG_PUBLISH_RATE] = "publish-rate",
 	[MQ_FIG_STALE_TMP] = "stale-tmp",
 	[MQ_FIG_FREE_BYTES] = "free-bytes",
 	[MQ_FIG_FREE_INODES] = "free-inodes",
@@ -56,6 +63,10 @@ mq_figure_unit(enum mq_figure f)
 	switch (f) {
 	case MQ_FIG_AGE:
 	case MQ_FIG_LEASE_AGE:
+	case MQ_FIG_LATENCY_P50:
+	case MQ_FIG_LATENCY_P90:
+	case MQ_FIG_LATENCY_P99:
+	case MQ_FIG_LATENCY_MAX:
 	case MQ_FIG_LAG_SECONDS:
 		return "s";
 	case MQ_FIG_FREE_BYTES:
@@ -68,7 +79,14 @@ mq_figure_unit(enum mq_figure f)
 static bool
 group_figure(enum mq_figure f)
 {
-	return f <= MQ_FIG_LEASE_AGE;
+	return f <= MQ_FIG_LATENCY_MAX;
+}
+
+/* Figures that take a scope: of groups, and publish-rate of topics. */
+static bool
+scoped_figure(enum mq_figure f)
+{
+	return group_figure(f) || f == MQ_FIG_PUBLISH_RATE;
 }
 
 /* A plain number, or a size with K, M, G or T (powers of 1024). */
@@ -129,15 +147,23 @@ mq_threshold_parse(const char *s, int level, struct mq_threshold *out)
 	while (f < NFIGURES && (strlen(figures[f]) != fl ||
 	    strncmp(figures[f], fig, fl)))
 		f++;
-	if (f == NFIGURES)
+	if (f == NFIGURES) {
+		char known[512] = "";
+		for (size_t i = 0; i < NFIGURES; i++)
+			snprintf(known + strlen(known), sizeof known -
+			    strlen(known), "%s%s", i ? ", " : "", figures[i]);
 		return mq_err(EX_USAGE, "bad threshold '%s': unknown figure "
-		    "'%.*s' (pending, inflight, delayed, dlq, age, lease-age, "
-		    "stale-tmp, free-bytes, free-inodes, lag, lag-seconds)",
-		    mq_shown(s, b, sizeof b), (int)fl, fig);
+		    "'%.*s' (%s)", mq_shown(s, b, sizeof b), (int)fl, fig,
+		    known);
+	}
 	out->figure = (enum mq_figure)f;
-	if (colon && !group_figure(out->figure))
+	if (colon && !scoped_figure(out->figure))
 		return mq_err(EX_USAGE, "bad threshold '%s': %s is a figure of "
 		    "the spool, it takes no scope", mq_shown(s, b, sizeof b),
+		    figures[f]);
+	if (*out->group && !group_figure(out->figure))
+		return mq_err(EX_USAGE, "bad threshold '%s': %s is a figure of "
+		    "a topic: its scope is TOPIC", mq_shown(s, b, sizeof b),
 		    figures[f]);
 	/* The operator and the number. */
 	const char *n = op + 1;
@@ -243,7 +269,10 @@ group_value(const struct mq_stat_group *g, enum mq_figure f)
 	case MQ_FIG_DELAYED: return (double)g->delayed;
 	case MQ_FIG_DLQ: return (double)g->dead;
 	case MQ_FIG_AGE: return nonneg(g->pending_age);
-	default: return nonneg(g->lease_age);
+	case MQ_FIG_LEASE_AGE: return nonneg(g->lease_age);
+	case MQ_FIG_CONSUMERS: return g->consumers;
+	case MQ_FIG_ACK_RATE: return g->acked.rate[1];
+	default: return nonneg(g->latency[f - MQ_FIG_LATENCY_P50]);
 	}
 }
 
@@ -271,6 +300,18 @@ check_one(const struct mq_stat *st, const struct mq_threshold *t,
 		return rc;
 	}
 	switch (t->figure) {
+	case MQ_FIG_PUBLISH_RATE: {
+		size_t seen = 0;
+		for (size_t i = 0; rc == 0 && i < st->ntopics; i++)
+			if (!*t->topic || !strcmp(t->topic, st->topics[i].topic)) {
+				seen++;
+				rc = apply(c, st->topics[i].topic,
+				    st->topics[i].published.rate[1], t);
+			}
+		if (rc == 0 && *t->topic && seen == 0)
+			rc = mq_err(EX_NOINPUT, "no topic %s to check", t->topic);
+		return rc;
+	}
 	case MQ_FIG_STALE_TMP:
 		return apply(c, "", (double)st->stale_tmp, t);
 	case MQ_FIG_FREE_BYTES:

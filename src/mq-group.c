@@ -28,7 +28,7 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] list [--json] [TOPIC-GLOB]\n"
 	    "       %s [-s SPOOL] info [--json] [-t TOPIC] GROUP\n"
-	    "       %s [-s SPOOL] create [--ordered [--session SECONDS]] "
+	    "       %s [-s SPOOL] create [--ordered] [--session SECONDS] "
 	    "[--lease SECONDS]\n"
 	    "                [--max-attempts N] [--exactly-once] [--filter EXPR] "
 	    "[--match NAME=GLOB]...\n"
@@ -108,7 +108,7 @@ info_json(const struct mq_group_info *g)
 	    "s:f, s:o, s:o, s:o, s:o, s:o, s:o}",
 	    "topic", g->topic, "group", g->group,
 	    "mode", g->ordered ? "ordered" : "shared",
-	    "session", g->ordered ? json_real(g->session) : json_null(),
+	    "session", json_real(g->session),
 	    "lease", g->lease, "max_attempts", (int)g->max_attempts,
 	    "exactly_once", g->exactly_once, "from_start", g->from_start,
 	    "state", g->state, "created", g->created,
@@ -126,8 +126,7 @@ info_text(const struct mq_group_info *g)
 	char b[64];
 	printf("topic: %s\ngroup: %s\nmode: %s\n", g->topic, g->group,
 	    g->ordered ? "ordered" : "shared");
-	if (g->ordered)
-		printf("session: %g\n", g->session);
+	printf("session: %g\n", g->session);
 	printf("lease: %g\nmax-attempts: %u\nexactly-once: %d\nfrom-start: %d\n"
 	    "state: %s\ncreated: %s\n", g->lease, g->max_attempts,
 	    g->exactly_once, g->from_start, g->state, when(g->created, b,
@@ -341,7 +340,7 @@ main(int argc, char *argv[])
 	gc.match = match;
 	gc.from_offset = offsets;
 	const char *spool = NULL, *topic = NULL;
-	int c, json = 0, createopts = 0, session = 0;
+	int c, json = 0, createopts = 0;
 	/* Options may come before or after the command. */
 	while ((c = getopt_long(argc, argv, "s:t:", longopts, NULL)) != -1) {
 		createopts += c >= OPT_ORDERED && c <= OPT_FROM_TIME;
@@ -354,7 +353,6 @@ main(int argc, char *argv[])
 			gc.session = tool_duration("--session", optarg);
 			if (gc.session <= 0)
 				errx(EX_USAGE, "--session: must be more than 0");
-			session = 1;
 			break;
 		case OPT_LEASE:
 			gc.lease = tool_duration("--lease", optarg);
@@ -407,8 +405,6 @@ main(int argc, char *argv[])
 		errx(EX_USAGE, "--json goes with list and info");
 	if (topic && !info)
 		errx(EX_USAGE, "-t goes with info");
-	if (session && !gc.ordered)
-		errx(EX_USAGE, "--session goes with --ordered");
 	if (gc.from_start && (gc.nfrom_offset || gc.from_time > 0))
 		errx(EX_USAGE, "--from-start goes with neither --from-offset "
 		    "nor --from-time");

@@ -83,7 +83,7 @@ usage(int code)
 	    "[--lease SECONDS] [--manual] [--max-attempts N]\n"
 	    "              [--filter EXPR] [--match NAME=GLOB] "
 	    "[--group-filter EXPR]\n              [--group-match NAME=GLOB] "
-	    "[--ordered [--session SECONDS]]\n"
+	    "[--ordered] [--session SECONDS]\n"
 	    "              [--from-offset P:N]... [--from-time TIME] "
 	    "[--unsubscribe] TOPIC|PATTERN\n",
 	    getprogname());

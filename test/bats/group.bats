@@ -45,7 +45,7 @@ known_state() {
 	snap=$(spool_snapshot)
 	for args in "" "frobnicate" "list a b" "info" "info a b" "create t" \
 	    "delete t" "create --json t g" "list --lease 5" "info --ordered g" \
-	    "list -t t" "create --session 5 t g" \
+	    "list -t t" "create --session 0 t g" \
 	    "create --from-start --from-offset 0:1 t g" \
 	    "create --from-offset 0 t g" "create --from-offset x:1 t g" \
 	    "create --from-offset 0:-1 t g" "create --from-time yesterday t g" \
@@ -94,7 +94,7 @@ a = json.loads(sys.argv[1])
 assert len(a) == 1, a
 o = a[0]
 assert o["topic"] == "t" and o["group"] == "g" and o["mode"] == "shared", o
-assert o["session"] is None and o["lease"] == 30 and o["max_attempts"] == 5, o
+assert o["session"] == 10 and o["lease"] == 30 and o["max_attempts"] == 5, o
 assert o["exactly_once"] is False and o["from_start"] is False, o
 assert o["filter"] is None and o["match"] == [] and o["pattern"] is None, o
 assert o["state"] == "ready" and o["created"] > 0 and o["members"] == [], o
