@@ -355,6 +355,26 @@ int mq_msg_locate(mq_spool *, const char *topic, const char *id,
     struct mq_msg_where **out, size_t *n);
 void mq_msg_where_free(struct mq_msg_where *, size_t n);
 
+/* The outputs of mq-stat(1).  Each writes to a FILE and returns 0, or -1
+ * if it could not (a write error, or JSON that jansson cannot make). */
+/* The figures as a table for people. */
+int mq_stat_write_table(const struct mq_stat *, FILE *);
+/* The figures as one JSON object on one line. */
+int mq_stat_write_json(const struct mq_stat *, FILE *);
+/* The figures in the Prometheus text exposition format. */
+int mq_stat_write_prometheus(const struct mq_stat *, FILE *);
+/* The figures through put (one of the three) to path, replaced whole:
+ * written beside it, synced, mode 0644, renamed (EX_CANTCREAT if not). */
+int mq_stat_write_file(const struct mq_stat *,
+    int (*put)(const struct mq_stat *, FILE *), const char *path);
+/* A check's plugin line: "MQ STATE - summary | perfdata". */
+int mq_check_write(const struct mq_check *, FILE *);
+/* Where a message is: "TOPIC/GROUP STATE key=value..." per entry. */
+int mq_msg_where_write_text(const struct mq_msg_where *, size_t n, FILE *);
+/* Where message id is, as one JSON object on one line. */
+int mq_msg_where_write_json(const char *id, const struct mq_msg_where *,
+    size_t n, FILE *);
+
 /* Messages */
 struct mq_header {
 	char *name;
