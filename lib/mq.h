@@ -363,8 +363,7 @@ int mq_stat_write_table(const struct mq_stat *, FILE *);
 int mq_stat_write_json(const struct mq_stat *, FILE *);
 /* The figures in the Prometheus text exposition format. */
 int mq_stat_write_prometheus(const struct mq_stat *, FILE *);
-/* The figures through put (one of the three) to path, replaced whole:
- * written beside it, synced, mode 0644, renamed (EX_CANTCREAT if not). */
+/* Replaces path, whole and mode 0644, with put's output (one of those). */
 int mq_stat_write_file(const struct mq_stat *,
     int (*put)(const struct mq_stat *, FILE *), const char *path);
 /* A check's plugin line: "MQ STATE - summary | perfdata". */
