@@ -12,7 +12,8 @@
  * HELP and TYPE, as the format requires.  Peer metrics are left out, HELP
  * and TYPE too, when the spool has no peers; other families are always
  * there, if need be without samples.  Names follow the Prometheus
- * conventions: the mq_ prefix, base units, _total for counters.
+ * conventions (the mq_ prefix, base units, _total for counters): the
+ * tests pass the output through `promtool check metrics`.
  */
 #include <inttypes.h>
 #include <stddef.h>

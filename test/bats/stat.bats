@@ -237,6 +237,42 @@ PY
 	assert_failure
 }
 
+@test "--prometheus: promtool check metrics has nothing to say" {
+	command -v promtool >/dev/null || skip "no promtool (Debian: prometheus)"
+	# Topics and groups in every state, a spool path that needs escaping
+	# and a replication peer 5 records behind.
+	export MQ_SPOOL=$TD/sp\"o\\ol
+	mq-topic create --partitions 3 u
+	mkgroup t g --lease 60
+	mkgroup t h
+	mkgroup u x
+	kill_two v d
+	mq-pub -q --delay 1h t later
+	mq-pub -q u a b c
+	mq-sub -g x --manual -n 1 u >/dev/null
+	run -0 mq-replicate push --rsh env --remote-spool "$TD/b"
+	seq 1 5 | mq-pub -l t >/dev/null
+	run --separate-stderr mq-stat --prometheus
+	assert_success
+	local text=$output
+	assert_line 'mq_pending_messages{topic="u",group="x"} 2'
+	assert_line 'mq_dead_letter_messages{topic="v",group="d"} 2'
+	assert_line --regexp '^mq_replication_lag_records\{peer="[^"]+"\} 5$'
+	assert_line --regexp '^mq_fs_free_bytes\{path=".*/sp\\"o\\\\ol"\} [0-9]+$'
+	run promtool check metrics <<<"$text"
+	assert_success
+	assert_output ''
+	# Our own checker agrees.
+	output=$text
+	run prom_check
+	assert_success
+	assert_output 12
+	# promtool does speak up when something is wrong.
+	run promtool check metrics <<<$'# HELP mq_x_messages h\n# TYPE mq_x_messages counter\nmq_x_messages 1'
+	assert_failure
+	assert_output --partial '_total'
+}
+
 @test "-o FILE is replaced whole, readable, with nothing left beside it" {
 	known
 	mkdir "$TD/prom"
