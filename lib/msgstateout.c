@@ -40,9 +40,14 @@ mq_msg_where_write_text(const struct mq_msg_where *w, size_t n, FILE *f)
 {
 	char b[64];
 	for (size_t i = 0; i < n; i++, w++) {
+		if (!w->group) {
+			fprintf(f, "%s partition %u: no group subscribes\n",
+			    w->topic, w->partition);
+			continue;
+		}
 		fprintf(f, "%s/%s %s", w->topic, w->group,
 		    mq_msg_state_name(w->state));
-		if (w->state != MQ_MSG_ACKED)
+		if (w->in)
 			fprintf(f, " attempts=%u", w->attempts);
 		if (w->state == MQ_MSG_INFLIGHT)
 			fprintf(f, " lease-deadline=%s",
@@ -52,47 +57,53 @@ mq_msg_where_write_text(const struct mq_msg_where *w, size_t n, FILE *f)
 		if (w->expires > 0)
 			fprintf(f, " expires=%s", rfc3339(w->expires, b,
 			    sizeof b));
-		if (w->state == MQ_MSG_EXPIRED)
+		if (w->state == MQ_MSG_EXPIRED && w->in)
 			fprintf(f, " in=%s", w->in);
-		if (w->reason) {
+		if (w->reason)
 			fprintf(f, " reason=%s", *w->reason ? w->reason : "-");
-			if (w->died > 0)
-				fprintf(f, " time=%s", rfc3339(w->died, b,
-				    sizeof b));
-			if (*w->detail)
-				fprintf(f, " detail=%s", w->detail);
-		}
+		if (w->died > 0)
+			fprintf(f, " time=%s", rfc3339(w->died, b, sizeof b));
+		if (w->detail && *w->detail)
+			fprintf(f, " detail=%s", w->detail);
 		fputc('\n', f);
 	}
 	return mq_out_status(f);
 }
 
+/* The message's topic, partition and sequence number, then its state in
+ * each group: none in a topic without groups. */
 int
 mq_msg_where_write_json(const char *id, const struct mq_msg_where *w,
     size_t n, FILE *f)
 {
+	const struct mq_msg_where *at = n ? w : NULL;
 	json_t *groups = json_array();
 	for (size_t i = 0; i < n; i++, w++) {
-		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:s, s:o, s:I}",
+		if (!w->group)
+			continue;
+		json_t *g = json_pack("{s:s, s:s, s:I, s:I, s:s, s:o, s:I}",
 		    "topic", w->topic, "group", w->group,
 		    "partition", (json_int_t)w->partition,
 		    "seq", (json_int_t)w->seq,
 		    "state", mq_msg_state_name(w->state),
 		    "in", w->in ? json_string(w->in) : json_null(),
 		    "attempts", (json_int_t)w->attempts);
-		json_object_set_new(o, "lease_deadline",
+		json_object_set_new(g, "lease_deadline",
 		    time_json(w->state == MQ_MSG_INFLIGHT ? w->lease_deadline :
 		    0));
-		json_object_set_new(o, "due", time_json(w->in &&
+		json_object_set_new(g, "due", time_json(w->in &&
 		    !strcmp(w->in, "delay") ? w->due : 0));
-		json_object_set_new(o, "expires", time_json(w->expires));
-		json_object_set_new(o, "reason", w->reason ?
+		json_object_set_new(g, "expires", time_json(w->expires));
+		json_object_set_new(g, "reason", w->reason ?
 		    json_string(w->reason) : json_null());
-		json_object_set_new(o, "detail", w->detail ?
+		json_object_set_new(g, "detail", w->detail ?
 		    json_string(w->detail) : json_null());
-		json_object_set_new(o, "time", time_json(w->died));
-		json_array_append_new(groups, o);
+		json_object_set_new(g, "time", time_json(w->died));
+		json_array_append_new(groups, g);
 	}
-	return mq_json_put(json_pack("{s:s, s:o}", "id", id, "groups", groups),
-	    f);
+	return mq_json_put(json_pack("{s:s, s:o, s:o, s:o, s:o}", "id", id,
+	    "topic", at ? json_string(at->topic) : json_null(),
+	    "partition", at ? json_integer(at->partition) : json_null(),
+	    "seq", at ? json_integer((json_int_t)at->seq) : json_null(),
+	    "groups", groups), f);
 }
