@@ -8,9 +8,9 @@
  * written to a temporary dot file beside the path (which a collector
  * such as node_exporter's textfile one ignores), synced, given mode 0644
  * whatever the umask (the collector runs as another user), renamed over
- * the path, and the directory synced.  A crash leaves the old file, or
- * the new one, and at worst a stale temporary file, which mq-stat counts
- * for a spool but nobody removes outside one.
+ * the path, and the directory synced.  A failure removes the temporary
+ * file; a crash leaves the old file or the new one, and maybe a
+ * temporary file beside it, which nothing removes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -121,8 +121,9 @@ mq_stat_write_json(const struct mq_stat *st, FILE *f)
 int
 mq_json_put(json_t *o, FILE *f)
 {
-	int rc = !o || json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0 ?
-	    mq_err(EX_SOFTWARE, "cannot write JSON") : 0;
+	int rc = 0;
+	if (!o || json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
+		rc = mq_err(EX_SOFTWARE, "cannot write JSON");
 	if (rc == 0 && fputc('\n', f) == EOF)
 		rc = mq_out_status(f);
 	json_decref(o);
@@ -147,7 +148,8 @@ mq_stat_write_file(const struct mq_stat *st,
 	int rc = put(st, f);
 	if (fclose(f) == EOF && rc == 0)
 		rc = mq_err_sys("memory stream");
-	if (rc == 0 && mq_write_file_mode(AT_FDCWD, path, text, len, 0644) < 0) {
+	if (rc == 0 &&
+	    mq_write_file_mode(AT_FDCWD, path, text, len, 0644) < 0) {
 		/* What could not be made is the output (EX_CANTCREAT), unless
 		 * the disk failed. */
 		char why[512];

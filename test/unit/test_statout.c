@@ -53,8 +53,9 @@ test_prometheus(void)
 	    "mq_pending_messages{topic=\"t\",group=\"g\"} 2\n"
 	    "mq_pending_messages{topic=\"t\",group=\"h\"} 0\n") != NULL,
 	    "a family: HELP, TYPE, a sample per group");
-	ok(strstr(text, "mq_oldest_pending_age_seconds{topic=\"t\",group=\"g\"} "
-	    "12.5\n") && strstr(text, "mq_oldest_pending_age_seconds{"
+	ok(strstr(text, "mq_oldest_pending_age_seconds{topic=\"t\","
+	    "group=\"g\"} 12.5\n") && strstr(text,
+	    "mq_oldest_pending_age_seconds{"
 	    "topic=\"t\",group=\"h\"} 0\n") && strstr(text,
 	    "mq_oldest_lease_age_seconds{topic=\"t\",group=\"h\"} 4\n"),
 	    "ages, none as 0");
