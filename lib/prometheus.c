@@ -25,7 +25,7 @@
 enum scope { GROUP, SPOOL, FS, PEER };
 enum kind {
 	COUNT,                          /* uint64_t */
-	SECONDS,                        /* double */
+	DOUBLE,                         /* double */
 	AGE,                            /* double, < 0 (none) shown as 0 */
 	SINCE,                          /* double, a time: now less it, 0 if
 					   none or in the future */
@@ -66,7 +66,7 @@ static const struct metric {
 	  PEER, offsetof(struct mq_peer_status, records), COUNT, NULL },
 	{ "mq_replication_lag_seconds", "gauge",
 	  "Age of the oldest record the peer has not confirmed.",
-	  PEER, offsetof(struct mq_peer_status, lag), SECONDS, NULL },
+	  PEER, offsetof(struct mq_peer_status, lag), DOUBLE, NULL },
 	{ "mq_replication_contact_age_seconds", "gauge",
 	  "Time since the peer last confirmed or answered a ping.",
 	  PEER, offsetof(struct mq_peer_status, contact), SINCE, NULL },
