@@ -186,10 +186,11 @@ mq_read_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
 
 /* Writes a whole file under a temporary dot name beside path, then puts it
  * in place: with link when replace is 0 (returns 1, writing nothing, if
- * path already exists), with rename when replace is 1. */
-int
-mq_write_file(int dirfd, const char *path, const void *data, size_t len,
-    int sync, int replace)
+ * path already exists), with rename when replace is 1.  A mode other than
+ * 0 is set before that, whatever the umask. */
+static int
+write_whole(int dirfd, const char *path, const void *data, size_t len,
+    int sync, int replace, mode_t mode)
 {
 	char tmp[4096], rnd[17];
 	const char *slash = strrchr(path, '/');
@@ -201,6 +202,8 @@ mq_write_file(int dirfd, const char *path, const void *data, size_t len,
 	    O_CLOEXEC, 0666);
 	if (fd < 0)
 		return mq_err_sys("create %s", path);
+	if (mode && fchmod(fd, mode) < 0)
+		goto fail;
 	const char *p = data;
 	size_t left = len;
 	while (left) {
@@ -241,6 +244,20 @@ fail:
 	unlinkat(dirfd, tmp, 0);
 	errno = e;
 	return -1;
+}
+
+int
+mq_write_file(int dirfd, const char *path, const void *data, size_t len,
+    int sync, int replace)
+{
+	return write_whole(dirfd, path, data, len, sync, replace, 0);
+}
+
+int
+mq_write_file_mode(int dirfd, const char *path, const void *data, size_t len,
+    mode_t mode)
+{
+	return write_whole(dirfd, path, data, len, 1, 1, mode);
 }
 
 int

@@ -37,6 +37,9 @@ int mq_read_at(int dirfd, const char *path, size_t max, char **buf,
     size_t *len);
 int mq_write_file(int dirfd, const char *path, const void *data, size_t len,
     int sync, int replace);
+/* The same, synced and replacing, with the file's mode set to mode. */
+int mq_write_file_mode(int dirfd, const char *path, const void *data,
+    size_t len, mode_t mode);
 
 struct mq_names {
 	char **v;
@@ -355,6 +358,15 @@ int mq_claim_extend(const struct mq_gdirs *, const char *curname,
 int mq_ledger_add(int donefd, const char *id, int sync);
 int mq_ledger_record(const struct mq_topic *, unsigned k, const char *group,
     const char *id);
+
+/* statout.c: what the writers of mq-stat's outputs share. */
+struct json_t;
+/* Writes o on one line and frees it (o NULL: a failed json_pack). */
+int mq_json_put(struct json_t *o, FILE *);
+/* 0, or -1 (EX_IOERR) when f has seen a write error. */
+int mq_out_status(FILE *);
+/* A peer's name, else its id. */
+const char *mq_peer_label(const struct mq_peer_status *);
 
 /* consume.c */
 const char *mq_sub_group(const mq_sub *);

@@ -340,40 +340,73 @@ void mq_check_free(struct mq_check *);
  * partitions' log/ (of one topic, or of every topic when topic is NULL);
  * in a topic with a retention also in the groups' directories, since
  * retention removes log names that groups still hold.  Entries come by
- * topic, partition and group.  None found is EX_NOINPUT; an id that is
- * not 32 hexadecimal digits is EX_USAGE.  Read without a lock: a message
- * that moves meanwhile may be seen in neither place (then "acked"). */
+ * topic, partition and group; a partition that has the message in a topic
+ * without groups gives one entry with group NULL (MQ_MSG_NOGROUP).  None
+ * found is EX_NOINPUT; an id that is not 32 hexadecimal digits is
+ * EX_USAGE.  Read without a lock: a message that moves meanwhile may be
+ * seen in neither place (then "acked").  Why a group does not hold the
+ * message is told from its configuration, the message file and the
+ * journal (msgstate.c). */
 enum mq_msg_state {
-	MQ_MSG_PENDING,                  /* in new/ */
+	MQ_MSG_PENDING,                  /* in new/; in NULL: yet to be
+					    linked by an unfinished backfill */
 	MQ_MSG_INFLIGHT,                 /* in cur/ */
 	MQ_MSG_DELAYED,                  /* in delay/ */
 	MQ_MSG_DEAD,                     /* in dlq/<group>/ */
 	/* Dead with the reason "expired", or pending or delayed past its
 	 * Mq-Expires (a consumer drops or dead-letters it when it claims
-	 * it); in, below, says which. */
+	 * it); in, below, says which.  In NULL: in none of the group's
+	 * directories, past its Mq-Expires in a topic that drops expired
+	 * messages, with the group's A record in the journal at or after
+	 * that time (died): dropped, or settled late. */
 	MQ_MSG_EXPIRED,
-	MQ_MSG_ACKED,                    /* in none of the group's: settled,
-					    or never in its queue */
+	MQ_MSG_ACKED,                    /* entered the queue, left it: in
+					    none of the group's directories */
+	MQ_MSG_FILTERED,                 /* never entered: the group's filter
+					    does not match it */
+	MQ_MSG_BEFORE,                   /* never entered: published before
+					    the group's start, not backfilled */
+	MQ_MSG_NOGROUP,                  /* in a topic without groups */
 };
 struct mq_msg_where {
-	char *topic, *group;
+	char *topic, *group;             /* group NULL: MQ_MSG_NOGROUP */
 	unsigned partition;
 	uint64_t seq;
 	enum mq_msg_state state;
 	const char *in;                  /* "new", "cur", "delay", "dlq", or
-					    NULL when acked (static) */
+					    NULL: in none (static) */
 	unsigned attempts;               /* deliveries so far */
 	double lease_deadline;           /* in flight */
 	double due;                      /* delayed */
 	double expires;                  /* its Mq-Expires; 0: none, or not
 					    read (in flight, dead, acked) */
 	char *reason, *detail;           /* dead: from its record; else NULL */
-	double died;                     /* dead: when; 0 if unknown */
+	double died;                     /* dead, or expired and gone: when;
+					    0 if unknown */
 };
 const char *mq_msg_state_name(enum mq_msg_state);
 int mq_msg_locate(mq_spool *, const char *topic, const char *id,
     struct mq_msg_where **out, size_t *n);
 void mq_msg_where_free(struct mq_msg_where *, size_t n);
+
+/* The outputs of mq-stat(1).  Each writes to a FILE and returns 0, or -1
+ * if it could not (a write error, or JSON that jansson cannot make). */
+/* The figures as a table for people. */
+int mq_stat_write_table(const struct mq_stat *, FILE *);
+/* The figures as one JSON object on one line. */
+int mq_stat_write_json(const struct mq_stat *, FILE *);
+/* The figures in the Prometheus text exposition format. */
+int mq_stat_write_prometheus(const struct mq_stat *, FILE *);
+/* Replaces path, whole and mode 0644, with put's output (one of those). */
+int mq_stat_write_file(const struct mq_stat *,
+    int (*put)(const struct mq_stat *, FILE *), const char *path);
+/* A check's plugin line: "MQ STATE - summary | perfdata". */
+int mq_check_write(const struct mq_check *, FILE *);
+/* Where a message is: "TOPIC/GROUP STATE key=value..." per entry. */
+int mq_msg_where_write_text(const struct mq_msg_where *, size_t n, FILE *);
+/* Where message id is, as one JSON object on one line. */
+int mq_msg_where_write_json(const char *id, const struct mq_msg_where *,
+    size_t n, FILE *);
 
 /* Messages */
 struct mq_header {

@@ -11,6 +11,26 @@
  * topic with a retention also has its groups' directories searched when
  * the log has no such name.
  *
+ * A group that holds no name of the message was never given it, or had
+ * it and settled it; which, is told from what never changes or only
+ * grows: the group's configuration (its start positions and its filter,
+ * fixed when it was subscribed, see mq-spool(5), START POSITIONS and
+ * Filters), the message file itself (through the log name or a name
+ * another group holds) and the journal, which keeps the A record of
+ * every message that left a group as done.  In order:
+ *  - below the group's start and outside its backfill: before-start;
+ *  - its filter does not match the message: filtered (the backfill
+ *    applies the same filter as the publisher);
+ *  - within the backfill of a group whose backfill is unfinished:
+ *    pending, yet to be linked (nothing is consumed before it is done);
+ *  - in a topic that drops expired messages, past its Mq-Expires, with
+ *    an A record at or after that time: expired (dropped when claimed,
+ *    or, what no record tells apart, settled after it expired by a
+ *    consumer that had claimed it before);
+ *  - else acked.
+ * A message file that cannot be read leaves the filter and expiry
+ * unknown, and the message acked.
+ *
  * Each directory is listed once and the listings are not atomic
  * together: a message given back (cur/ to new/) between the listing of
  * new/ and that of cur/ is in neither, and is reported acked.
@@ -28,6 +48,7 @@
 #include "internal.h"
 
 #define ID_AT (MQ_SEQ_DIGITS + 1)                /* in a KEY */
+#define PATH_LEN (MQ_NAME_MAX + MQ_KEY_LEN + 96) /* dir/name under p<k> */
 
 static const char *const states[] = {
 	[MQ_MSG_PENDING] = "pending",
@@ -36,6 +57,9 @@ static const char *const states[] = {
 	[MQ_MSG_DEAD] = "dead",
 	[MQ_MSG_EXPIRED] = "expired",
 	[MQ_MSG_ACKED] = "acked",
+	[MQ_MSG_FILTERED] = "filtered",
+	[MQ_MSG_BEFORE] = "before-start",
+	[MQ_MSG_NOGROUP] = "no-group",
 };
 
 const char *
@@ -168,10 +192,11 @@ record_read(int dfd, const char *name, struct mq_msg_where *w)
 }
 
 /* The state of the message in one group of partition k: 1 found (key
- * set from its name), 0 not there (acked), -1 error. */
+ * set from its name, path to the name), 0 not there, -1 error. */
 static int
 group_state(const struct mq_topic *t, unsigned k, const char *group,
-    const char *id, struct mq_msg_where *w, char key[MQ_KEY_LEN + 1])
+    const char *id, struct mq_msg_where *w, char key[MQ_KEY_LEN + 1],
+    char path[PATH_LEN])
 {
 	static const struct {
 		const char *dir, *in;
@@ -208,15 +233,15 @@ group_state(const struct mq_topic *t, unsigned k, const char *group,
 		}
 		memcpy(key, entry, MQ_KEY_LEN);
 		key[MQ_KEY_LEN] = 0;
+		if (mq_path(path, PATH_LEN, "%s/%s", dir, name) < 0)
+			return -1;
 		w->state = where[i].state;
 		w->in = where[i].in;
 		w->attempts = e.attempts;
 		w->lease_deadline = (double)e.deadline_ms / 1000;
 		w->due = (double)due / 1000;
 		if (w->state == MQ_MSG_PENDING || w->state == MQ_MSG_DELAYED) {
-			char p[MQ_NAME_MAX + MQ_KEY_LEN + 96];
-			if (mq_path(p, sizeof p, "%s/%s", dir, name) == 0)
-				w->expires = expires_of(pfd, p);
+			w->expires = expires_of(pfd, path);
 			if (w->expires > 0 && w->expires <= mq_now())
 				w->state = MQ_MSG_EXPIRED;
 		}
@@ -234,8 +259,187 @@ group_state(const struct mq_topic *t, unsigned k, const char *group,
 		}
 		return 1;
 	}
-	w->state = MQ_MSG_ACKED;
 	return 0;
+}
+
+/* What is known of the message in one partition, to tell why a group
+ * does not hold it; each part read when first needed, once. */
+struct found {
+	const struct mq_topic *t;
+	unsigned k;
+	char key[MQ_KEY_LEN + 1];
+	uint64_t seq;
+	char path[PATH_LEN];            /* a name of its file, under pfd */
+	int read;                       /* 1 m read, -1 it cannot be */
+	struct mq_msg *m;
+	bool listed;
+	struct mq_names log;            /* for a backfill from a time */
+	bool scanned;
+	struct ack {                    /* its A records in the journal */
+		char group[MQ_NAME_MAX + 1];
+		uint64_t ms;
+	} *acks;
+	size_t nacks;
+};
+
+static void
+found_clear(struct found *fo)
+{
+	mq_msg_free(fo->m);
+	mq_names_free(&fo->log);
+	free(fo->acks);
+}
+
+/* The message, or NULL when it cannot be read (not an error here: what
+ * it would have told stays unknown). */
+static const struct mq_msg *
+found_msg(struct found *fo)
+{
+	if (!fo->read)
+		fo->read = mq_claim_read(fo->t, fo->t->pfd[fo->k], fo->path,
+		    &fo->m) == 0 ? 1 : -1;
+	return fo->read > 0 ? fo->m : NULL;
+}
+
+/* Whether a backfill of the range [from, the group's start) from the
+ * time from_time links the message: one at or after that time does, and
+ * so does every one after the first that is (backfill_partition in
+ * group.c).  Retention removes log names by their id time, oldest first,
+ * so none after the message that could decide is gone while it is
+ * there. */
+static int
+backfill_links(struct found *fo, uint64_t from, double from_time)
+{
+	if (fo->seq < from)
+		return 0;
+	if (from_time <= 0 || mq_key_time(fo->key) >= from_time)
+		return 1;
+	if (!fo->listed) {
+		int lfd = mq_dir_open(fo->t->pfd[fo->k], "log");
+		if (lfd < 0 || mq_names_read(lfd, mq_is_key, &fo->log) < 0) {
+			if (lfd >= 0)
+				close(lfd);
+			return -1;
+		}
+		close(lfd);
+		fo->listed = true;
+	}
+	for (size_t i = 0; i < fo->log.n; i++) {
+		uint64_t seq;
+		if (mq_seq_of(fo->log.v[i], &seq) < 0 || seq < from)
+			continue;
+		if (seq >= fo->seq)
+			break;
+		if (mq_key_time(fo->log.v[i]) >= from_time)
+			return 1;
+	}
+	return 0;
+}
+
+/* The time of the group's A record of the message, in ms; 0 if none. */
+static int
+acked_at(struct found *fo, const char *group, uint64_t *ms)
+{
+	if (!fo->scanned) {
+		struct mq_jreader r;
+		struct mq_jrec rec;
+		struct mq_jargs ja;
+		if (mq_jreader_open(fo->t->sp, &r, 0) < 0)
+			return -1;
+		int rc;
+		while ((rc = mq_jreader_next(&r, &rec)) == 1) {
+			if (rec.type != 'A' ||
+			    mq_jargs_parse('A', rec.args, &ja) < 0 ||
+			    ja.k != fo->k || strcmp(ja.b, fo->key) ||
+			    strcmp(ja.topic, fo->t->name))
+				continue;
+			struct ack *na = reallocarray(fo->acks, fo->nacks + 1,
+			    sizeof *na);
+			if (!na) {
+				rc = mq_err_sys("malloc");
+				break;
+			}
+			fo->acks = na;
+			memcpy(na[fo->nacks].group, ja.a, sizeof ja.a);
+			na[fo->nacks++].ms = rec.ms;
+		}
+		mq_jreader_close(&r);
+		if (rc < 0)
+			return -1;
+		fo->scanned = true;
+	}
+	*ms = 0;
+	for (size_t i = 0; i < fo->nacks; i++)
+		if (!strcmp(fo->acks[i].group, group))
+			*ms = fo->acks[i].ms;
+	return 0;
+}
+
+/* Why a group holds no name of the message: w->state from acked to what
+ * its configuration kv, the message and the journal tell (see the top of
+ * the file). */
+static int
+why_not_held(struct found *fo, const char *group, const struct mq_conf *kv,
+    struct mq_msg_where *w)
+{
+	char what[MQ_NAME_MAX + 32], sk[32], fk[32];
+	uint64_t start, from;
+	double from_time;
+	snprintf(what, sizeof what, "group %s", group);
+	snprintf(sk, sizeof sk, "start.p%u", fo->k);
+	snprintf(fk, sizeof fk, "from.p%u", fo->k);
+	if (mq_conf_get_u64(kv, sk, 0, &start, what) < 0 ||
+	    mq_conf_get_u64(kv, fk, start, &from, what) < 0 ||
+	    mq_conf_get_double(kv, "from-time", 0, &from_time, what) < 0)
+		return -1;
+	/* Below start, only the backfill gave it to the group. */
+	bool backfill = fo->seq < start;
+	if (backfill) {
+		int linked = backfill_links(fo, from, from_time);
+		if (linked == 0)
+			w->state = MQ_MSG_BEFORE;
+		if (linked <= 0)
+			return linked;
+	}
+	mq_filter *f;
+	if (mq_filter_from_conf(kv, what, &f) < 0)
+		return -1;
+	const struct mq_msg *m = found_msg(fo);
+	int match = f && m ? mq_filter_match(f, m) : 1;
+	mq_filter_free(f);
+	if (match == 0)
+		w->state = MQ_MSG_FILTERED;
+	if (match <= 0)
+		return match;
+	const char *state = mq_conf_get(kv, "state");
+	if (backfill && state && !strcmp(state, "backfill")) {
+		w->state = MQ_MSG_PENDING;
+		return 0;
+	}
+	uint64_t ms;
+	if (!m || !fo->t->conf.expired_drop || m->expires <= 0 ||
+	    m->expires > mq_now())
+		return 0;
+	if (acked_at(fo, group, &ms) < 0)
+		return -1;
+	if (ms >= (uint64_t)(m->expires * 1000)) {
+		w->state = MQ_MSG_EXPIRED;
+		w->expires = m->expires;
+		w->died = (double)ms / 1000;
+	}
+	return 0;
+}
+
+static int
+gone_why(struct found *fo, const char *group, struct mq_msg_where *w)
+{
+	struct mq_conf kv;
+	if (mq_group_conf_read(fo->t, group, &kv) < 0)
+		/* Unsubscribed meanwhile: nothing more to tell. */
+		return mq_errcode() == EX_NOINPUT ? 0 : -1;
+	int rc = why_not_held(fo, group, &kv, w);
+	mq_conf_free(&kv);
+	return rc;
 }
 
 static void
@@ -258,10 +462,10 @@ push(struct mq_msg_where **v, size_t *n, const struct mq_topic *t,
 		return mq_err_sys("malloc");
 	*v = nv;
 	w->topic = strdup(t->name);
-	w->group = strdup(group);
+	w->group = group ? strdup(group) : NULL;
 	w->partition = k;
 	nv[(*n)++] = *w;
-	return w->topic && w->group ? 0 : mq_err_sys("malloc");
+	return w->topic && (w->group || !group) ? 0 : mq_err_sys("malloc");
 }
 
 static int
@@ -274,21 +478,22 @@ in_topic(mq_spool *sp, const char *topic, int named, const char *id,
 	struct mq_names groups = { 0 };
 	int rc = mq_groups_read(&t, &groups);
 	for (unsigned k = 0; rc == 0 && k < t.conf.partitions; k++) {
-		char key[MQ_KEY_LEN + 1] = "";
-		int inlog = scan(t.pfd[k], "log", id, ID_AT, mq_is_key, key,
-		    sizeof key);
+		struct found fo = { .t = &t, .k = k };
+		int inlog = scan(t.pfd[k], "log", id, ID_AT, mq_is_key, fo.key,
+		    sizeof fo.key);
 		if (inlog < 0) {
 			rc = -1;
 			break;
 		}
 		if (!inlog && t.conf.retention <= 0)
 			continue;
+		if (inlog)
+			snprintf(fo.path, sizeof fo.path, "log/%s", fo.key);
 		/* Only the log's link left: no group holds it. */
 		bool held = true;
 		struct stat st;
-		char p[MQ_KEY_LEN + 8];
-		if (inlog && mq_path(p, sizeof p, "log/%s", key) == 0 &&
-		    fstatat(t.pfd[k], p, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		if (inlog && fstatat(t.pfd[k], fo.path, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0)
 			held = st.st_nlink > 1;
 		size_t first = *n;
 		bool found = inlog;
@@ -296,15 +501,17 @@ in_topic(mq_spool *sp, const char *topic, int named, const char *id,
 			struct mq_msg_where w;
 			memset(&w, 0, sizeof w);
 			w.state = MQ_MSG_ACKED;
-			char gkey[MQ_KEY_LEN + 1];
+			char gkey[MQ_KEY_LEN + 1], gpath[PATH_LEN];
 			int r = held ? group_state(&t, k, groups.v[g], id, &w,
-			    gkey) : 0;
+			    gkey, gpath) : 0;
 			if (r < 0) {
 				rc = -1;
 				break;
 			}
-			if (r > 0 && !*key)
-				memcpy(key, gkey, sizeof key);
+			if (r > 0 && !*fo.key) {
+				memcpy(fo.key, gkey, sizeof fo.key);
+				memcpy(fo.path, gpath, sizeof fo.path);
+			}
 			found |= r > 0;
 			rc = push(v, n, &t, k, groups.v[g], &w);
 		}
@@ -314,11 +521,17 @@ in_topic(mq_spool *sp, const char *topic, int named, const char *id,
 			*n = first;
 			continue;
 		}
-		uint64_t seq = 0;
-		if (*key)
-			mq_seq_of(key, &seq);
-		for (size_t i = first; i < *n; i++)
-			(*v)[i].seq = seq;
+		if (rc == 0 && groups.n == 0) {
+			struct mq_msg_where w = { .state = MQ_MSG_NOGROUP };
+			rc = push(v, n, &t, k, NULL, &w);
+		}
+		mq_seq_of(fo.key, &fo.seq);
+		for (size_t i = first; i < *n; i++) {
+			(*v)[i].seq = fo.seq;
+			if (rc == 0 && (*v)[i].state == MQ_MSG_ACKED)
+				rc = gone_why(&fo, (*v)[i].group, &(*v)[i]);
+		}
+		found_clear(&fo);
 	}
 	mq_names_free(&groups);
 	mq_topic_close(&t);

@@ -237,6 +237,42 @@ PY
 	assert_failure
 }
 
+@test "--prometheus: promtool check metrics has nothing to say" {
+	command -v promtool >/dev/null || skip "no promtool (Debian: prometheus)"
+	# Topics and groups in every state, a spool path that needs escaping
+	# and a replication peer 5 records behind.
+	export MQ_SPOOL=$TD/sp\"o\\ol
+	mq-topic create --partitions 3 u
+	mkgroup t g --lease 60
+	mkgroup t h
+	mkgroup u x
+	kill_two v d
+	mq-pub -q --delay 1h t later
+	mq-pub -q u a b c
+	mq-sub -g x --manual -n 1 u >/dev/null
+	run -0 mq-replicate push --rsh env --remote-spool "$TD/b"
+	seq 1 5 | mq-pub -l t >/dev/null
+	run --separate-stderr mq-stat --prometheus
+	assert_success
+	local text=$output
+	assert_line 'mq_pending_messages{topic="u",group="x"} 2'
+	assert_line 'mq_dead_letter_messages{topic="v",group="d"} 2'
+	assert_line --regexp '^mq_replication_lag_records\{peer="[^"]+"\} 5$'
+	assert_line --regexp '^mq_fs_free_bytes\{path=".*/sp\\"o\\\\ol"\} [0-9]+$'
+	run promtool check metrics <<<"$text"
+	assert_success
+	assert_output ''
+	# Our own checker agrees.
+	output=$text
+	run prom_check
+	assert_success
+	assert_output 12
+	# promtool does speak up when something is wrong.
+	run promtool check metrics <<<$'# HELP mq_x_messages h\n# TYPE mq_x_messages counter\nmq_x_messages 1'
+	assert_failure
+	assert_output --partial '_total'
+}
+
 @test "-o FILE is replaced whole, readable, with nothing left beside it" {
 	known
 	mkdir "$TD/prom"
@@ -559,4 +595,149 @@ t/h acked"
 	assert_equal "$(complete_words mq-stat --ch)" --check
 	assert_equal "$(complete_words mq-stat --mes)" --message
 	assert_equal "$(complete_words mq-stat --check --warn 'dlq>0' '')" "$(printf 't\nu')"
+}
+
+# rfc3339 SECONDS: a whole second as mq-stat --message shows it.
+rfc3339() {
+	date -u -d "@$1" +%FT%T.000Z
+}
+
+@test "--message: filtered, where the group's filter does not match" {
+	mq-group create --filter '.region == "eu"' t eu
+	mq-group create --match 'Region=eu-*' t hdr
+	mq-group create t all
+	local us eu
+	us=$(mq-pub -H 'Region: us-1' t '{"region": "us"}')
+	eu=$(mq-pub -H 'Region: eu-1' t '{"region": "eu"}')
+	run --separate-stderr mq-stat --message "$us"
+	assert_success
+	assert_output "t/all pending attempts=0
+t/eu filtered
+t/hdr filtered"
+	run --separate-stderr mq-stat --json --message "$us" t
+	assert_success
+	assert_equal "$(jq -c '.groups[] | [.group, .state, .in, .attempts]' <<<"$output")" \
+	    '["all","pending","new",0]
+["eu","filtered",null,0]
+["hdr","filtered",null,0]'
+	# What matched entered the queue; once consumed it is acked.
+	run --separate-stderr mq-stat --message "$eu"
+	assert_output "t/all pending attempts=0
+t/eu pending attempts=0
+t/hdr pending attempts=0"
+	run -0 mq-sub -g eu -n 1 t
+	run --separate-stderr mq-stat --message "$eu"
+	assert_line --index 1 't/eu acked'
+	# Held by no group at all: only the log's link is left.
+	mq-group create --filter '.region == "eu"' u eu
+	us=$(mq-pub u '{"region": "us"}')
+	assert_equal "$(stat -c %h "$MQ_SPOOL/topics/u/p0/log/"*)" 1
+	run --separate-stderr mq-stat --message "$us"
+	assert_success
+	assert_output 'u/eu filtered'
+	# Retention removed the log name: the filter reads the file through
+	# the name another group holds.
+	mq-topic create --retention 60 w
+	mq-group create --filter '.region == "eu"' w eu
+	mq-group create w all
+	us=$(mq-pub w '{"region": "us"}')
+	MQ_NOW=$(($(date +%s) + 3600)) mq-topic gc w
+	assert_equal "$(count_log w)" 0
+	run --separate-stderr mq-stat --message "$us"
+	assert_success
+	assert_output "w/all pending attempts=0
+w/eu filtered"
+}
+
+@test "--message: before-start, published before the group's start and not backfilled" {
+	mq-group create t early
+	local m0 m1 k1
+	m0=$(mq-pub t zero)
+	m1=$(mq-pub t one)
+	k1=$(cd "$MQ_SPOOL/topics/t/p0/log" && ls | sed -n 2p)
+	mq-group create t late
+	mq-group create --from-start t all
+	mq-group create --from-offset 0:1 t off
+	mq-group create --from-time "@$(key_time "$k1")" t time
+	run --separate-stderr mq-stat --message "$m0"
+	assert_success
+	assert_output "t/all pending attempts=0
+t/early pending attempts=0
+t/late before-start
+t/off before-start
+t/time before-start"
+	run --separate-stderr mq-stat --message "$m1"
+	assert_success
+	assert_output "t/all pending attempts=0
+t/early pending attempts=0
+t/late before-start
+t/off pending attempts=0
+t/time pending attempts=0"
+	run --separate-stderr mq-stat --json --message "$m0"
+	assert_equal "$(jq -c '.groups[] | select(.group == "late") | [.state, .in]' <<<"$output")" \
+	    '["before-start",null]'
+	# A backfill cut short: what it has yet to link is pending, nowhere.
+	local conf=$MQ_SPOOL/topics/t/groups/all.conf
+	sed -i 's/^state=ready$/state=backfill/' "$conf"
+	rm "$(group_dir t all)/new/$k1"
+	run --separate-stderr mq-stat --message "$m1"
+	assert_line --index 0 't/all pending'
+	run --separate-stderr mq-stat --json --message "$m1"
+	assert_equal "$(jq -c '.groups[0] | [.state, .in]' <<<"$output")" \
+	    '["pending",null]'
+}
+
+@test "--message: expired, dropped by a consumer past its Mq-Expires" {
+	mq-topic create --expired drop t
+	mq-group create t a
+	mq-group create t e
+	mq-group create t p
+	local t0 m
+	t0=$(date +%s)
+	m=$(MQ_NOW=$t0 mq-pub --ttl 1h t m)
+	# a acknowledges it before it expires; e claims it 2 h later and
+	# drops it; p leaves it pending.
+	run -0 mq-sub -g a -n 1 t
+	run -1 env MQ_NOW=$((t0 + 7200)) mq-sub -g e -t 0 t
+	assert_output ''
+	run --separate-stderr env MQ_NOW=$((t0 + 7300)) mq-stat --message "$m"
+	assert_success
+	assert_output "t/a acked
+t/e expired expires=$(rfc3339 $((t0 + 3600))) time=$(rfc3339 $((t0 + 7200)))
+t/p expired attempts=0 expires=$(rfc3339 $((t0 + 3600))) in=new"
+	run --separate-stderr env MQ_NOW=$((t0 + 7300)) mq-stat --json --message "$m"
+	assert_equal "$(jq -c '.groups[1] | [.group, .state, .in, .expires, .time]' <<<"$output")" \
+	    "[\"e\",\"expired\",null,\"$(rfc3339 $((t0 + 3600)))\",\"$(rfc3339 $((t0 + 7200)))\"]"
+	# Where expired messages are dead-lettered instead, a message that
+	# left the queue was acknowledged.
+	mq-group create u a
+	m=$(MQ_NOW=$t0 mq-pub --ttl 1h u m)
+	run -0 mq-sub -g a -n 1 u
+	run --separate-stderr env MQ_NOW=$((t0 + 7300)) mq-stat --message "$m"
+	assert_output 'u/a acked'
+}
+
+@test "--message: a topic without groups has the message, in its partition" {
+	mq-topic create --partitions 2 t
+	local m
+	m=$(mq-pub -p 1 t m)
+	run --separate-stderr mq-stat --message "$m"
+	assert_success
+	assert_output 't partition 1: no group subscribes'
+	run --separate-stderr mq-stat --message "$m" t
+	assert_success
+	assert_output 't partition 1: no group subscribes'
+	run --separate-stderr mq-stat --json --message "$m"
+	assert_success
+	assert_output "{\"id\":\"$m\",\"topic\":\"t\",\"partition\":1,\"seq\":0,\"groups\":[]}"
+	# With groups, the message's place is in the object too.
+	mq-group create t g
+	m=$(mq-pub -p 0 t n)
+	run --separate-stderr mq-stat --json --message "$m"
+	assert_equal "$(jq -c '[.topic, .partition, .seq, (.groups | length)]' <<<"$output")" \
+	    '["t",0,0,1]'
+	# An id in no topic is still not found.
+	run --separate-stderr mq-stat --message 0123456789abcdef0123456789abcdef
+	assert_equal "$status" 66
+	assert_one_line_error mq-stat
 }
