@@ -249,7 +249,7 @@ struct mq_stat_group {
 	 * (a claim extended, or taken with a longer lease, looks younger). */
 	double lease_age;
 	double lease_soonest;            /* the soonest deadline; 0: none */
-	unsigned consumers;              /* alive: deadline not passed */
+	uint64_t consumers;              /* alive: deadline not passed */
 	struct mq_stat_rates acked;
 	/* Publish-to-ack latencies, s, of the acks of the current minute
 	 * and the 5 before: p50, p90, p99, max; -1 when there were none. */

@@ -7,9 +7,10 @@
  * its HELP and TYPE lines and then one sample per object of its scope
  * (each group, the spool, each file system, each peer), the figure read
  * at the row's offset in the object's struct.  Adding a metric is adding
- * a row.  Consecutive rows of one name are one family, their samples told
- * apart by each row's fixed label (quantiles: quantile="0.99"), with one
- * HELP and TYPE, as the format requires.  Peer metrics are left out, HELP
+ * a row.  A row without a type continues the family above (with one HELP
+ * and TYPE, as the format requires): more samples told apart by the
+ * row's fixed label (quantile="0.99", window="5m"), or a summary's _sum
+ * and _count.  Peer metrics are left out, HELP
  * and TYPE too, when the spool has no peers; other families are always
  * there, if need be without samples.  Names follow the Prometheus
  * conventions (the mq_ prefix, base units, _total for counters): the
@@ -22,13 +23,14 @@
 
 #include "internal.h"
 
-enum scope { GROUP, SPOOL, FS, PEER };
+enum scope { TOPIC, GROUP, SPOOL, FS, PEER };
 enum kind {
 	COUNT,                          /* uint64_t */
 	DOUBLE,                         /* double */
 	AGE,                            /* double, < 0 (none) shown as 0 */
 	SINCE,                          /* double, a time: now less it, 0 if
 					   none or in the future */
+	QUANTILE,                       /* double, < 0 (none) shown as NaN */
 };
 
 static const struct metric {
@@ -53,6 +55,54 @@ static const struct metric {
 	{ "mq_oldest_lease_age_seconds", "gauge",
 	  "Time since the oldest claim began (0: none in flight).",
 	  GROUP, offsetof(struct mq_stat_group, lease_age), AGE, NULL },
+	{ "mq_consumers", "gauge",
+	  "Consumers alive in the group (their membership not expired).",
+	  GROUP, offsetof(struct mq_stat_group, consumers), COUNT, NULL },
+	{ "mq_acked_messages_total", "counter",
+	  "Messages acknowledged in the group, on every host.",
+	  GROUP, offsetof(struct mq_stat_group, acked.total), COUNT, NULL },
+	{ "mq_ack_rate_messages_per_second", "gauge",
+	  "Acknowledgements per second over the window.",
+	  GROUP, offsetof(struct mq_stat_group, acked.rate[0]), DOUBLE,
+	  "window=\"1m\"" },
+	{ "mq_ack_rate_messages_per_second", NULL, NULL,
+	  GROUP, offsetof(struct mq_stat_group, acked.rate[1]), DOUBLE,
+	  "window=\"5m\"" },
+	{ "mq_ack_rate_messages_per_second", NULL, NULL,
+	  GROUP, offsetof(struct mq_stat_group, acked.rate[2]), DOUBLE,
+	  "window=\"15m\"" },
+	{ "mq_ack_latency_seconds", "summary",
+	  "Publish-to-ack latency; quantiles of the last 5 to 6 minutes "
+	  "(1: the maximum), NaN without acks.",
+	  GROUP, offsetof(struct mq_stat_group, latency[0]), QUANTILE,
+	  "quantile=\"0.5\"" },
+	{ "mq_ack_latency_seconds", NULL, NULL,
+	  GROUP, offsetof(struct mq_stat_group, latency[1]), QUANTILE,
+	  "quantile=\"0.9\"" },
+	{ "mq_ack_latency_seconds", NULL, NULL,
+	  GROUP, offsetof(struct mq_stat_group, latency[2]), QUANTILE,
+	  "quantile=\"0.99\"" },
+	{ "mq_ack_latency_seconds", NULL, NULL,
+	  GROUP, offsetof(struct mq_stat_group, latency[3]), QUANTILE,
+	  "quantile=\"1\"" },
+	{ "mq_ack_latency_seconds_sum", NULL, NULL,
+	  GROUP, offsetof(struct mq_stat_group, latency_sum), DOUBLE, NULL },
+	{ "mq_ack_latency_seconds_count", NULL, NULL,
+	  GROUP, offsetof(struct mq_stat_group, acked.total), COUNT, NULL },
+	{ "mq_published_messages_total", "counter",
+	  "Messages published to the topic, on every host.",
+	  TOPIC, offsetof(struct mq_stat_topic, published.total), COUNT,
+	  NULL },
+	{ "mq_publish_rate_messages_per_second", "gauge",
+	  "Publishes per second over the window.",
+	  TOPIC, offsetof(struct mq_stat_topic, published.rate[0]), DOUBLE,
+	  "window=\"1m\"" },
+	{ "mq_publish_rate_messages_per_second", NULL, NULL,
+	  TOPIC, offsetof(struct mq_stat_topic, published.rate[1]), DOUBLE,
+	  "window=\"5m\"" },
+	{ "mq_publish_rate_messages_per_second", NULL, NULL,
+	  TOPIC, offsetof(struct mq_stat_topic, published.rate[2]), DOUBLE,
+	  "window=\"15m\"" },
 	{ "mq_stale_tmp_files", "gauge", "Temporary files older than an hour.",
 	  SPOOL, offsetof(struct mq_stat, stale_tmp), COUNT, NULL },
 	{ "mq_fs_free_bytes", "gauge",
@@ -95,6 +145,10 @@ objects(const struct mq_stat *st, enum scope s, const char **first,
     size_t *size)
 {
 	switch (s) {
+	case TOPIC:
+		*first = (const char *)st->topics;
+		*size = sizeof *st->topics;
+		return st->ntopics;
 	case GROUP:
 		*first = (const char *)st->groups;
 		*size = sizeof *st->groups;
@@ -119,6 +173,10 @@ static int
 labels(enum scope s, const void *obj, const char *lv[4])
 {
 	switch (s) {
+	case TOPIC:
+		lv[0] = "topic";
+		lv[1] = ((const struct mq_stat_topic *)obj)->topic;
+		return 1;
 	case GROUP: {
 		const struct mq_stat_group *g = obj;
 		lv[0] = "topic";
@@ -151,6 +209,10 @@ put_value(FILE *f, const struct metric *m, const char *p, double now)
 		return;
 	}
 	memcpy(&d, p + m->off, sizeof d);
+	if (m->kind == QUANTILE && d < 0) {
+		fputs(" NaN\n", f);
+		return;
+	}
 	if (m->kind == AGE && d < 0)
 		d = 0;
 	else if (m->kind == SINCE)
@@ -166,7 +228,7 @@ mq_stat_write_prometheus(const struct mq_stat *st, FILE *f)
 		const struct metric *m = &metrics[i];
 		if (m->scope == PEER && !st->replication)
 			continue;
-		if (i == 0 || strcmp(metrics[i - 1].name, m->name))
+		if (m->type)
 			fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->name,
 			    m->help, m->name, m->type);
 		const char *p;

@@ -214,7 +214,7 @@ group_add(struct mq_stat *st, const struct wilds *w, const struct mq_topic *t,
 	    age(st->now, tot->oldest_pending) : -1;
 	g->lease_age = tot->lease_soonest_ms ?
 	    age(st->now, g->lease_soonest - gi.lease) : -1;
-	g->consumers = (unsigned)gi.nmembers;
+	g->consumers = gi.nmembers;
 	for (size_t i = 0; i < w->n; i++)
 		if (!strcmp(w->v[i].group, group) &&
 		    mq_pattern_match(w->v[i].pattern, t->name))

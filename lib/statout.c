@@ -40,6 +40,45 @@ age_text(double age, char *buf, size_t len)
 	return buf;
 }
 
+/* A latency in seconds, "-" for none. */
+static const char *
+latency_text(double s, char *buf, size_t len)
+{
+	if (s < 0)
+		return "-";
+	snprintf(buf, len, "%.3f", s);
+	return buf;
+}
+
+/* Publishes per topic, then consumers, acks and latencies per group. */
+static void
+traffic_table(const struct mq_stat *st, FILE *f)
+{
+	fprintf(f, "\n%-16s %12s %9s %9s %9s\n", "TOPIC", "PUBLISHED",
+	    "PUB/S-1M", "PUB/S-5M", "PUB/S-15M");
+	for (size_t i = 0; i < st->ntopics; i++) {
+		const struct mq_stat_rates *r = &st->topics[i].published;
+		fprintf(f, "%-16s %12" PRIu64 " %9.2f %9.2f %9.2f\n",
+		    st->topics[i].topic, r->total, r->rate[0], r->rate[1],
+		    r->rate[2]);
+	}
+	fprintf(f, "\n%-16s %-16s %9s %12s %9s %9s %9s %9s %9s %9s %9s\n",
+	    "TOPIC", "GROUP", "CONSUMERS", "ACKED", "ACK/S-1M", "ACK/S-5M",
+	    "ACK/S-15M", "P50", "P90", "P99", "MAX");
+	for (size_t i = 0; i < st->ngroups; i++) {
+		const struct mq_stat_group *g = &st->groups[i];
+		char l[4][32];
+		fprintf(f, "%-16s %-16s %9" PRIu64 " %12" PRIu64
+		    " %9.2f %9.2f %9.2f %9s %9s %9s %9s\n", g->topic, g->group,
+		    g->consumers, g->acked.total, g->acked.rate[0],
+		    g->acked.rate[1], g->acked.rate[2],
+		    latency_text(g->latency[0], l[0], sizeof l[0]),
+		    latency_text(g->latency[1], l[1], sizeof l[1]),
+		    latency_text(g->latency[2], l[2], sizeof l[2]),
+		    latency_text(g->latency[3], l[3], sizeof l[3]));
+	}
+}
+
 int
 mq_stat_write_table(const struct mq_stat *st, FILE *f)
 {
@@ -55,6 +94,7 @@ mq_stat_write_table(const struct mq_stat *st, FILE *f)
 		    age_text(g->pending_age, a, sizeof a),
 		    age_text(g->lease_age, b, sizeof b));
 	}
+	traffic_table(st, f);
 	fprintf(f, "\nstale temporary files: %" PRIu64 "\n\n", st->stale_tmp);
 	fprintf(f, "%-40s %20s %12s\n", "FILESYSTEM", "FREE-BYTES",
 	    "FREE-INODES");
@@ -81,15 +121,38 @@ age_json(double age)
 	return age < 0 ? json_null() : json_real(age);
 }
 
+static json_t *
+rates_json(const struct mq_stat_rates *r)
+{
+	return json_pack("{s:I, s:f, s:f, s:f}", "total", (json_int_t)r->total,
+	    "rate_1m", r->rate[0], "rate_5m", r->rate[1], "rate_15m",
+	    r->rate[2]);
+}
+
+static json_t *
+latency_json(const double l[4])
+{
+	if (l[0] < 0)
+		return json_null();
+	return json_pack("{s:f, s:f, s:f, s:f}", "p50", l[0], "p90", l[1],
+	    "p99", l[2], "max", l[3]);
+}
+
 int
 mq_stat_write_json(const struct mq_stat *st, FILE *f)
 {
-	json_t *groups = json_array(), *fs = json_array();
+	json_t *topics = json_array(), *groups = json_array(),
+	    *fs = json_array();
+	for (size_t i = 0; i < st->ntopics; i++)
+		json_array_append_new(topics, json_pack("{s:s, s:o}", "topic",
+		    st->topics[i].topic, "published",
+		    rates_json(&st->topics[i].published)));
 	json_t *peers = st->replication ? json_array() : json_null();
 	for (size_t i = 0; i < st->ngroups; i++) {
 		const struct mq_stat_group *g = &st->groups[i];
 		json_array_append_new(groups, json_pack("{s:s, s:s, s:I, s:I, "
-		    "s:I, s:I, s:f, s:o, s:o, s:o}", "topic", g->topic,
+		    "s:I, s:I, s:f, s:o, s:o, s:o, s:I, s:o, s:o, s:f}",
+		    "topic", g->topic,
 		    "group", g->group, "pending", (json_int_t)g->pending,
 		    "inflight", (json_int_t)g->inflight,
 		    "delayed", (json_int_t)g->delayed,
@@ -97,7 +160,11 @@ mq_stat_write_json(const struct mq_stat *st, FILE *f)
 		    "oldest_pending_age", age_json(g->pending_age),
 		    "oldest_lease_age", age_json(g->lease_age),
 		    "lease_soonest", g->lease_soonest > 0 ?
-		    json_real(g->lease_soonest) : json_null()));
+		    json_real(g->lease_soonest) : json_null(),
+		    "consumers", (json_int_t)g->consumers,
+		    "acked", rates_json(&g->acked),
+		    "latency", latency_json(g->latency),
+		    "latency_sum", g->latency_sum));
 	}
 	for (size_t i = 0; i < st->nfs; i++)
 		json_array_append_new(fs, json_pack("{s:s, s:I, s:I}",
@@ -112,8 +179,8 @@ mq_stat_write_json(const struct mq_stat *st, FILE *f)
 		    "lag_records", (json_int_t)p->records,
 		    "lag_seconds", p->lag, "contact", p->contact));
 	}
-	json_t *o = json_pack("{s:f, s:o, s:I, s:o, s:o}", "time", st->now,
-	    "groups", groups, "stale_tmp", (json_int_t)st->stale_tmp,
+	json_t *o = json_pack("{s:f, s:o, s:o, s:I, s:o, s:o}", "time",
+	    st->now, "topics", topics, "groups", groups, "stale_tmp", (json_int_t)st->stale_tmp,
 	    "filesystems", fs, "replication", peers);
 	return mq_json_put(o, f);
 }

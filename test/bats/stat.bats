@@ -162,14 +162,16 @@ lagging_peer() {
 
 # prom_check: $output is valid text exposition: every sample line matches
 # the grammar, every metric has HELP and TYPE before its samples and no
-# samples after another metric's, names are mq_ with a unit suffix.
+# samples after another metric's (a summary's _sum and _count are its
+# own), names are mq_ with a unit suffix or _total.
 prom_check() {
 	"$PY" - "$output" <<'PY'
 import re, sys
 name = r'[a-zA-Z_:][a-zA-Z0-9_:]*'
 label = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
 sample = re.compile(r'^(%s)(?:\{(?:%s(?:,%s)*)?\})? (\S+)$' % (name, label, label))
-units = ('_messages', '_seconds', '_bytes', '_inodes', '_files', '_records')
+units = ('_messages', '_seconds', '_bytes', '_inodes', '_files', '_records',
+         '_consumers', '_per_second', '_total')
 help_, type_, done, cur = set(), {}, set(), None
 for line in sys.argv[1].split('\n'):
     m = re.match(r'^# (HELP|TYPE) (%s) (.*)$' % name, line)
@@ -181,7 +183,8 @@ for line in sys.argv[1].split('\n'):
             help_.add(n)
         else:
             assert n in help_ and n not in type_, 'TYPE order ' + n
-            assert rest in ('gauge', 'counter', 'untyped'), rest
+            assert rest in ('gauge', 'counter', 'summary', 'untyped'), rest
+            assert (rest == 'counter') == n.endswith('_total'), n
             type_[n] = rest
         if cur != n:
             assert n not in done, 'metric split ' + n
@@ -193,6 +196,11 @@ for line in sys.argv[1].split('\n'):
     m = sample.match(line)
     assert m, 'bad sample: ' + repr(line)
     n, v = m.group(1), m.group(2)
+    if type_.get(cur) == 'summary' and n in (cur + '_sum', cur + '_count'):
+        n = cur
+    else:
+        assert 'quantile=' not in line or type_.get(cur) == 'summary', \
+            'quantile outside a summary: ' + line
     assert n == cur and n in type_, 'sample before HELP/TYPE: ' + line
     float(v)
 print(len(type_))
@@ -214,9 +222,18 @@ PY
 	assert_line --regexp "^mq_fs_free_bytes\\{path=\"$MQ_SPOOL\"\\} [0-9]+\$"
 	assert_line --regexp "^mq_fs_free_inodes\\{path=\"$MQ_SPOOL\"\\} [0-9]+\$"
 	assert_line '# TYPE mq_pending_messages gauge'
+	# Counters: 5 published to t; h acked one (mq-sub -n 1), g none
+	# (its one settled message was dead-lettered): no latency, NaN.
+	assert_line 'mq_published_messages_total{topic="t"} 5'
+	assert_line 'mq_acked_messages_total{topic="t",group="h"} 1'
+	assert_line 'mq_acked_messages_total{topic="t",group="g"} 0'
+	assert_line 'mq_ack_latency_seconds_count{topic="t",group="h"} 1'
+	assert_line 'mq_ack_latency_seconds{topic="t",group="g",quantile="0.99"} NaN'
+	assert_line '# TYPE mq_ack_latency_seconds summary'
+	assert_line 'mq_consumers{topic="t",group="g"} 0'
 	run prom_check
 	assert_success
-	assert_output 9
+	assert_output 15
 	# A spool path with a quote and a backslash: escaped in the label.
 	local odd=$TD/sp\"o\\ol
 	mq-topic -s "$odd" create x
@@ -266,7 +283,7 @@ PY
 	output=$text
 	run prom_check
 	assert_success
-	assert_output 12
+	assert_output 18
 	# promtool does speak up when something is wrong.
 	run promtool check metrics <<<$'# HELP mq_x_messages h\n# TYPE mq_x_messages counter\nmq_x_messages 1'
 	assert_failure

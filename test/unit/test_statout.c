@@ -95,8 +95,8 @@ test_table_json(void)
 	    "           5            2\n") != NULL, "table peer row");
 	free(text);
 	text = written(mq_stat_write_json, &st);
-	ok(!strncmp(text, "{\"time\":1000.0,\"groups\":[{\"topic\":\"t\","
-	    "\"group\":\"g\",\"pending\":2,", 54) && strstr(text,
+	ok(!strncmp(text, "{\"time\":1000.0,\"topics\":[],\"groups\":[{"
+	    "\"topic\":\"t\",\"group\":\"g\",\"pending\":2,", 66) && strstr(text,
 	    "\"oldest_lease_age\":null") && text[strlen(text) - 1] == '\n',
 	    "JSON on one line, null for none");
 	free(text);
