@@ -340,10 +340,14 @@ _mq_stat()
 		# is typed (then a group's); the operator and number are the
 		# user's.
 		local scope= f figs=
-		local -a all=(pending inflight delayed dlq age lease-age)
+		local -a all=(pending inflight delayed dlq age lease-age
+		    consumers ack-rate latency-p50 latency-p90 latency-p99
+		    latency-max)
 		if [[ $cur == *:* ]]; then
 			scope=${cur%%:*}:
+			[[ $scope == */* ]] || all+=(publish-rate)
 		else
+			all+=(publish-rate)
 			all+=(stale-tmp free-bytes free-inodes lag lag-seconds)
 		fi
 		for f in "${all[@]}"; do

@@ -608,7 +608,12 @@ t/h acked"
 	assert_equal "$(complete_words mq-stat --watch 2 t '')" g
 	assert_equal "$(complete_words mq-stat -s "$MQ_SPOOL" u '')" h
 	assert_equal "$(complete_words mq-stat --check --crit d | tr '\n' ' ')" "delayed dlq "
-	assert_equal "$(complete_words mq-stat --check --warn t/g:l)" t/g:lease-age
+	assert_equal "$(complete_words mq-stat --check --warn t/g:le)" t/g:lease-age
+	assert_equal "$(complete_words mq-stat --check --warn t/g:latency-p | tr '\n' ' ')" "t/g:latency-p50 t/g:latency-p90 t/g:latency-p99 "
+	# publish-rate is a topic's: offered with a topic scope, not a group's.
+	assert_equal "$(complete_words mq-stat --check --warn t:pu)" t:publish-rate
+	assert_equal "$(complete_words mq-stat --check --warn t/g:pu)" ''
+	assert_equal "$(complete_words mq-stat --check --crit co)" consumers
 	assert_equal "$(complete_words mq-stat --ch)" --check
 	assert_equal "$(complete_words mq-stat --mes)" --message
 	assert_equal "$(complete_words mq-stat --check --warn 'dlq>0' '')" "$(printf 't\nu')"
