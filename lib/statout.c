@@ -30,23 +30,13 @@ mq_peer_label(const struct mq_peer_status *p)
 	return p->name[0] ? p->name : p->id;
 }
 
-/* An age in whole seconds, "-" for none. */
+/* Seconds with so many decimals, "-" for none (< 0). */
 static const char *
-age_text(double age, char *buf, size_t len)
-{
-	if (age < 0)
-		return "-";
-	snprintf(buf, len, "%.0f", age);
-	return buf;
-}
-
-/* A latency in seconds, "-" for none. */
-static const char *
-latency_text(double s, char *buf, size_t len)
+seconds_text(double s, int decimals, char *buf, size_t len)
 {
 	if (s < 0)
 		return "-";
-	snprintf(buf, len, "%.3f", s);
+	snprintf(buf, len, "%.*f", decimals, s);
 	return buf;
 }
 
@@ -72,10 +62,10 @@ traffic_table(const struct mq_stat *st, FILE *f)
 		    " %9.2f %9.2f %9.2f %9s %9s %9s %9s\n", g->topic, g->group,
 		    g->consumers, g->acked.total, g->acked.rate[0],
 		    g->acked.rate[1], g->acked.rate[2],
-		    latency_text(g->latency[0], l[0], sizeof l[0]),
-		    latency_text(g->latency[1], l[1], sizeof l[1]),
-		    latency_text(g->latency[2], l[2], sizeof l[2]),
-		    latency_text(g->latency[3], l[3], sizeof l[3]));
+		    seconds_text(g->latency[0], 3, l[0], sizeof l[0]),
+		    seconds_text(g->latency[1], 3, l[1], sizeof l[1]),
+		    seconds_text(g->latency[2], 3, l[2], sizeof l[2]),
+		    seconds_text(g->latency[3], 3, l[3], sizeof l[3]));
 	}
 }
 
@@ -91,8 +81,8 @@ mq_stat_write_table(const struct mq_stat *st, FILE *f)
 		fprintf(f, "%-16s %-16s %9" PRIu64 " %9" PRIu64 " %9" PRIu64
 		    " %9" PRIu64 " %11s %9s\n", g->topic, g->group, g->pending,
 		    g->inflight, g->delayed, g->dead,
-		    age_text(g->pending_age, a, sizeof a),
-		    age_text(g->lease_age, b, sizeof b));
+		    seconds_text(g->pending_age, 0, a, sizeof a),
+		    seconds_text(g->lease_age, 0, b, sizeof b));
 	}
 	traffic_table(st, f);
 	fprintf(f, "\nstale temporary files: %" PRIu64 "\n\n", st->stale_tmp);

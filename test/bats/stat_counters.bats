@@ -87,6 +87,14 @@ EOF
 	    "near(group('t', 'g')['latency']['max'], max($L) / 1e6)" \
 	    "near(group('t', 'g')['latency_sum'], sum($L) / 1e6, 1e-4)" \
 	    'group("t", "g")["pending"] == 0'
+	# The table: publishes per topic, then consumers, acks and latencies.
+	run --separate-stderr env MQ_NOW=$READ mq-stat
+	assert_success
+	assert_line --regexp '^TOPIC +PUBLISHED +PUB/S-1M +PUB/S-5M +PUB/S-15M$'
+	assert_line --regexp '^t +6 +0\.03 +0\.02 +0\.01$'
+	assert_line --regexp '^TOPIC +GROUP +CONSUMERS +ACKED +ACK/S-1M +ACK/S-5M +ACK/S-15M +P50 +P90 +P99 +MAX$'
+	local sec='[0-9]+\.[0-9]{3}'
+	assert_line --regexp "^t +g +0 +6 +0\.10 +0\.02 +0\.01 +$sec +$sec +$sec +$sec\$"
 	# A minute and a half later: minute A is half out of the last 60 s.
 	READ=$((A + 80))
 	stat_json
