@@ -146,8 +146,18 @@ mq_member_join(mq_sub *s)
 	mq_hex_random(rnd, 8);
 	snprintf(s->member, sizeof s->member, "%s.%ld.%s", rnd, (long)getpid(),
 	    host);
-	if ((s->membersfd = members_dir(s)) < 0 || member_file(s) < 0)
-		return -1;
+	if ((s->membersfd = members_dir(s)) < 0 || member_file(s) < 0) {
+		if (s->gc.ordered)
+			return -1;
+		/* In a shared group membership is only counted: a consumer
+		 * that cannot write it consumes all the same, uncounted. */
+		if (s->membersfd >= 0)
+			close(s->membersfd);
+		s->membersfd = -1;
+		s->member_name[0] = 0;
+		s->next_beat = INFINITY;
+		return 0;
+	}
 	if (!s->gc.ordered) {
 		/* Owning nothing, it reads the members only now, to remove
 		 * those long dead. */
@@ -329,6 +339,8 @@ mq_member_beat(mq_sub *s, bool force)
 	double now = mq_now();
 	if (!force && now < s->next_beat)
 		return 0;
+	if (s->membersfd < 0)           /* a shared group's, uncounted */
+		return 0;
 	s->rebalance = false;
 	/* Renew our membership; a member thought dead joins again. */
 	char old[sizeof s->member_name];
@@ -336,8 +348,11 @@ mq_member_beat(mq_sub *s, bool force)
 	snprintf(s->member_name, sizeof s->member_name, "%s,l%llu", s->member,
 	    (unsigned long long)(now_ms() + session_ms(s)));
 	if (renameat(s->membersfd, old, s->membersfd, s->member_name) < 0 &&
-	    (errno != ENOENT || member_file(s) < 0))
-		return mq_err_sys("renew membership");
+	    (errno != ENOENT || member_file(s) < 0)) {
+		/* A shared group's is only counted: try again later. */
+		if (s->gc.ordered)
+			return mq_err_sys("renew membership");
+	}
 	uint64_t next = now_ms() + session_ms(s) / 3;
 	if (!s->gc.ordered) {           /* a member, owning nothing */
 		s->next_beat = (double)next / 1000;

@@ -255,3 +255,22 @@ consumers_are() {
 	assert_equal "$stderr" ''
 	assert_equal "$(count_new t g)" 1
 }
+
+@test "a consumer of a shared group that cannot record its membership consumes all the same" {
+	mkgroup t g
+	mq-pub -q t a
+	# Something that is not a directory where the members go.
+	rm -rf "$MQ_SPOOL/topics/t/groups/g.members"
+	echo x >"$MQ_SPOOL/topics/t/groups/g.members"
+	run --separate-stderr mq-sub -g g -n 1 t
+	assert_success
+	assert_output a
+	assert_equal "$stderr" ''
+	# An ordered group needs its membership: that is an error there.
+	mkgroup t og --ordered
+	rm -rf "$MQ_SPOOL/topics/t/groups/og.members"
+	echo x >"$MQ_SPOOL/topics/t/groups/og.members"
+	run --separate-stderr mq-sub -g og -n 1 -t 0 t
+	assert_failure
+	assert_one_line_error mq-sub
+}
