@@ -590,10 +590,11 @@ stat_measure() {
 	done
 }
 stat_table() {
-	local f m fl flc label c
+	local f m fl flc label c first=cold
 	fl=$(med stat.floor) flc=$W/res/stat.cold.floor
+	case $(cat "$W/res/stat.coldnote") in first*) first=first ;; esac
 	echo "8. stat: $STAT_PENDING pending: $STAT_MSGS messages, each pending in the groups ${STAT_GROUPS// /, }; $STAT_PARTS partitions, ${#STAT_DIRS[@]} new/ (wall ms)"
-	printf '  %-42s %9s %7s %9s %7s %7s %7s  %s\n' "" "cold" "/floor" \
+	printf '  %-42s %9s %7s %9s %7s %7s %7s  %s\n' "" "$first" "/floor" \
 	    "warm" "/floor" "user s" "sys s" "runs (warm, ms)"
 	for f in $STAT_FORMS; do
 		case $f in
@@ -619,7 +620,7 @@ stat_table() {
 	awk -v w="$(kv "$m" seconds)" 'BEGIN {
 	    printf "  %-42s %9.3f   target %-9s %s\n", "mq-stat, warm (s)", w,
 		"< 0.5 s", (w < 0.5) ? "met" : "NOT MET" }'
-	printf '  %-42s %9s   %s\n' "  context: cold" "" "$(cat "$W/res/stat.coldnote")"
+	printf '  %-42s %9s   %s\n' "  context: $first" "" "$(cat "$W/res/stat.coldnote")"
 	printf '  %-42s %9.0f   msgs/s (%.3f s for %s): building the spool\n' \
 	    "  context: mq-pub -l --sync=none" "$(kv "$W/res/stat.pub" rate)" \
 	    "$(kv "$W/res/stat.pub" seconds)" "$STAT_MSGS"
