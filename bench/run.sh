@@ -4,29 +4,33 @@
 # Prints mq's figures beside baselines measured in the same run, on the same
 # filesystem: the raw syscall floor (bench/floor.c), python3-dirq, a raw
 # inotify round trip (bench/lat.c) and the raw cost of a process spawn
-# (floor spawn); for replication, rsync(1) of the same spool.  It measures
+# (floor spawn); for replication, rsync(1) of the same spool; for mq-stat,
+# the raw listing of its directories (floor count) and find(1).  It measures
 # and reports; it never fails because a figure is slow (only when a tool
 # fails or a build breaks).
 # bench/README.md says what each figure is.
 #
-# Usage: bench/run.sh [fanout | replicate]
+# Usage: bench/run.sh [fanout | replicate | stat]
 #   With no argument every section runs; `fanout` runs section 6 alone
 #   (publish fan-out into 1, 10 and 100 groups, unfiltered and with a jq
 #   filter on each group); `replicate` runs section 7 alone (mq-replicate:
-#   initial sync beside rsync, and the lag of push --follow).
+#   initial sync beside rsync, and the lag of push --follow); `stat` runs
+#   section 8 alone (mq-stat on a spool with 1,000,000 pending, 100,000
+#   when quick, beside the raw listing of its directories).
 #
 # Environment:
 #   BENCH_DIR=DIR     where the scratch directory goes (default /var/tmp)
-#   BENCH_QUICK=1     counts 10x smaller, deep backlog 100k, handlers 1000
-#                     (instead of 5000), one run each; replication lag
-#                     measured for 3 s instead of 10
-#   BENCH_REPEAT=N    runs per publish/drain/deep/handler figure (median shown);
-#                     default 3, or 1 with BENCH_QUICK=1
+#   BENCH_QUICK=1     counts 10x smaller, deep backlog and mq-stat's pending
+#                     100k, handlers 1000 (instead of 5000), one run each;
+#                     replication lag measured for 3 s instead of 10
+#   BENCH_REPEAT=N    runs per publish/drain/deep/handler/stat figure (median
+#                     shown); default 3, or 1 with BENCH_QUICK=1
 #   BENCH_KEEP=1      keep the scratch directory
 #   BENCH_DROP_CACHES=auto|0|1
 #                     sync and drop the page cache before measuring; auto
 #                     (default) does it when root on ext4 without a journal
-#                     (see the comment at the drop below)
+#                     (see the comment at the drop below); section 8's
+#                     cold runs drop it unless this is 0
 #   MQ_BIN=DIR        the tools (default: bin/ of this tree)
 #   CC                C compiler (default cc)
 set -eu -o pipefail
@@ -47,14 +51,20 @@ fi
 WARMUP=20
 SECTION=${1:-all}
 case $SECTION in
-all|fanout|replicate) ;;
-*) echo "usage: bench/run.sh [fanout | replicate]" >&2; exit 64 ;;
+all|fanout|replicate|stat) ;;
+*) echo "usage: bench/run.sh [fanout | replicate | stat]" >&2; exit 64 ;;
 esac
 # Section 6: messages per fan-out publish, and the group counts.
 FAN_N=$((N / 5)) FAN_GROUPS="1 10 100"
 # Section 7: messages of the initial sync (one run), and the lag test's
 # publishing rate (msgs/s) and length (s).
 REPL_N=$N LAG_RATE=1000 LAG_N=$((LAG_RATE * LAG_SECS))
+# Section 8: names pending in all (as many as the deep backlog), the
+# partitions and the groups of the one topic, and each message's line
+# (mq-pub -l strips the newline: 15-byte bodies).
+STAT_PENDING=$DEEP STAT_PARTS=4 STAT_GROUPS="s1 s2" STAT_LEN=16
+STAT_MSGS=$((STAT_PENDING / 2))   # each is pending in both groups
+STAT_CRIT="pending>$((2 * STAT_PENDING))"
 
 die() { echo "bench: $*" >&2; exit 1; }
 
@@ -63,6 +73,11 @@ for t in mq-pub mq-sub; do
 done
 [ "$SECTION" != all ] || "$PY" -c 'import dirq' 2>/dev/null ||
 	die "$PY cannot import dirq: apt-get install python3-dirq"
+if [ "$SECTION" = all ] || [ "$SECTION" = stat ]; then
+	for t in mq-topic mq-stat; do
+		[ -x "$BIN/$t" ] || die "$BIN/$t missing: run make first"
+	done
+fi
 if [ "$SECTION" = all ] || [ "$SECTION" = replicate ]; then
 	[ -x "$BIN/mq-replicate" ] || die "$BIN/mq-replicate missing: run make first"
 	command -v rsync > /dev/null || die "rsync missing: apt-get install rsync"
@@ -82,10 +97,12 @@ files=$(( files + REPEAT * 9 * FAN_N ))
 # link is no inode), rsync's copies (two files each without -H, one with),
 # and the two spools of the lag test.
 repl_files=$(( 7 * REPL_N + 2 * LAG_N ))
+# Section 8: a log/ file per message (its groups' links are no inodes).
 case $SECTION in
-all) files=$(( files + repl_files )) ;;
+all) files=$(( files + repl_files + STAT_MSGS )) ;;
 fanout) files=$(( REPEAT * 9 * FAN_N )) ;;
 replicate) files=$repl_files ;;
+stat) files=$STAT_MSGS ;;
 esac
 need_kb=$(( files * 5 + N * SIZE / 1024 + 100000 ))
 avail_kb=$(df -Pk "$BASE" | awk 'NR == 2 { print $4 }')
@@ -182,6 +199,20 @@ left() {
 	    "$SP/topics/$1"/p*/g/"$2"/delay -mindepth 1 2>/dev/null | wc -l
 }
 step() { printf 'bench: %s\n' "$*" >&2; }
+# med PREFIX: the result file of the run with the median rate, of those
+# named PREFIX.<run>.
+med() {
+	local f
+	for f in "$W/res/$1".*; do echo "$(kv "$f" rate) $f"; done |
+	    sort -g | awk '{ l[NR] = $2 } END { print l[int((NR + 1) / 2)] }'
+}
+# backlog NAME SPOOL TOPIC COUNT LEN: a backlog, the fastest way: COUNT
+# lines of LEN - 1 characters to TOPIC in one `mq-pub -q -l --sync=none`,
+# timed into res/NAME (sections 4 and 8).
+backlog() {
+	"$FLOOR" lines "$4" "$5" |
+	    run "$1" "$4" "$BIN/mq-pub" -s "$2" -q -l --sync=none "$3"
+}
 
 # ---- 6. fan-out: publish into a topic with 1, 10 and 100 groups ----
 # For each group count G and run r, three topics, subscribed first (not
@@ -235,11 +266,6 @@ fanout_measure() {
 }
 fanout_table() {
 	local g kind f b label
-	fmed() { # PREFIX: the result file of the run with the median rate
-		local x
-		for x in "$W/res/$1".*; do echo "$(kv "$x" rate) $x"; done |
-		    sort -g | awk '{ l[NR] = $2 } END { print l[int((NR + 1) / 2)] }'
-	}
 	echo "6. fan-out: mq-pub -l --sync=batch, $FAN_N JSON messages of $SIZE bytes, G groups"
 	printf '  %-42s %9s %9s %7s %7s %8s %8s\n' "" "msgs/s" "seconds" \
 	    "user s" "sys s" "µs/msg" "µs/g/msg"
@@ -250,7 +276,7 @@ fanout_table() {
 			all) label="  jq filter each, all match" ;;
 			half) label="  jq filter each, half match" ;;
 			esac
-			f=$(fmed "fan.$g.$kind")
+			f=$(med "fan.$g.$kind")
 			awk -v l="$label" -v c="$(kv "$f" count)" -v s="$(kv "$f" seconds)" \
 			    -v u="$(kv "$f" user)" -v y="$(kv "$f" sys)" -v g="$g" 'BEGIN {
 			    printf "  %-42s %9.0f %9.3f %7.2f %7.2f %8.1f %8.2f\n", l,
@@ -262,7 +288,7 @@ fanout_table() {
 	# all-match less unfiltered at the same count (same links).
 	local lo=${FAN_GROUPS%% *} hi=${FAN_GROUPS##* }
 	for kind in plain all half; do
-		f=$(fmed "fan.$hi.$kind") b=$(fmed "fan.$lo.$kind")
+		f=$(med "fan.$hi.$kind") b=$(med "fan.$lo.$kind")
 		awk -v l="  context: µs per extra group per msg, $kind" \
 		    -v a="$(kv "$f" seconds)" -v b="$(kv "$b" seconds)" \
 		    -v n="$FAN_N" -v hi="$hi" -v lo="$lo" 'BEGIN {
@@ -273,7 +299,7 @@ fanout_table() {
 	# (the same links), less the difference of the one-message runs (the
 	# compile, once per process).
 	for g in $FAN_GROUPS; do
-		f=$(fmed "fan.$g.all") b=$(fmed "fan.$g.plain")
+		f=$(med "fan.$g.all") b=$(med "fan.$g.plain")
 		awk -v l="  context: jq filter cost, G=$g" \
 		    -v a="$(kv "$f" seconds)" -v b="$(kv "$b" seconds)" \
 		    -v oa="$(kv "$W/res/fan.one.$g.all" seconds)" \
@@ -509,6 +535,113 @@ repl_table() {
 		"messages in the destination group's new/, expected $LAG_N"
 }
 
+# ---- 8. stat: mq-stat on a spool with STAT_PENDING pending ----
+# A spool of its own (mq-stat with no TOPIC reads the whole spool), with
+# one topic `stat` of STAT_PARTS partitions and the groups STAT_GROUPS:
+# STAT_MSGS messages, each pending in both groups, so STAT_PENDING names
+# in the groups' new/ directories.  Each form, the baselines first, runs
+# once cold (sync, then page cache, dentries and inodes dropped, when
+# BENCH_DROP_CACHES is not 0 and we may), then REPEAT times warm, the
+# forms taking turns.
+STAT_FORMS="floor find table json prom check"
+STAT_DIRS=()                  # the groups' new/ directories
+# stat_run FORM NAME: one timed run of FORM into res/NAME; its output in
+# stat-out/NAME.
+stat_run() {
+	local ss=$W/stat-spool out=$W/stat-out/$2
+	case $1 in
+	floor) run "$2" "$STAT_PENDING" "$FLOOR" count "${STAT_DIRS[@]}" ;;
+	find) run "$2" "$STAT_PENDING" sh -c 'find "$@" -type f | wc -l' sh \
+	    "${STAT_DIRS[@]}" ;;
+	table) run "$2" "$STAT_PENDING" "$BIN/mq-stat" -s "$ss" ;;
+	json) run "$2" "$STAT_PENDING" "$BIN/mq-stat" -s "$ss" --json ;;
+	prom) run "$2" "$STAT_PENDING" "$BIN/mq-stat" -s "$ss" --prometheus ;;
+	check) run "$2" "$STAT_PENDING" "$BIN/mq-stat" -s "$ss" --check \
+	    --crit "$STAT_CRIT" ;;
+	esac > "$out"
+}
+stat_measure() {
+	local ss=$W/stat-spool g r f cold="first run, page cache not dropped"
+	step "stat: publishing $STAT_MSGS messages into $STAT_PARTS partitions, groups $STAT_GROUPS"
+	"$BIN/mq-topic" -s "$ss" create --partitions "$STAT_PARTS" stat ||
+	    die "mq-topic create stat failed"
+	for g in $STAT_GROUPS; do
+		"$BIN/mq-sub" -s "$ss" -g "$g" -t 0 stat > /dev/null ||
+		    [ $? = 1 ] || die "subscribe stat -g $g failed"
+	done
+	backlog stat.pub "$ss" stat "$STAT_MSGS" "$STAT_LEN"
+	STAT_DIRS=("$ss"/topics/stat/p*/g/*/new)
+	mkdir "$W/stat-out"
+	sync
+	if [ "${BENCH_DROP_CACHES:-auto}" != 0 ] &&
+	    echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then
+		cold="sync; echo 3 > /proc/sys/vm/drop_caches before each"
+	fi
+	echo "$cold" > "$W/res/stat.coldnote"
+	for f in $STAT_FORMS; do
+		step "stat: $f, cold"
+		sync
+		case $cold in sync*) echo 3 > /proc/sys/vm/drop_caches ;; esac
+		stat_run "$f" "stat.cold.$f"
+	done
+	for r in $(seq "$REPEAT"); do
+		step "stat: every form, warm (run $r/$REPEAT)"
+		for f in $STAT_FORMS; do stat_run "$f" "stat.$f.$r"; done
+	done
+}
+stat_table() {
+	local f m fl flc label c first=cold
+	fl=$(med stat.floor) flc=$W/res/stat.cold.floor
+	case $(cat "$W/res/stat.coldnote") in first*) first=first ;; esac
+	echo "8. stat: $STAT_PENDING pending: $STAT_MSGS messages, each pending in the groups ${STAT_GROUPS// /, }; $STAT_PARTS partitions, ${#STAT_DIRS[@]} new/ (wall ms)"
+	printf '  %-42s %9s %7s %9s %7s %7s %7s  %s\n' "" "$first" "/floor" \
+	    "warm" "/floor" "user s" "sys s" "runs (warm, ms)"
+	for f in $STAT_FORMS; do
+		case $f in
+		floor) label="floor: getdents64 of each new/, count" ;;
+		find) label="find NEW... -type f | wc -l" ;;
+		table) label="mq-stat" ;;
+		json) label="mq-stat --json" ;;
+		prom) label="mq-stat --prometheus" ;;
+		check) label="mq-stat --check --crit '$STAT_CRIT'" ;;
+		esac
+		m=$(med "stat.$f")
+		awk -v l="$label" -v c="$(kv "$W/res/stat.cold.$f" seconds)" \
+		    -v cf="$(kv "$flc" seconds)" -v w="$(kv "$m" seconds)" \
+		    -v wf="$(kv "$fl" seconds)" -v u="$(kv "$m" user)" \
+		    -v y="$(kv "$m" sys)" -v o="$(for r in $(seq "$REPEAT"); do
+			kv "$W/res/stat.$f.$r" seconds; done | tr '\n' ' ')" 'BEGIN {
+		    n = split(o, a, " "); o = ""
+		    for (i = 1; i <= n; i++) o = o sprintf("%s%.0f", i > 1 ? " " : "", a[i] * 1000)
+		    printf "  %-42s %9.0f %6.2fx %9.0f %6.2fx %7.2f %7.2f  %s\n", l,
+			c * 1000, c / cf, w * 1000, w / wf, u, y, o }'
+	done
+	m=$(med stat.table)
+	awk -v w="$(kv "$m" seconds)" 'BEGIN {
+	    printf "  %-42s %9.3f   target %-9s %s\n", "mq-stat, warm (s)", w,
+		"< 0.5 s", (w < 0.5) ? "met" : "NOT MET" }'
+	printf '  %-42s %9s   %s\n' "  context: $first" "" "$(cat "$W/res/stat.coldnote")"
+	printf '  %-42s %9.0f   msgs/s (%.3f s for %s): building the spool\n' \
+	    "  context: mq-pub -l --sync=none" "$(kv "$W/res/stat.pub" rate)" \
+	    "$(kv "$W/res/stat.pub" seconds)" "$STAT_MSGS"
+	# Every form must have seen every pending name.
+	for f in $STAT_FORMS; do
+		m=$W/stat-out/stat.$f.1
+		case $f in
+		floor) c=$(kv "$m" count) ;;
+		find) c=$(cat "$m") ;;
+		prom) c=$(awk '/^mq_pending_messages\{/ { n += $2 } END { print n + 0 }' "$m") ;;
+		check) c=$(sed -n 's/^MQ OK - .*/ok/p' "$m") ;;
+		*) continue ;;
+		esac
+		case $f:$c in
+		check:ok|*:"$STAT_PENDING") ;;
+		*) printf '  %-42s %9s   %s\n' "  WARNING: $f saw" "$c" \
+		    "(expected $STAT_PENDING pending; check: MQ OK)" ;;
+		esac
+	done
+}
+
 # ---- where we are ----
 fs=$(stat -f -c %T "$W")
 mnt_fs=$(findmnt -n -o FSTYPE -T "$W" 2>/dev/null || echo "?")
@@ -573,6 +706,12 @@ if [ "$SECTION" = replicate ]; then
 	repl_measure
 	alone_header "section 7 alone: one run of each figure"
 	repl_table
+	exit 0
+fi
+if [ "$SECTION" = stat ]; then
+	stat_measure
+	alone_header "section 8 alone: median of $REPEAT warm run(s) where several"
+	stat_table
 	exit 0
 fi
 
@@ -674,16 +813,16 @@ fanout_measure
 # ---- 7. replicate (creates files only, too) ----
 repl_measure
 
+# ---- 8. stat (creates its spool, then only reads) ----
+stat_measure
+
 # ---- 4. deep backlog: DEEP pending vs SHALLOW pending ----
 step "deep backlog: publishing $DEEP messages (--sync=none)"
 subscribe deep
 for r in $(seq "$REPEAT"); do subscribe "shallow$r"; done
-"$FLOOR" lines "$DEEP" "$SIZE" |
-	run pub.deep "$DEEP" "$BIN/mq-pub" -s "$SP" -q -l --sync=none deep
+backlog pub.deep "$SP" deep "$DEEP" "$SIZE"
 for r in $(seq "$REPEAT"); do
-	"$FLOOR" lines "$SHALLOW" "$SIZE" |
-	    "$BIN/mq-pub" -s "$SP" -q -l --sync=none "shallow$r" ||
-	    die "publish shallow$r failed"
+	backlog "pub.shallow$r" "$SP" "shallow$r" "$SHALLOW" "$SIZE"
 done
 
 # Frees its inodes: only after all creating.
@@ -707,12 +846,6 @@ fi
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- the table ----
-# med PREFIX: the result file of the run with the median rate.
-med() {
-	local f
-	for f in "$W/res/$1".*; do echo "$(kv "$f" rate) $f"; done |
-	    sort -g | awk '{ l[NR] = $2 } END { print l[int((NR + 1) / 2)] }'
-}
 # runs PREFIX [UNIT]: every run's rate, in k msgs/s (UNIT 1: in msgs/s), in
 # run order.
 runs() {
@@ -850,3 +983,4 @@ note "ledger cost: --exactly-once less normal" "$(awk \
     "µs/msg (create in done/; one fsync of done/ per batch; $eo_done entries)"
 fanout_table
 repl_table
+stat_table

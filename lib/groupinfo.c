@@ -15,6 +15,7 @@
  * not settled.  With none, it is the head's committed value.  Dead letters
  * are settled and do not hold the offset back.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -89,6 +90,65 @@ earliest(double x, double *t)
 		*t = x;
 }
 
+/* What count_partition has found so far, and in which directory. */
+struct tally {
+	struct mq_partition_group *p;
+	uint64_t committed, low;
+	enum { NEW, CUR, DELAY, DLQ } dir;
+};
+
+static void
+tally_name(const char *name, struct tally *t)
+{
+	struct mq_partition_group *p = t->p;
+	struct mq_entry e;
+	uint64_t seq, due;
+	if (t->dir == DLQ) {
+		if (mq_entry_parse(name, &e) == 0 && !e.claimed)
+			p->dead++;
+		return;
+	}
+	int ok = t->dir == DELAY ? mq_delay_parse(name, &due, &e) :
+	    mq_entry_parse(name, &e);
+	if (ok < 0 || mq_seq_of(e.key, &seq) < 0 || seq >= t->committed)
+		return;
+	oldest(seq, &t->low);
+	if (t->dir == NEW && !e.claimed) {
+		p->pending++;
+		earliest(mq_key_time(e.key), &p->oldest_pending);
+	} else if (t->dir == CUR && e.claimed) {
+		p->inflight++;
+		if (!p->lease_soonest_ms || e.deadline_ms < p->lease_soonest_ms)
+			p->lease_soonest_ms = e.deadline_ms;
+	} else if (t->dir == DELAY)
+		p->delayed++;
+}
+
+/* Tallies each name of a directory that may be missing (then it has none)
+ * as it is read.  Counting needs neither a copy of the names nor their
+ * order: with a million names, mq_names_read's copies, sort and frees
+ * took twice as long as the listing. */
+static int
+tally_dir(int dirfd, const char *path, struct tally *t)
+{
+	int fd = opendir_at(dirfd, path);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : mq_err_sys("%s", path);
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return mq_err_sys("%s", path);
+	}
+	struct dirent *de;
+	/* tally_name may set errno (mq_delay_parse calls strtoull). */
+	for (errno = 0; (de = readdir(d)); errno = 0)
+		if (de->d_name[0] != '.')
+			tally_name(de->d_name, t);
+	int rc = errno ? mq_err_sys("%s", path) : 0;
+	closedir(d);
+	return rc;
+}
+
 /* Counts the group's names in partition k against head committed c. */
 static int
 count_partition(const struct mq_topic *t, unsigned k, const char *group,
@@ -96,45 +156,17 @@ count_partition(const struct mq_topic *t, unsigned k, const char *group,
 {
 	static const char *const dirs[] = { "new", "cur", "delay" };
 	char path[MQ_NAME_MAX + 16];
-	uint64_t low = c, seq, due;
-	struct mq_entry e;
+	struct tally ta = { .p = p, .committed = c, .low = c };
 	int rc = 0;
 	p->head = c;
-	for (size_t d = 0; rc == 0 && d < 3; d++) {
-		struct mq_names l = { 0 };
-		rc = mq_path(path, sizeof path, "g/%s/%s", group, dirs[d]);
+	for (ta.dir = NEW; rc == 0 && ta.dir <= DLQ; ta.dir++) {
+		rc = ta.dir == DLQ ? mq_path(path, sizeof path, "dlq/%s", group) :
+		    mq_path(path, sizeof path, "g/%s/%s", group, dirs[ta.dir]);
 		if (rc == 0)
-			rc = names_maybe(t->pfd[k], path, &l);
-		for (size_t i = 0; rc == 0 && i < l.n; i++) {
-			int ok = d == 2 ? mq_delay_parse(l.v[i], &due, &e) :
-			    mq_entry_parse(l.v[i], &e);
-			if (ok < 0 || mq_seq_of(e.key, &seq) < 0 || seq >= c)
-				continue;
-			oldest(seq, &low);
-			if (d == 0 && !e.claimed) {
-				p->pending++;
-				earliest(mq_key_time(e.key), &p->oldest_pending);
-			} else if (d == 1 && e.claimed) {
-				p->inflight++;
-				if (!p->lease_soonest_ms ||
-				    e.deadline_ms < p->lease_soonest_ms)
-					p->lease_soonest_ms = e.deadline_ms;
-			} else if (d == 2)
-				p->delayed++;
-		}
-		mq_names_free(&l);
+			rc = tally_dir(t->pfd[k], path, &ta);
 	}
-	p->offset = low;
-	p->lag = c - low;
-	struct mq_names l = { 0 };
-	if (rc == 0)
-		rc = mq_path(path, sizeof path, "dlq/%s", group);
-	if (rc == 0)
-		rc = names_maybe(t->pfd[k], path, &l);
-	for (size_t i = 0; rc == 0 && i < l.n; i++)
-		if (mq_entry_parse(l.v[i], &e) == 0 && !e.claimed)
-			p->dead++;
-	mq_names_free(&l);
+	p->offset = ta.low;
+	p->lag = c - ta.low;
 	return rc;
 }
 

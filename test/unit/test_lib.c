@@ -57,6 +57,20 @@ test_entries(void)
 	    &e) < 0, "non-digit seq refused");
 	uint64_t seq;
 	ok(mq_seq_of(key, &seq) == 0 && seq == 42, "seq of key");
+	ok(mq_seq_of("18446744073709551615.0123456789abcdef0123456789abcdef",
+	    &seq) == 0 && seq == UINT64_MAX, "largest seq");
+	ok(mq_seq_of("18446744073709551616.0123456789abcdef0123456789abcdef",
+	    &seq) == 0 && seq == UINT64_MAX, "seq past UINT64_MAX is UINT64_MAX");
+	ok(mq_seq_of("00000000000000000042.0123456789ABCDEF0123456789abcdef",
+	    &seq) < 0, "upper-case id refused");
+	ok(mq_seq_of("000000000000000000042.0123456789abcdef0123456789abcde",
+	    &seq) < 0, "21 digits refused");
+	ok(mq_is_key(key) && !mq_is_key("00000000000000000042.0123456789abcdef"
+	    "0123456789abcde"), "a key has 32 hex digits");
+	ok(mq_key_time("00000000000000000042.0000000e4e1c00123456789abcdef012")
+	    == 15.0, "publish time from the id: 0xe4e1c0 microseconds");
+	ok(mq_key_time("00000000000000000042.0000000E4E1C00123456789abcdef012")
+	    == 15.0, "an upper-case id reads as strtoull would");
 }
 
 static void
