@@ -88,8 +88,9 @@ BASE=${BENCH_DIR:-/var/tmp}
 [ -d "$BASE" ] || die "$BASE: no such directory"
 
 # Room: every message file takes at least one 4 KiB block and an inode
-# (the handlers' topics: a message and an exactly-once ledger entry each).
-files=$(( (REPEAT + 2) * N * 2 + REPEAT * N + DEEP + REPEAT * SHALLOW + 4 * LATN +
+# (the handlers' topics: a message and an exactly-once ledger entry each;
+# the publish runs' twins with MQ_STATS=off: REPEAT * N more).
+files=$(( (REPEAT + 2) * N * 2 + 2 * REPEAT * N + DEEP + REPEAT * SHALLOW + 4 * LATN +
     REPEAT * N_EXEC * 2 ))
 # Section 6: a log/ file per message, three topics per group count and run.
 files=$(( files + REPEAT * 9 * FAN_N ))
@@ -728,14 +729,30 @@ fi
 # (ext4 without a journal skips inodes freed in the last 60-300 s when it
 # allocates one, a scan that makes creating files right after mass deletes
 # many times slower: so all creating comes before all deleting.)
+# The cost of counting (mq-spool(5) COUNTERS): each run publishes the
+# same messages twice more into topic off$r with MQ_STATS=off, before or
+# after the counted one in turn, and section 3 drains both ways alike.
 "$FLOOR" lines "$N" "$SIZE" > "$W/lines"
+# pub_mq NAME TOPIC [ENV...]: one timed publish of $W/lines.
+pub_mq() {
+	local name=$1 topic=$2
+	shift 2
+	run "$name" "$N" env "$@" "$BIN/mq-pub" -s "$SP" -l --sync=batch \
+	    "$topic" < "$W/lines" > /dev/null
+	sync
+}
 for r in $(seq "$REPEAT"); do
 	step "publish run $r/$REPEAT: $N messages each"
 	subscribe "pub$r"
+	subscribe "off$r"
 	sync
-	run "pub.mq.$r" "$N" "$BIN/mq-pub" -s "$SP" -l --sync=batch "pub$r" \
-	    < "$W/lines" > /dev/null
-	sync
+	if [ $((r % 2)) = 1 ]; then
+		pub_mq "pub.mq.$r" "pub$r"
+		pub_mq "pub.off.$r" "off$r" MQ_STATS=off
+	else
+		pub_mq "pub.off.$r" "off$r" MQ_STATS=off
+		pub_mq "pub.mq.$r" "pub$r"
+	fi
 	"$FLOOR" publish "$W/floor$r" "$N" "$SIZE" > "$W/res/pub.floor.$r"
 	sync
 	"$PY" "$ROOT/bench/dirq_add.py" "$W/dirq$r" "$N" "$SIZE" \
@@ -752,11 +769,23 @@ done
 "$FLOOR" keep "$W/floorread"
 for r in $(seq "$REPEAT"); do "$FLOOR" keep "$W/floor$r"; done
 sync
-for r in $(seq "$REPEAT"); do
-	step "drain run $r/$REPEAT"
-	run "drain.mq.$r" "$N" "$BIN/mq-sub" -s "$SP" -g bench "pub$r" \
+# drain_mq NAME TOPIC [ENV...]: one timed drain of TOPIC.
+drain_mq() {
+	local name=$1 topic=$2
+	shift 2
+	run "$name" "$N" env "$@" "$BIN/mq-sub" -s "$SP" -g bench "$topic" \
 	    > /dev/null
 	sync
+}
+for r in $(seq "$REPEAT"); do
+	step "drain run $r/$REPEAT"
+	if [ $((r % 2)) = 1 ]; then
+		drain_mq "drain.mq.$r" "pub$r"
+		drain_mq "drain.off.$r" "off$r" MQ_STATS=off
+	else
+		drain_mq "drain.off.$r" "off$r" MQ_STATS=off
+		drain_mq "drain.mq.$r" "pub$r"
+	fi
 	"$FLOOR" drain "$W/floor$r" > "$W/res/drain.floor.$r"
 	sync
 done
@@ -872,6 +901,13 @@ ratio() { # LABEL A B TARGET KIND(pct|x) MIN
 
 p_mq=$(med pub.mq) p_fl=$(med pub.floor) p_dq=$(med pub.dirq)
 d_mq=$(med drain.mq) d_fl=$(med drain.floor)
+p_off=$(med pub.off) d_off=$(med drain.off)
+# cost LABEL ON OFF: what counting costs, counted against not counted.
+cost() {
+	awk -v l="$1" -v a="$(kv "$2" rate)" -v b="$(kv "$3" rate)" 'BEGIN {
+	    printf "  %-42s %+8.1f%%   (msgs/s counted vs MQ_STATS=off)\n", l,
+		(a / b - 1) * 100 }'
+}
 k_big=$(med deep.big) k_small=$(med deep.small)
 
 echo
@@ -889,12 +925,16 @@ row "floor: create+write+close+rename, 1 syncfs" "$p_fl" "$(runs pub.floor)"
 row "dirq QueueSimple.add (never fsyncs)" "$p_dq" "$(runs pub.dirq)"
 ratio "mq / floor" "$(kv "$p_mq" rate)" "$(kv "$p_fl" rate)" ">= 60%" pct 0.6
 ratio "mq / dirq" "$(kv "$p_mq" rate)" "$(kv "$p_dq" rate)" ">= 2x" x 2
+row "  context: mq-pub, MQ_STATS=off" "$p_off" "$(runs pub.off)"
+cost "  context: the counters' cost" "$p_mq" "$p_off"
 echo "2. drain, $N pending messages"
 row "mq-sub -g bench TOPIC > /dev/null" "$d_mq" "$(runs drain.mq)"
 row "floor: rename+unlink (log link kept)" "$d_fl" "$(runs drain.floor)"
 row "  context: floor, unlink frees the file" "$W/res/drain.floorfree"
 row "  context: floor + read + write to stdout" "$W/res/drain.floorread"
 ratio "mq / floor (log link kept)" "$(kv "$d_mq" rate)" "$(kv "$d_fl" rate)" ">= 50%" pct 0.5
+row "  context: mq-sub, MQ_STATS=off" "$d_off" "$(runs drain.off)"
+cost "  context: the counters' cost (acks, latency)" "$d_mq" "$d_off"
 echo "3. latency, publish to delivery, one message in flight, $LATN messages (µs)"
 printf '  %-42s %9s %9s %9s %9s %9s  %s\n' "" p50 p90 p99 max mean "publish call p50"
 latrow() {
