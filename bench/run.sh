@@ -153,6 +153,13 @@ if [ -f "$ROOT/lib/libmq.a" ]; then
 	    "$ROOT/lib/libmq.a" $(pkg-config --libs libbsd-overlay jansson \
 	    libxxhash libarchive libsodium) -ljq -lm && have_lib=1
 fi
+if [ "$have_lib" = 1 ] && [ "$SECTION" = all ]; then
+	# shellcheck disable=SC2046,SC2086
+	$CC "${CF[@]}" -I"$ROOT/lib" -o "$W/bin/counters" \
+	    "$ROOT/bench/counters.c" "$ROOT/lib/libmq.a" $(pkg-config --libs \
+	    libbsd-overlay jansson libxxhash libarchive libsodium) -ljq -lm ||
+	    die "bench/counters.c does not build"
+fi
 if [ "$have_lib" = 1 ] && [ "$SECTION" != fanout ]; then
 	# shellcheck disable=SC2046,SC2086
 	$CC "${CF[@]}" -pthread -I"$ROOT/lib" -o "$W/bin/replag" \
@@ -791,6 +798,12 @@ for r in $(seq "$REPEAT"); do
 done
 "$FLOOR" drainread "$W/floorread" 2> "$W/res/drain.floorread" > /dev/null
 sync
+# The counting alone, per call, beside a rename(2) in the same directory.
+if [ "$have_lib" = 1 ]; then
+	step "counters: $((N * 10)) calls each"
+	"$W/bin/counters" "$W/counters" "$((N * 10))" > "$W/res/counters" ||
+	    die "bench counters failed"
+fi
 
 # ---- 5. handlers: publish, then drain at once (nothing above freed an
 # inode, and these drains free none: the log holds every message; the
@@ -927,6 +940,11 @@ ratio "mq / floor" "$(kv "$p_mq" rate)" "$(kv "$p_fl" rate)" ">= 60%" pct 0.6
 ratio "mq / dirq" "$(kv "$p_mq" rate)" "$(kv "$p_dq" rate)" ">= 2x" x 2
 row "  context: mq-pub, MQ_STATS=off" "$p_off" "$(runs pub.off)"
 cost "  context: the counters' cost" "$p_mq" "$p_off"
+# ns NAME: nanoseconds per call of a counters figure.
+ns() { awk -v n="$1" '{ split($1, a, "="); if (a[2] == n) {
+    split($2, b, "="); print b[2] } }' "$W/res/counters"; }
+[ "$have_lib" = 0 ] || printf '  %-42s %9s   ns per call (a rename(2) here: %s ns; one per chunk)\n' \
+    "  context: counting a publish, alone" "$(ns published)" "$(ns rename)"
 echo "2. drain, $N pending messages"
 row "mq-sub -g bench TOPIC > /dev/null" "$d_mq" "$(runs drain.mq)"
 row "floor: rename+unlink (log link kept)" "$d_fl" "$(runs drain.floor)"
@@ -935,6 +953,8 @@ row "  context: floor + read + write to stdout" "$W/res/drain.floorread"
 ratio "mq / floor (log link kept)" "$(kv "$d_mq" rate)" "$(kv "$d_fl" rate)" ">= 50%" pct 0.5
 row "  context: mq-sub, MQ_STATS=off" "$d_off" "$(runs drain.off)"
 cost "  context: the counters' cost (acks, latency)" "$d_mq" "$d_off"
+[ "$have_lib" = 0 ] || printf '  %-42s %9s   ns per call (a rename(2) here: %s ns)\n' \
+    "  context: counting an ack, alone" "$(ns acked)" "$(ns rename)"
 echo "3. latency, publish to delivery, one message in flight, $LATN messages (µs)"
 printf '  %-42s %9s %9s %9s %9s %9s  %s\n' "" p50 p90 p99 max mean "publish call p50"
 latrow() {
