@@ -89,8 +89,8 @@ BASE=${BENCH_DIR:-/var/tmp}
 
 # Room: every message file takes at least one 4 KiB block and an inode
 # (the handlers' topics: a message and an exactly-once ledger entry each;
-# the publish runs' twins with MQ_STATS=off: REPEAT * N more).
-files=$(( (REPEAT + 2) * N * 2 + 2 * REPEAT * N + DEEP + REPEAT * SHALLOW + 4 * LATN +
+# the publish runs' three twins for the counters' cost: 3 * REPEAT * N).
+files=$(( (REPEAT + 2) * N * 2 + 4 * REPEAT * N + DEEP + REPEAT * SHALLOW + 4 * LATN +
     REPEAT * N_EXEC * 2 ))
 # Section 6: a log/ file per message, three topics per group count and run.
 files=$(( files + REPEAT * 9 * FAN_N ))
@@ -736,9 +736,10 @@ fi
 # (ext4 without a journal skips inodes freed in the last 60-300 s when it
 # allocates one, a scan that makes creating files right after mass deletes
 # many times slower: so all creating comes before all deleting.)
-# The cost of counting (mq-spool(5) COUNTERS): each run publishes the
-# same messages twice more into topic off$r with MQ_STATS=off, before or
-# after the counted one in turn, and section 3 drains both ways alike.
+# The cost of counting (mq-spool(5) COUNTERS): each run publishes the same
+# messages three times more, in the order counted, uncounted, uncounted,
+# counted (ABBA: an order effect or a drift cancels): into pub$r, off$r
+# and offb$r with MQ_STATS=off, then pubb$r; section 3 drains them alike.
 "$FLOOR" lines "$N" "$SIZE" > "$W/lines"
 # pub_mq NAME TOPIC [ENV...]: one timed publish of $W/lines.
 pub_mq() {
@@ -750,16 +751,12 @@ pub_mq() {
 }
 for r in $(seq "$REPEAT"); do
 	step "publish run $r/$REPEAT: $N messages each"
-	subscribe "pub$r"
-	subscribe "off$r"
+	for t in pub off offb pubb; do subscribe "$t$r"; done
 	sync
-	if [ $((r % 2)) = 1 ]; then
-		pub_mq "pub.mq.$r" "pub$r"
-		pub_mq "pub.off.$r" "off$r" MQ_STATS=off
-	else
-		pub_mq "pub.off.$r" "off$r" MQ_STATS=off
-		pub_mq "pub.mq.$r" "pub$r"
-	fi
+	pub_mq "pub.mq.$r" "pub$r"
+	pub_mq "pub.off.$r" "off$r" MQ_STATS=off
+	pub_mq "pub.offb.$r" "offb$r" MQ_STATS=off
+	pub_mq "pub.mqb.$r" "pubb$r"
 	"$FLOOR" publish "$W/floor$r" "$N" "$SIZE" > "$W/res/pub.floor.$r"
 	sync
 	"$PY" "$ROOT/bench/dirq_add.py" "$W/dirq$r" "$N" "$SIZE" \
@@ -786,13 +783,10 @@ drain_mq() {
 }
 for r in $(seq "$REPEAT"); do
 	step "drain run $r/$REPEAT"
-	if [ $((r % 2)) = 1 ]; then
-		drain_mq "drain.mq.$r" "pub$r"
-		drain_mq "drain.off.$r" "off$r" MQ_STATS=off
-	else
-		drain_mq "drain.off.$r" "off$r" MQ_STATS=off
-		drain_mq "drain.mq.$r" "pub$r"
-	fi
+	drain_mq "drain.mq.$r" "pub$r"
+	drain_mq "drain.off.$r" "off$r" MQ_STATS=off
+	drain_mq "drain.offb.$r" "offb$r" MQ_STATS=off
+	drain_mq "drain.mqb.$r" "pubb$r"
 	"$FLOOR" drain "$W/floor$r" > "$W/res/drain.floor.$r"
 	sync
 done
@@ -915,11 +909,23 @@ ratio() { # LABEL A B TARGET KIND(pct|x) MIN
 p_mq=$(med pub.mq) p_fl=$(med pub.floor) p_dq=$(med pub.dirq)
 d_mq=$(med drain.mq) d_fl=$(med drain.floor)
 p_off=$(med pub.off) d_off=$(med drain.off)
-# cost LABEL ON OFF: what counting costs, counted against not counted.
+# cost LABEL STEP: what counting costs in STEP (pub or drain): for each
+# run, the counted pair's seconds (mq, mqb) against the uncounted pair's
+# (off, offb), as a change of msgs/s; the median of the runs, and each.
 cost() {
-	awk -v l="$1" -v a="$(kv "$2" rate)" -v b="$(kv "$3" rate)" 'BEGIN {
-	    printf "  %-42s %+8.1f%%   (msgs/s counted vs MQ_STATS=off)\n", l,
-		(a / b - 1) * 100 }'
+	local r each="" v
+	for r in $(seq "$REPEAT"); do
+		v=$(awk -v a="$(kv "$W/res/$2.mq.$r" seconds)" \
+		    -v b="$(kv "$W/res/$2.mqb.$r" seconds)" \
+		    -v c="$(kv "$W/res/$2.off.$r" seconds)" \
+		    -v d="$(kv "$W/res/$2.offb.$r" seconds)" 'BEGIN {
+		    printf "%+.1f", ((c + d) / (a + b) - 1) * 100 }')
+		each="$each $v%"
+	done
+	echo "$each" | tr ' ' '\n' | grep . | sort -g |
+	    awk -v l="$1" -v e="$each" '{ v[NR] = $1 } END {
+	    printf "  %-42s %+8.1f%%   msgs/s counted vs MQ_STATS=off, ABBA; runs:%s\n",
+		l, v[int((NR + 1) / 2)], e }'
 }
 k_big=$(med deep.big) k_small=$(med deep.small)
 
@@ -939,7 +945,7 @@ row "dirq QueueSimple.add (never fsyncs)" "$p_dq" "$(runs pub.dirq)"
 ratio "mq / floor" "$(kv "$p_mq" rate)" "$(kv "$p_fl" rate)" ">= 60%" pct 0.6
 ratio "mq / dirq" "$(kv "$p_mq" rate)" "$(kv "$p_dq" rate)" ">= 2x" x 2
 row "  context: mq-pub, MQ_STATS=off" "$p_off" "$(runs pub.off)"
-cost "  context: the counters' cost" "$p_mq" "$p_off"
+cost "  context: the counters' cost" pub
 # ns NAME: nanoseconds per call of a counters figure.
 ns() { awk -v n="$1" '{ split($1, a, "="); if (a[2] == n) {
     split($2, b, "="); print b[2] } }' "$W/res/counters"; }
@@ -952,7 +958,7 @@ row "  context: floor, unlink frees the file" "$W/res/drain.floorfree"
 row "  context: floor + read + write to stdout" "$W/res/drain.floorread"
 ratio "mq / floor (log link kept)" "$(kv "$d_mq" rate)" "$(kv "$d_fl" rate)" ">= 50%" pct 0.5
 row "  context: mq-sub, MQ_STATS=off" "$d_off" "$(runs drain.off)"
-cost "  context: the counters' cost (acks, latency)" "$d_mq" "$d_off"
+cost "  context: the counters' cost (acks, latency)" drain
 [ "$have_lib" = 0 ] || printf '  %-42s %9s   ns per call (a rename(2) here: %s ns)\n' \
     "  context: counting an ack, alone" "$(ns acked)" "$(ns rename)"
 echo "3. latency, publish to delivery, one message in flight, $LATN messages (µs)"
