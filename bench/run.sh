@@ -750,21 +750,25 @@ pub_mq() {
 	    "$topic" < "$W/lines" > /dev/null
 	sync
 }
+# abba R STEP FN: the four timed runs of STEP (pub or drain) in run R,
+# FN NAME TOPIC [ENV...] doing each: counted (mq, mqb) and uncounted
+# (off, offb), in the order ABBA in odd runs and BAAB in even ones.
+abba() {
+	local r=$1 step=$2 fn=$3
+	local a=("$fn" "$step.mq.$r" "pub$r") a2=("$fn" "$step.mqb.$r" "pubb$r")
+	local b=("$fn" "$step.off.$r" "off$r" MQ_STATS=off)
+	local b2=("$fn" "$step.offb.$r" "offb$r" MQ_STATS=off)
+	if [ $((r % 2)) = 1 ]; then
+		"${a[@]}"; "${b[@]}"; "${b2[@]}"; "${a2[@]}"
+	else
+		"${b[@]}"; "${a[@]}"; "${a2[@]}"; "${b2[@]}"
+	fi
+}
 for r in $(seq "$REPEAT"); do
 	step "publish run $r/$REPEAT: $N messages each"
 	for t in pub off offb pubb; do subscribe "$t$r"; done
 	sync
-	if [ $((r % 2)) = 1 ]; then
-		pub_mq "pub.mq.$r" "pub$r"
-		pub_mq "pub.off.$r" "off$r" MQ_STATS=off
-		pub_mq "pub.offb.$r" "offb$r" MQ_STATS=off
-		pub_mq "pub.mqb.$r" "pubb$r"
-	else
-		pub_mq "pub.off.$r" "off$r" MQ_STATS=off
-		pub_mq "pub.mq.$r" "pub$r"
-		pub_mq "pub.mqb.$r" "pubb$r"
-		pub_mq "pub.offb.$r" "offb$r" MQ_STATS=off
-	fi
+	abba "$r" pub pub_mq
 	"$FLOOR" publish "$W/floor$r" "$N" "$SIZE" > "$W/res/pub.floor.$r"
 	sync
 	"$PY" "$ROOT/bench/dirq_add.py" "$W/dirq$r" "$N" "$SIZE" \
@@ -791,17 +795,7 @@ drain_mq() {
 }
 for r in $(seq "$REPEAT"); do
 	step "drain run $r/$REPEAT"
-	if [ $((r % 2)) = 1 ]; then
-		drain_mq "drain.mq.$r" "pub$r"
-		drain_mq "drain.off.$r" "off$r" MQ_STATS=off
-		drain_mq "drain.offb.$r" "offb$r" MQ_STATS=off
-		drain_mq "drain.mqb.$r" "pubb$r"
-	else
-		drain_mq "drain.off.$r" "off$r" MQ_STATS=off
-		drain_mq "drain.mq.$r" "pub$r"
-		drain_mq "drain.mqb.$r" "pubb$r"
-		drain_mq "drain.offb.$r" "offb$r" MQ_STATS=off
-	fi
+	abba "$r" drain drain_mq
 	"$FLOOR" drain "$W/floor$r" > "$W/res/drain.floor.$r"
 	sync
 done
