@@ -117,13 +117,9 @@ counter_open(mq_spool *sp, struct mq_counter *c)
 	    c->topic, c->group) : mq_path(dir, sizeof dir, "%s/stats",
 	    c->topic)) < 0)
 		return -1;
-	int dfd = openat(sp->topics, dir, O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0 && errno == ENOENT && mkdirat(sp->topics, dir, 0777) < 0 &&
-	    errno != EEXIST)
-		return -1;
-	if (dfd < 0 && (dfd = openat(sp->topics, dir, O_RDONLY |
-	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	int dfd;
+	if (mq_mkdir(sp->topics, dir) < 0 ||
+	    (dfd = mq_dir_open(sp->topics, dir)) < 0)
 		return -1;
 	mq_hostname(host);
 	int fd = openat(dfd, host, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
