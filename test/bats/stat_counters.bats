@@ -274,3 +274,26 @@ consumers_are() {
 	assert_failure
 	assert_one_line_error mq-sub
 }
+
+@test "what replication brings is not counted on the replica; a dropped expired message is no ack" {
+	export MQ_SPOOL=$TD/a
+	local B=$TD/b
+	mkgroup t g
+	mq-pub -q t a b c
+	mq-sub -g g -n 1 t >/dev/null
+	run --separate-stderr mq-replicate push --rsh env --remote-spool "$B"
+	assert_success
+	run --separate-stderr mq-stat --json t g
+	assert_equal "$(jq -c '[.topics[0].published.total, .groups[0].acked.total]' <<<"$output")" '[3,1]'
+	run --separate-stderr mq-stat -s "$B" --json t g
+	assert_success
+	assert_equal "$(jq -c '[.topics[0].published.total, .groups[0].acked.total, .groups[0].pending]' <<<"$output")" '[0,0,2]'
+	# Expired and dropped by the consumer that claims it: not acked.
+	mq-topic create --ttl 1 --expired drop d
+	mkgroup d g
+	mq-pub -q d gone
+	MQ_NOW=$(($(date +%s) + 5)) run --separate-stderr mq-sub -g g d
+	assert_equal "$status" 1
+	run --separate-stderr mq-stat --json d g
+	assert_equal "$(jq -c '[.topics[0].published.total, .groups[0].acked.total, .groups[0].pending]' <<<"$output")" '[1,0,0]'
+}
