@@ -248,6 +248,29 @@ topic_rates_add(struct mq_stat *st, const struct mq_topic *t)
 	return 0;
 }
 
+/* The group named (an error if it does not exist), or every group. */
+static int
+groups_add(mq_spool *sp, struct mq_stat *st, const struct wilds *w,
+    const struct mq_topic *t, const char *group)
+{
+	int rc;
+	if (group) {
+		if ((rc = mq_name_check("group", group)) == 0 &&
+		    (rc = mq_group_exists(sp, t->name, group)) == 0)
+			rc = mq_err(EX_NOINPUT, "no group '%s' in topic '%s'",
+			    group, t->name);
+		return rc == 1 ? group_add(st, w, t, group) : rc;
+	}
+	struct mq_names l = { 0 };
+	rc = mq_groups_read(t, &l);
+	for (size_t i = 0; rc == 0 && i < l.n; i++)
+		if ((rc = group_add(st, w, t, l.v[i])) < 0 &&
+		    mq_errcode() == EX_NOINPUT)
+			rc = 0;                 /* unsubscribed meanwhile */
+	mq_names_free(&l);
+	return rc;
+}
+
 static int
 topic_add(mq_spool *sp, struct mq_stat *st, const struct wilds *w,
     dev_t **devs, const char *topic, const char *group, int named)
@@ -255,24 +278,9 @@ topic_add(mq_spool *sp, struct mq_stat *st, const struct wilds *w,
 	struct mq_topic t;
 	if (mq_topic_open(sp, topic, 0, &t) < 0)
 		return !named && mq_errcode() == EX_NOINPUT ? 0 : -1;
-	struct mq_names l = { 0 };
 	int rc = topic_rates_add(st, &t);
-	if (rc < 0) {
-	} else if (group) {
-		if ((rc = mq_name_check("group", group)) == 0 &&
-		    (rc = mq_group_exists(sp, topic, group)) == 0)
-			rc = mq_err(EX_NOINPUT, "no group '%s' in topic '%s'",
-			    group, topic);
-		if (rc == 1)
-			rc = group_add(st, w, &t, group);
-	} else {
-		rc = mq_groups_read(&t, &l);
-		for (size_t i = 0; rc == 0 && i < l.n; i++)
-			if ((rc = group_add(st, w, &t, l.v[i])) < 0 &&
-			    mq_errcode() == EX_NOINPUT)
-				rc = 0;         /* unsubscribed meanwhile */
-	}
-	mq_names_free(&l);
+	if (rc == 0)
+		rc = groups_add(sp, st, w, &t, group);
 	double now = st->now;
 	st->stale_tmp += mq_tmp_count_stale(t.fd, false, now) +
 	    stale_in(t.fd, "groups", false, now);
