@@ -31,7 +31,6 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -51,34 +50,6 @@ mq_sub_opts_default(struct mq_sub_opts *o)
 	o->wake_fd = -1;
 	o->grace = 30;
 	mq_group_conf_default(&o->group);
-}
-
-/* Filesystems on which inotify does not see what other hosts do. */
-static bool
-network_fs(int fd)
-{
-	static const unsigned long magic[] = {
-		0x6969,         /* NFS */
-		0x517b,         /* SMB */
-		0xff534d42,     /* CIFS */
-		0xfe534d42,     /* SMB2 */
-		0x65735546,     /* FUSE */
-		0x01021997,     /* 9P */
-		0x00c36400,     /* Ceph */
-		0x5346414f,     /* AFS */
-		0x6b414653,     /* kAFS */
-		0x01161970,     /* GFS2 */
-		0x7461636f,     /* OCFS2 */
-		0x47504653,     /* GPFS */
-		0x0bd00bd0,     /* Lustre */
-	};
-	struct statfs st;
-	if (fstatfs(fd, &st) < 0)
-		return false;
-	for (size_t i = 0; i < sizeof magic / sizeof *magic; i++)
-		if ((unsigned long)st.f_type == magic[i])
-			return true;
-	return false;
 }
 
 static int
@@ -149,7 +120,7 @@ mq_sub_open(mq_spool *sp, const char *topic, const char *group,
 		goto fail;
 	s->lease = o->lease > 0 ? o->lease : s->gc.lease;
 	s->poll = o->poll;
-	if (s->poll <= 0 && (network_fs(sp->fd) || network_fs(sp->topics)))
+	if (s->poll <= 0 && (mq_fs_shared(sp->fd) || mq_fs_shared(sp->topics)))
 		s->poll = 1.0;
 	if (s->poll <= 0 &&
 	    (s->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
@@ -160,7 +131,7 @@ mq_sub_open(mq_spool *sp, const char *topic, const char *group,
 		goto fail;
 	/* A partition on a network filesystem makes us poll them all. */
 	for (size_t i = 0; s->ifd >= 0 && i < s->np; i++)
-		if (network_fs(s->ps[i].t->pfd[s->ps[i].k])) {
+		if (mq_fs_shared(s->ps[i].t->pfd[s->ps[i].k])) {
 			mq_sub_parts_close(s);
 			s->ps = NULL;
 			s->topics = NULL;

@@ -17,11 +17,15 @@
  *
  * Counting is best effort and never fails an operation: a spool this
  * process cannot write to, or a file of another layout, is not counted.
+ * A file system that cannot map files shared (GlusterFS mounted with
+ * direct-io-mode=enable: ENODEV) is said once per process on stderr, so
+ * that figures missing from mq-stat are never a surprise.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -96,8 +100,15 @@ map_file(int fd, int prot)
 	if (fstat(fd, &sb) < 0 || sb.st_size != (off_t)sizeof(struct cfile))
 		return NULL;
 	struct cfile *f = mmap(NULL, sizeof *f, prot, MAP_SHARED, fd, 0);
-	if (f == MAP_FAILED)
+	if (f == MAP_FAILED) {
+		static bool said;
+		if (!said)
+			fprintf(stderr, "%s: not counted for mq-stat on this "
+			    "host: cannot map the counters: %s\n", getprogname(),
+			    strerror(errno));
+		said = true;
 		return NULL;
+	}
 	if (memcmp(f->magic, MAGIC, 8) || f->order != ORDER ||
 	    f->size != sizeof *f) {
 		munmap(f, sizeof *f);

@@ -314,24 +314,36 @@ open_listing(int dirfd)
 	return d;
 }
 
+static int names_list(DIR *, bool (*keep)(const char *), struct mq_names *);
+
 int
 mq_names_read(int dirfd, bool (*keep)(const char *), struct mq_names *l)
 {
 	DIR *d = open_listing(dirfd);
 	if (!d)
 		return mq_err_sys("opendir");
-	int rc = mq_names_reread(d, keep, l);
+	int rc = names_list(d, keep, l);
 	closedir(d);
 	return rc;
 }
 
 /* Lists an open directory again from its start: a consumer keeps its
- * DIR streams, sparing an open and a close per listing. */
+ * DIR streams, sparing an open and a close per listing.  Not on a file
+ * system shared between hosts, where a rewound stream may list nothing
+ * new (FUSE): there the listing is a fresh open's. */
 int
 mq_names_reread(DIR *d, bool (*keep)(const char *), struct mq_names *l)
 {
-	struct dirent *de;
+	if (mq_fs_shared(dirfd(d)))
+		return mq_names_read(dirfd(d), keep, l);
 	rewinddir(d);
+	return names_list(d, keep, l);
+}
+
+static int
+names_list(DIR *d, bool (*keep)(const char *), struct mq_names *l)
+{
+	struct dirent *de;
 	errno = 0;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.' || (keep && !keep(de->d_name)))

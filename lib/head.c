@@ -10,11 +10,18 @@
  * the bytes before " sum=") lets them detect a torn read and read again.
  * The file is also the partition's publish lock (an OFD write lock on it),
  * which a dying process releases with its descriptors.
+ *
+ * On a file system shared between hosts (sharedfs.c) the descriptor held
+ * for the lock is never read or written: each read goes through a fresh
+ * O_DIRECT descriptor after the client's cache of the file was dropped,
+ * and each write through a fresh descriptor that is synced before it is
+ * closed, so the next lock holder on any host reads what we wrote.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -52,41 +59,58 @@ head_parse(const char *buf, size_t len, struct mq_head *h)
 }
 
 int
-mq_head_read(int fd, struct mq_head *h)
+mq_head_read(int hfd, struct mq_head *h)
 {
-	char buf[MQ_HEAD_SIZE + 1];
-	for (int tries = 0; tries < 1000; tries++) {
-		ssize_t r = pread(fd, buf, MQ_HEAD_SIZE, 0);
+	/* O_DIRECT wants an aligned buffer and length. */
+	char buf[4096 + 1] __attribute__((aligned(4096)));
+	int fd = mq_fs_shared(hfd) ? mq_fresh_fd(hfd) : hfd;
+	if (fd < 0)
+		return -1;
+	int rc = 1;                     /* 1: not yet read whole */
+	for (int tries = 0; rc == 1 && tries < 1000; tries++) {
+		ssize_t r = pread(fd, buf, 4096, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
 		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return mq_err_sys("read head");
+			rc = mq_err_sys("read head");
+			break;
 		}
 		buf[r] = 0;             /* head_parse uses sscanf */
 		if (head_parse(buf, (size_t)r, h) == 0)
-			return 0;
+			rc = 0;
 		/* An empty head is one whose creator has not written it yet. */
-		if (r == 0) {
+		else if (r == 0) {
 			h->next = h->committed = 0;
-			return 0;
+			rc = 0;
 		}
 	}
-	return mq_err(EX_CONFIG, "partition head is corrupt");
+	if (fd != hfd)
+		close(fd);
+	return rc == 1 ? mq_err(EX_CONFIG, "partition head is corrupt") : rc;
 }
 
 int
-mq_head_write(int fd, const struct mq_head *h, int sync)
+mq_head_write(int hfd, const struct mq_head *h, int sync)
 {
 	char buf[MQ_HEAD_SIZE + 1];
 	if (mq_head_format(h, buf) < 0)
 		return -1;
+	/* Synced whatever the mode where other hosts read it: closing is
+	 * no flush on FUSE file systems that write behind. */
+	bool shared = mq_fs_shared(hfd);
+	int fd = shared ? mq_reopen(hfd, O_WRONLY) : hfd;
+	if (fd < 0)
+		return -1;
+	int rc = 0;
 	ssize_t w = pwrite(fd, buf, MQ_HEAD_SIZE, 0);
 	if (w != MQ_HEAD_SIZE)
-		return w < 0 ? mq_err_sys("write head") :
+		rc = w < 0 ? mq_err_sys("write head") :
 		    mq_err(EX_IOERR, "short write to head");
-	if (sync && fdatasync(fd) < 0)
-		return mq_err_sys("sync head");
-	return 0;
+	else if ((sync || shared) && fdatasync(fd) < 0)
+		rc = mq_err_sys("sync head");
+	if (fd != hfd && close(fd) < 0 && rc == 0)
+		rc = mq_err_sys("write head");
+	return rc;
 }
 
 int

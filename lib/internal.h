@@ -55,6 +55,13 @@ void mq_names_sort(struct mq_names *);
 void mq_names_free(struct mq_names *);
 uint64_t mq_dir_count(int dirfd, bool (*keep)(const char *));
 
+/* sharedfs.c: file systems shared between hosts (NFS, FUSE, ...). */
+bool mq_fs_shared(int fd);
+/* fd's file opened again, with flags (O_DIRECT dropped where refused). */
+int mq_reopen(int fd, int flags);
+/* fd's file opened again to be read as the server has it now. */
+int mq_fresh_fd(int fd);
+
 /* conf.c: key=value text files. */
 struct mq_conf {
 	char **keys, **vals;

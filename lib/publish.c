@@ -60,6 +60,7 @@ struct mq_pub {
 	size_t glcap;
 	uint64_t jend;                  /* journal offset after our records */
 	signed char *jsame;             /* journal on the partition's fs? */
+	bool *shared;                   /* partition shared between hosts? */
 };
 
 int
@@ -96,8 +97,10 @@ mq_pub_open(mq_spool *sp, const char *topic, int flags)
 	p->logfd = malloc(np * sizeof *p->logfd);
 	p->dedupfd = malloc(np * sizeof *p->dedupfd);
 	p->jsame = calloc(np, sizeof *p->jsame);
-	if (!p->hfd || !p->logfd || !p->dedupfd || !p->jsame) {
+	p->shared = calloc(np, sizeof *p->shared);
+	if (!p->hfd || !p->logfd || !p->dedupfd || !p->jsame || !p->shared) {
 		free(p->jsame);
+		free(p->shared);
 		mq_err_sys("malloc");
 		free(p->hfd);
 		free(p->logfd);
@@ -134,6 +137,7 @@ mq_pub_close(mq_pub *p)
 	free(p->logfd);
 	free(p->dedupfd);
 	free(p->jsame);
+	free(p->shared);
 	mq_names_free(&p->gnames);
 	mq_jbuf_free(&p->jb);
 	free(p->glist);
@@ -154,9 +158,11 @@ partition_fds(mq_pub *p, unsigned k)
 {
 	if (p->hfd[k] < 0 && (p->hfd[k] = mq_head_open(p->t.pfd[k], 0)) < 0)
 		return -1;
-	if (p->logfd[k] < 0 &&
-	    (p->logfd[k] = mq_dir_open(p->t.pfd[k], "log")) < 0)
-		return -1;
+	if (p->logfd[k] < 0) {
+		if ((p->logfd[k] = mq_dir_open(p->t.pfd[k], "log")) < 0)
+			return -1;
+		p->shared[k] = mq_fs_shared(p->logfd[k]);
+	}
 	return 0;
 }
 
@@ -239,7 +245,10 @@ stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
 		{ hdr, hlen }, { (void *)m->body, m->len },
 	};
 	int rc = write_all(fd, iov, m->len ? 2 : 1);
-	if (rc == 0 && sync == MQ_SYNC_EACH)
+	/* Where hosts share the partition, other hosts read what reached
+	 * the server: closing does not flush a client that writes behind,
+	 * and syncfs reaches no server (mq-spool(5), SHARED FILE SYSTEMS). */
+	if (rc == 0 && (sync == MQ_SYNC_EACH || p->shared[k]))
 		rc = fsync(fd);
 	if (close(fd) < 0)
 		rc = -1;
@@ -282,7 +291,8 @@ journal_chunk(mq_pub *p, unsigned k, enum mq_sync sync)
 		p->jsame[k] = fstat(jfd, &a) == 0 && fstat(p->logfd[k], &b) == 0 &&
 		    a.st_dev == b.st_dev ? 1 : -1;
 	}
-	if ((sync == MQ_SYNC_EACH || p->jsame[k] < 0) && fdatasync(jfd) < 0)
+	if ((sync == MQ_SYNC_EACH || p->jsame[k] < 0 || p->shared[k]) &&
+	    fdatasync(jfd) < 0)
 		return mq_err_sys("sync journal");
 	return 0;
 }
@@ -303,7 +313,7 @@ make_durable(mq_pub *p, unsigned k, const int *gfd, size_t ng,
 		return -1;
 	if (sync == MQ_SYNC_NONE)
 		return 0;
-	if (sync == MQ_SYNC_BATCH)
+	if (sync == MQ_SYNC_BATCH && !p->shared[k])
 		return syncfs(p->logfd[k]) < 0 ? mq_err_sys("sync") : 0;
 	if (mq_fsync_fd(p->logfd[k]) < 0)
 		return -1;
@@ -468,7 +478,8 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 		}
 		rc = stage_one(p, k, seq++, m, gfd, ng, sync, id);
 	}
-	if (rc == 0 && p->dedupfd[k] >= 0 && sync == MQ_SYNC_EACH)
+	if (rc == 0 && p->dedupfd[k] >= 0 && (sync == MQ_SYNC_EACH ||
+	    (sync == MQ_SYNC_BATCH && p->shared[k])))
 		rc = mq_fsync_fd(p->dedupfd[k]);
 	if (rc == 0)
 		rc = make_durable(p, k, gfd, ng, sync);

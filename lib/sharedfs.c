@@ -1,0 +1,97 @@
+/*
+ * sharedfs.c: what a spool on a file system shared between hosts needs.
+ *
+ * On NFS, GlusterFS, CephFS and other network or FUSE file systems a
+ * descriptor held open may go on returning what was true before another
+ * host's write, even after a lock is taken: the client keeps pages,
+ * attributes and (GlusterFS's quick-read) whole small files, and
+ * revalidates them on open at best.  A rewound directory stream may list
+ * nothing new, and inotify sees no other host.  So on such a file system
+ * whatever decides a commit is read through a descriptor opened afresh
+ * with O_DIRECT, after a request that every client must send to the
+ * server and that drops what it cached of the file (an fallocate that
+ * keeps the size: GlusterFS's quick-read serves even O_DIRECT reads from
+ * the copy it took at lookup, for up to a second, until the file is
+ * written, truncated or allocated); directories are listed through a
+ * fresh open.  See
+ * mq-spool(5), SHARED FILE SYSTEMS, for what each file system was shown
+ * to need.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+bool
+mq_fs_shared(int fd)
+{
+	static const unsigned long magic[] = {
+		0x6969,         /* NFS */
+		0x517b,         /* SMB */
+		0xff534d42,     /* CIFS */
+		0xfe534d42,     /* SMB2 */
+		0x65735546,     /* FUSE: GlusterFS, sshfs, CephFS's ceph-fuse */
+		0x01021997,     /* 9P */
+		0x00c36400,     /* Ceph */
+		0x5346414f,     /* AFS */
+		0x6b414653,     /* kAFS */
+		0x01161970,     /* GFS2 */
+		0x7461636f,     /* OCFS2 */
+		0x47504653,     /* GPFS */
+		0x0bd00bd0,     /* Lustre */
+	};
+	/* The suite runs the shared code paths on local disks too. */
+	const char *force = getenv("MQ_SHARED_FS");
+	if (force && !strcmp(force, "1"))
+		return true;
+	struct statfs st;
+	if (fstatfs(fd, &st) < 0)
+		return false;
+	for (size_t i = 0; i < sizeof magic / sizeof *magic; i++)
+		if ((unsigned long)st.f_type == magic[i])
+			return true;
+	return false;
+}
+
+int
+mq_reopen(int fd, int flags)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	int nfd = open(path, flags | O_CLOEXEC);
+	/* A file system without O_DIRECT (tmpfs on older kernels) is no
+	 * network file system: its page cache is the file. */
+	if (nfd < 0 && errno == EINVAL && (flags & O_DIRECT))
+		nfd = open(path, (flags & ~O_DIRECT) | O_CLOEXEC);
+	if (nfd < 0)
+		return mq_err_sys("reopen");
+	return nfd;
+}
+
+int
+mq_fresh_fd(int fd)
+{
+	int nfd = mq_reopen(fd, O_RDWR | O_DIRECT);
+	/* A reader without write permission (a consumer of a spool whose
+	 * heads only publishers may write) reads what the server has, and at
+	 * worst quick-read's second-old copy: never a commit decision. */
+	if (nfd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM))
+		return mq_reopen(fd, O_RDONLY | O_DIRECT);
+	if (nfd < 0)
+		return -1;
+	/* Where there is no fallocate (NFSv3, sshfs) there is no cache that
+	 * O_DIRECT does not pass by either. */
+	if (fallocate(nfd, FALLOC_FL_KEEP_SIZE, 0, 1) < 0 &&
+	    errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL) {
+		int e = errno;
+		close(nfd);
+		errno = e;
+		return mq_err_sys("fallocate");
+	}
+	return nfd;
+}
