@@ -1,7 +1,7 @@
 /*
  * lat: publish-to-delivery latency, one message in flight at a time.
  *
- *   lat mq SPOOL MQ_SUB N WARMUP
+ *   lat mq SPOOL MQ_SUB N WARMUP [SUB_SPOOL]
  *       Subscribes group "lat" to topic "lat" (libmq), starts
  *       `MQ_SUB -f -g lat -s SPOOL lat` with its stdout on a pipe, then
  *       WARMUP + N times: takes t0 = CLOCK_MONOTONIC, publishes one message
@@ -10,7 +10,8 @@
  *       t2.  Latency = t2 - body.  The next message is published only after
  *       the previous one arrived, so the consumer is blocked in its wait
  *       (inotify) every time; the WARMUP messages make sure it got there
- *       and are not counted.
+ *       and are not counted.  With SUB_SPOOL, mq-sub reads the spool
+ *       there: the same spool through another mount (another host).
  *   lat inotify DIR N WARMUP
  *       The floor: a child blocked in inotify (IN_CREATE|IN_MOVED_TO) on
  *       DIR/new; the parent writes tmp/NAME (open O_CREAT|O_EXCL, write,
@@ -358,7 +359,8 @@ mq_send(void *ctx, const char *body, size_t len)
 }
 
 static int
-lat_mq(const char *spooldir, const char *mqsub, size_t n, size_t warmup)
+lat_mq(const char *spooldir, const char *mqsub, size_t n, size_t warmup,
+    const char *subspool)
 {
 	struct mq_group_conf gc;
 	struct reader r = { 0 };
@@ -367,7 +369,7 @@ lat_mq(const char *spooldir, const char *mqsub, size_t n, size_t warmup)
 	pid_t pid;
 	int rc;
 	char *argv[] = { (char *)mqsub, "-f", "-g", "lat", "-s",
-	    (char *)spooldir, "lat", NULL };
+	    (char *)(subspool ? subspool : spooldir), "lat", NULL };
 
 	if ((sp = mq_spool_open(spooldir, MQ_CREATE)) == NULL) {
 		fprintf(stderr, "lat: %s: %s\n", spooldir, mq_errmsg());
@@ -403,11 +405,12 @@ main(int argc, char **argv)
 	if (argc == 5 && strcmp(argv[1], "inotify") == 0 && count(argv[3]))
 		return lat_inotify(argv[2], count(argv[3]), count(argv[4]));
 #ifndef LAT_NO_MQ
-	if (argc == 6 && strcmp(argv[1], "mq") == 0 && count(argv[4]))
+	if ((argc == 6 || argc == 7) && strcmp(argv[1], "mq") == 0 &&
+	    count(argv[4]))
 		return lat_mq(argv[2], argv[3], count(argv[4]),
-		    count(argv[5]));
+		    count(argv[5]), argc == 7 ? argv[6] : NULL);
 #endif
-	fprintf(stderr, "usage: lat mq SPOOL MQ_SUB N WARMUP\n"
+	fprintf(stderr, "usage: lat mq SPOOL MQ_SUB N WARMUP [SUB_SPOOL]\n"
 	    "       lat inotify DIR N WARMUP\n");
 	return 64;
 }

@@ -10,13 +10,17 @@
 # fails or a build breaks).
 # bench/README.md says what each figure is.
 #
-# Usage: bench/run.sh [fanout | replicate | stat]
+# Usage: bench/run.sh [fanout | replicate | stat | shared]
 #   With no argument every section runs; `fanout` runs section 6 alone
 #   (publish fan-out into 1, 10 and 100 groups, unfiltered and with a jq
 #   filter on each group); `replicate` runs section 7 alone (mq-replicate:
 #   initial sync beside rsync, and the lag of push --follow); `stat` runs
 #   section 8 alone (mq-stat on a spool with 1,000,000 pending, 100,000
-#   when quick, beside the raw listing of its directories).
+#   when quick, beside the raw listing of its directories); `shared` runs
+#   section 9 alone (bench/shared.bash: publish, drain and cross-mount
+#   latency on a GlusterFS volume mounted twice, beside the floor on the
+#   volume and on the local disk; as root with glusterd, else it says why
+#   it was not measured).
 #
 # Environment:
 #   BENCH_DIR=DIR     where the scratch directory goes (default /var/tmp)
@@ -51,8 +55,8 @@ fi
 WARMUP=20
 SECTION=${1:-all}
 case $SECTION in
-all|fanout|replicate|stat) ;;
-*) echo "usage: bench/run.sh [fanout | replicate | stat]" >&2; exit 64 ;;
+all|fanout|replicate|stat|shared) ;;
+*) echo "usage: bench/run.sh [fanout | replicate | stat | shared]" >&2; exit 64 ;;
 esac
 # Section 6: messages per fan-out publish, and the group counts.
 FAN_N=$((N / 5)) FAN_GROUPS="1 10 100"
@@ -104,6 +108,7 @@ all) files=$(( files + repl_files + STAT_MSGS )) ;;
 fanout) files=$(( REPEAT * 9 * FAN_N )) ;;
 replicate) files=$repl_files ;;
 stat) files=$STAT_MSGS ;;
+shared) files=0 ;;
 esac
 need_kb=$(( files * 5 + N * SIZE / 1024 + 100000 ))
 avail_kb=$(df -Pk "$BASE" | awk 'NR == 2 { print $4 }')
@@ -126,6 +131,7 @@ cleanup() {
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
+	declare -F shared_down > /dev/null && shared_down
 	if [ "${BENCH_KEEP:-0}" = 1 ]; then
 		echo "bench: kept $W" >&2
 	else
@@ -175,6 +181,7 @@ fi
 FLOOR=$W/bin/floor
 TIMEIT=$W/bin/timeit
 LAT=$W/bin/lat
+. "$ROOT/bench/shared.bash"
 
 # kv FILE KEY: a value from a key=value result line.
 kv() {
@@ -722,6 +729,12 @@ if [ "$SECTION" = stat ]; then
 	stat_table
 	exit 0
 fi
+if [ "$SECTION" = shared ]; then
+	shared_measure
+	alone_header "section 9 alone: median of $REPEAT run(s)"
+	shared_table
+	exit 0
+fi
 
 # ---- 1. latency (first: it creates few files, nothing has been deleted) ----
 step "latency: $LATN messages, one in flight"
@@ -860,6 +873,9 @@ repl_measure
 
 # ---- 8. stat (creates its spool, then only reads) ----
 stat_measure
+
+# ---- 9. a spool shared between hosts (GlusterFS, when it can run) ----
+shared_measure
 
 # ---- 4. deep backlog: DEEP pending vs SHALLOW pending ----
 step "deep backlog: publishing $DEEP messages (--sync=none)"
@@ -1059,3 +1075,4 @@ note "ledger cost: --exactly-once less normal" "$(awk \
 fanout_table
 repl_table
 stat_table
+shared_table

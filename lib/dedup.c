@@ -43,7 +43,7 @@ mq_dedup_claim(int dfd, const char *ikey, uint64_t seq, double window,
 	for (int tries = 0; tries < 3; tries++) {
 		if (symlinkat(key, dfd, name) == 0)
 			return 0;
-		if (errno != EEXIST)
+		if (!mq_name_taken(dfd, name, errno))
 			return mq_err_sys("dedup index");
 		ssize_t n = readlinkat(dfd, name, old, sizeof old - 1);
 		if (n == MQ_KEY_LEN) {

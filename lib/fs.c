@@ -229,7 +229,7 @@ write_whole(int dirfd, const char *path, const void *data, size_t len,
 			goto fail;
 	} else {
 		if (linkat(dirfd, tmp, dirfd, path, 0) < 0) {
-			if (errno != EEXIST)
+			if (!mq_name_taken(dirfd, path, errno))
 				goto fail;
 			rc = 1;
 		}

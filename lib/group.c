@@ -357,7 +357,8 @@ backfill_partition(const struct mq_topic *t, unsigned k, const char *group,
 				continue;
 		}
 		/* A link made by a run cut short is journaled again. */
-		if (linkat(lfd, l.v[i], nfd, l.v[i], 0) == 0 || errno == EEXIST)
+		if (linkat(lfd, l.v[i], nfd, l.v[i], 0) == 0 ||
+		    mq_name_taken(nfd, l.v[i], errno))
 			mq_journal_change_add(&jb, t, 'L', k, group, l.v[i]);
 		else if (errno != ENOENT)
 			rc = mq_err_sys("backfill %s", l.v[i]);

@@ -61,6 +61,11 @@ bool mq_fs_shared(int fd);
 int mq_reopen(int fd, int flags);
 /* fd's file opened again to be read as the server has it now. */
 int mq_fresh_fd(int fd);
+/* A link, rename or exclusive create of path failed with err because
+ * the name exists. */
+bool mq_name_taken(int dirfd, const char *path, int err);
+/* Locks on fd's file exclude only processes of this host (sshfs). */
+bool mq_fs_locks_local(int fd);
 
 /* conf.c: key=value text files. */
 struct mq_conf {

@@ -492,8 +492,9 @@ in_topic(mq_spool *sp, const char *topic, int named, const char *id,
 		/* Only the log's link left: no group holds it. */
 		bool held = true;
 		struct stat st;
-		if (inlog && fstatat(t.pfd[k], fo.path, &st,
-		    AT_SYMLINK_NOFOLLOW) == 0)
+		/* sshfs says 1 link whatever the server has. */
+		if (inlog && !mq_fs_shared(t.pfd[k]) && fstatat(t.pfd[k],
+		    fo.path, &st, AT_SYMLINK_NOFOLLOW) == 0)
 			held = st.st_nlink > 1;
 		size_t first = *n;
 		bool found = inlog;

@@ -70,7 +70,7 @@ mq_owner_init(const struct mq_topic *t, unsigned k, const char *group)
 	if (dfd >= 0)
 		close(dfd);
 	if (rc == 0 && renameat(t->pfd[k], stage, t->pfd[k], p) < 0 &&
-	    errno != EEXIST && errno != ENOTEMPTY)
+	    !mq_name_taken(t->pfd[k], p, errno))
 		rc = mq_err_sys("ownership token");
 	mq_rmtree(t->pfd[k], stage);
 	return rc;

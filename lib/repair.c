@@ -94,6 +94,11 @@ mq_partition_repair_locked(const struct mq_topic *t, unsigned k, int hfd,
 int
 mq_partition_repair_try(const struct mq_topic *t, unsigned k)
 {
+	/* Where locks do not reach other hosts (sshfs) a free lock proves
+	 * nothing: the publisher may be alive on another host.  Only the
+	 * next publisher repairs there (mq-spool(5), SHARED FILE SYSTEMS). */
+	if (mq_fs_locks_local(t->pfd[k]))
+		return 0;
 	struct mq_head h;
 	int hfd = mq_head_open(t->pfd[k], 0);
 	if (hfd < 0)

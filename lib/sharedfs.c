@@ -95,3 +95,54 @@ mq_fresh_fd(int fd)
 	}
 	return nfd;
 }
+
+bool
+mq_name_taken(int dirfd, const char *path, int err)
+{
+	if (err == EEXIST || err == ENOTEMPTY)
+		return true;
+	/* sshfs answers a link, a rename or an exclusive create onto a name
+	 * that exists with EPERM (the sftp server's "failure"). */
+	return err == EPERM &&
+	    faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* The type of the mount fd is on, as /proc/self/mountinfo names it. */
+static bool
+mount_type(int fd, char *type, size_t len)
+{
+	char path[64], line[4096];
+	int mnt = -1;
+	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "mnt_id: %d", &mnt) == 1)
+			break;
+	fclose(f);
+	if (mnt < 0 || !(f = fopen("/proc/self/mountinfo", "re")))
+		return false;
+	bool found = false;
+	while (!found && fgets(line, sizeof line, f)) {
+		char *sep = strstr(line, " - ");
+		int id;
+		if (sscanf(line, "%d", &id) != 1 || id != mnt || !sep)
+			continue;
+		size_t n = strcspn(sep + 3, " \n");
+		if (n < len) {
+			memcpy(type, sep + 3, n);
+			type[n] = 0;
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+bool
+mq_fs_locks_local(int fd)
+{
+	char type[64];
+	return mount_type(fd, type, sizeof type) && !strcmp(type, "fuse.sshfs");
+}

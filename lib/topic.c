@@ -167,7 +167,7 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 			rc = -1;
 		else if (renameat(sp->fd, stage, sp->fd, dst) == 0)
 			rc = mq_fsync_fd(sp->topics) < 0 ? -1 : 1;
-		else if (errno == EEXIST || errno == ENOTEMPTY)
+		else if (mq_name_taken(sp->fd, dst, errno))
 			rc = 0;
 		else
 			rc = mq_err_sys("create topic %s", name);

@@ -1,0 +1,161 @@
+# bench/shared.bash: section 9 of bench/run.sh, a spool shared between
+# hosts: a GlusterFS replica-3 volume on this machine, mounted twice
+# (test/shared/gluster.bash sets it up and takes it down; the two FUSE
+# clients stand for two hosts).  Sourced by run.sh, which has built the
+# helpers and defined W, BIN, FLOOR, LAT, SIZE, REPEAT, run, kv, med, die
+# and step.
+#
+# Figures, each beside its floor on the same file system, and the same on
+# the local disk of the scratch directory:
+#   publish   floor: create+write+close+rename per file, then syncfs (which
+#             reaches no server on FUSE); floor each: the same with an
+#             fsync of each file and of both directories, what a shared
+#             file system needs to be durable; mq: SH_N lines through one
+#             `mq-pub -q -l` (--sync=batch, the default).
+#   drain     floor: rename new/ -> cur/ and unlink, per file; mq: `mq-sub
+#             -g G TOPIC > /dev/null` of the SH_N published.
+#   latency   one message in flight, published on mount 1 (in process,
+#             libmq), received by `mq-sub -f` on mount 2, which polls every
+#             MQ_POLL (100 ms here; 1 s by default); beside the same on the
+#             local disk, where mq-sub waits in inotify.
+
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+	SH_N=300 SH_LATN=50
+else
+	SH_N=2000 SH_LATN=200
+fi
+SH_POLL=100ms
+
+# What test/shared/gluster.bash needs of bats, outside bats.
+load() {
+	case $1 in
+	/*) . "$1.bash" ;;
+	*) . "$ROOT/test/shared/$1.bash" ;;
+	esac
+}
+bats_require_minimum_version() { :; }
+fail() { die "GlusterFS: $*"; }
+skip() { SH_SKIP="$*"; }
+
+# shared_missing: why section 9 cannot run here (nothing: it can).
+shared_missing() {
+	[ "$(id -u)" = 0 ] || { echo "root (glusterd, mount)"; return; }
+	[ -c /dev/fuse ] || { echo "/dev/fuse"; return; }
+	command -v glusterd > /dev/null ||
+	    { echo "glusterd (apt-get install glusterfs-server glusterfs-client)"; return; }
+	return 0
+}
+
+# shared_up: the volume, mounted at GL_M1 and GL_M2; its scratch directory
+# is short, since glusterd's socket path must fit in sockaddr_un.
+shared_up() {
+	SH_TMP=$(mktemp -d /tmp/mqbench-gl.XXXX)
+	BATS_FILE_TMPDIR=$SH_TMP TD=$SH_TMP SH_SKIP=""
+	BATS_TEST_DIRNAME=$ROOT/test/shared
+	exec 3>&2
+	load gluster
+	gl_up
+	[ -z "$SH_SKIP" ] || die "GlusterFS: $SH_SKIP"
+}
+
+shared_down() {
+	[ -n "${SH_TMP:-}" ] || return 0
+	gl_down
+	rm -rf "$SH_TMP"
+	SH_TMP=""
+}
+
+# shared_on WHERE DIR: the figures of one file system into res/sh.WHERE.*.
+shared_on() {
+	local where=$1 dir=$2 r sp
+	mkdir -p "$dir"
+	for r in $(seq "$REPEAT"); do
+		step "shared ($where): floor publish and drain, run $r"
+		run "sh.$where.floor.$r" "$SH_N" "$FLOOR" publish \
+		    "$dir/floor.$r" "$SH_N" "$SIZE" > /dev/null
+		FLOOR_SYNC=each run "sh.$where.floorf.$r" "$SH_N" "$FLOOR" \
+		    publish "$dir/floorf.$r" "$SH_N" "$SIZE" > /dev/null
+		run "sh.$where.floord.$r" "$SH_N" "$FLOOR" drain \
+		    "$dir/floorf.$r" > /dev/null
+		step "shared ($where): mq-pub -l and mq-sub, run $r"
+		sp=$dir/spool.$r
+		"$BIN/mq-sub" -s "$sp" -g g -t 0 t > /dev/null || [ $? = 1 ] ||
+		    die "subscribe on $where failed"
+		"$FLOOR" lines "$SH_N" "$SIZE" |
+		    run "sh.$where.pub.$r" "$SH_N" "$BIN/mq-pub" -s "$sp" -q -l t
+		run "sh.$where.drain.$r" "$SH_N" "$BIN/mq-sub" -s "$sp" -g g t \
+		    > /dev/null
+	done
+}
+
+shared_measure() {
+	local why
+	if ! why=$(shared_missing) || [ -n "$why" ]; then
+		SH_SKIP="needs $why"
+		return 0
+	fi
+	shared_up
+	mkdir -p "$W/sh-local"
+	shared_on local "$W/sh-local"
+	shared_on gluster "$GL_M1/bench"
+	if [ "$have_lib" = 1 ]; then
+		step "shared: latency, mount 1 to mount 2, MQ_POLL=$SH_POLL"
+		MQ_POLL=$SH_POLL "$LAT" mq "$GL_M1/lat" "$BIN/mq-sub" \
+		    "$SH_LATN" 5 "$GL_M2/lat" > "$W/res/sh.lat.gluster" ||
+		    die "lat mq across the mounts failed"
+		"$LAT" mq "$W/sh-local/lat" "$BIN/mq-sub" "$SH_LATN" 5 \
+		    > "$W/res/sh.lat.local" || die "lat mq on the local disk failed"
+	fi
+	shared_down
+}
+
+# shared_row LABEL PREFIX: the median run's rate, time per message and
+# the runs' rates.
+shared_row() {
+	local f runs
+	f=$(med "$2")
+	runs=$(for r in "$W/res/$2".*; do kv "$r" rate; done |
+	    awk '{ printf "%s%.0f", (NR > 1 ? " " : ""), $1 }')
+	printf '  %-44s %9.0f %9.2f  %s\n' "$1" "$(kv "$f" rate)" \
+	    "$(awk -v r="$(kv "$f" rate)" 'BEGIN { print 1000 / r }')" "$runs"
+}
+
+# shared_ratio LABEL A B: the median rate of B over that of A ("mq takes
+# x times the floor's time").
+shared_ratio() {
+	printf '  %-44s %9s\n' "$1" "$(awk -v a="$(kv "$(med "$2")" rate)" \
+	    -v b="$(kv "$(med "$3")" rate)" 'BEGIN { printf "%.2fx", a / b }')"
+}
+
+shared_table() {
+	local w lat
+	echo
+	echo "9. a spool shared between hosts: GlusterFS 10 replica 3, two FUSE mounts on this machine"
+	if [ -n "${SH_SKIP:-}" ]; then
+		echo "  not measured: $SH_SKIP"
+		return 0
+	fi
+	echo "  $SH_N messages of $SIZE bytes per run; median of $REPEAT run(s)"
+	for w in gluster local; do
+		echo "  on $( [ $w = gluster ] && echo "the volume (mount 1)" ||
+		    echo "the local disk ($fs)")"
+		printf '  %-44s %9s %9s  %s\n' "" "msgs/s" "ms/msg" "runs (msgs/s)"
+		shared_row "floor publish: create, write, rename; syncfs" "sh.$w.floor"
+		shared_row "floor publish, fsync of each file and dir" "sh.$w.floorf"
+		shared_row "mq-pub -l (--sync=batch)" "sh.$w.pub"
+		shared_ratio "  mq-pub time / floor with fsync" "sh.$w.floorf" "sh.$w.pub"
+		shared_row "floor drain: rename to cur/, unlink" "sh.$w.floord"
+		shared_row "mq-sub -g G TOPIC > /dev/null" "sh.$w.drain"
+		shared_ratio "  mq-sub time / floor drain" "sh.$w.floord" "sh.$w.drain"
+	done
+	echo "  latency, one message in flight (ms)"
+	for lat in gluster local; do
+		[ -f "$W/res/sh.lat.$lat" ] || continue
+		printf '  %-44s p50 %.1f  p99 %.1f  max %.1f\n' "$( [ $lat = gluster ] &&
+		    echo "mount 1 -> mount 2, MQ_POLL=$SH_POLL" ||
+		    echo "local disk, inotify")" \
+		    "$(awk -v u="$(kv "$W/res/sh.lat.$lat" p50_us)" 'BEGIN { print u / 1000 }')" \
+		    "$(awk -v u="$(kv "$W/res/sh.lat.$lat" p99_us)" 'BEGIN { print u / 1000 }')" \
+		    "$(awk -v u="$(kv "$W/res/sh.lat.$lat" max_us)" 'BEGIN { print u / 1000 }')"
+	done
+}
