@@ -657,12 +657,17 @@ wait_for_change(mq_sub *s, double until)
 	return 0;
 }
 
+/* Whether looking again could find something: a partition whose listing
+ * is used up and that changed (one whose listing is not used up was
+ * passed over on purpose: an ordered group's partition owned by another
+ * member, or one whose claim is in flight; looking again would only spin,
+ * and a poller that spins never sleeps to learn of the next change). */
 static bool
 any_scan(const mq_sub *s)
 {
 	bool again = s->refresh || (s->gc.ordered && s->rebalance);
 	for (size_t k = 0; k < s->np; k++)
-		again |= s->ps[k].scan_new;
+		again |= s->ps[k].scan_new && s->ps[k].pos >= s->ps[k].cand.n;
 	return again;
 }
 

@@ -322,6 +322,36 @@ uniq_lines() {
 	in_order "$TD/b"
 }
 
+@test "ordered: polling members go on claiming messages that arrive one by one (no spin on partitions owned by the other)" {
+	# A member that polls used to spin, never sleeping, on a partition
+	# whose listing it had not used up because another member owned it,
+	# and so never learned of new messages in its own: it stalled with
+	# most of them pending, in about half the runs; three rounds.
+	export MQ_POLL=0.2
+	local round t h r k
+	for round in 1 2 3; do
+		t=t$round
+		mq-topic create --partitions 4 "$t"
+		mkgroup "$t" og --ordered --session 4
+		h="echo \"\$MQ_KEY \$(cat)\" >> $TD/log.$round"
+		spawn "$TD/a.$round" mq-sub -f -g og --exec "$h" "$t"
+		spawn "$TD/b.$round" mq-sub -f -g og --exec "$h" "$t"
+		two_members() { (($(ls "$MQ_SPOOL/topics/$t/groups/og.members" | wc -l) == 2)); }
+		wait_for -t 10 two_members
+		for r in $(seq 1 12); do
+			for k in $(seq 1 8); do
+				mq-pub -q -k "key$k" "$t" "$r"
+			done
+		done
+		wait_for -t 20 lines_at_least 96 "$TD/log.$round"
+		assert_equal "$(sort -u "$TD/log.$round" | wc -l)" 96
+		for k in $(seq 1 8); do
+			assert_equal "$(awk -v k="key$k" '$1 == k { print $2 }' "$TD/log.$round" | tr '\n' ' ')" \
+			    "$(seq 1 12 | tr '\n' ' ')"
+		done
+	done
+}
+
 @test "ordered: a delayed message joins the order when due; a redriven one comes next" {
 	mq-topic create t
 	mkgroup t og --ordered --max-attempts 1
