@@ -63,7 +63,15 @@ check-sanitize:
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDFLAGS="-fsanitize=address,undefined"
 
-# What CI runs: check, then check-sanitize, with one summary line.
+# Hosts sharing a spool: a GlusterFS volume and an sshfs export, each
+# mounted twice (needs root and FUSE; slow per file, so run once, not
+# again under the sanitizers).
+check-shared: all
+	@PATH="$(CURDIR)/bin:$$PATH" BATS_FILES="$(CURDIR)/test/shared" \
+		test/run < /dev/null
+
+# What CI runs: check, check-shared, then check-sanitize, with one
+# summary line.
 check-all:
 	@test/all
 
@@ -93,4 +101,4 @@ clean:
 	rm -f lib/*.o src/*.o lib/libmq.a lib/libmq.so.* $(UNIT_BIN)
 	rm -rf bin/mq-* build
 
-.PHONY: all check check-sanitize check-all bench install clean
+.PHONY: all check check-shared check-sanitize check-all bench install clean
