@@ -35,14 +35,9 @@
 # ssh-keygen, ss, python3, setsid.  Missing ones skip the tests, but fail
 # them when CI is set: CI never skips these.
 
-load ../bats/helper
-
-# The helper's setup and teardown, under names of their own, since the
-# tests define setup and teardown.
-if declare -F setup >/dev/null; then
-	eval "sf_helper_setup() $(declare -f setup | tail -n +2)"
-	eval "sf_helper_teardown() $(declare -f teardown | tail -n +2)"
-fi
+# checks.bash: helper.bash (its setup and teardown as helper_setup and
+# helper_teardown) and the checks the cross-host tests share.
+load checks
 
 SF_FUSE_MAGIC=65735546
 SF_STATE_DIR=/run/mq-sshfs
@@ -366,7 +361,7 @@ sf_no_children() {
 # without any client's caches).  MQ_SPOOL is S1.  Consumers poll every
 # 200 ms (MQ_POLL) instead of the default second on FUSE.
 sf_setup() {
-	sf_helper_setup
+	helper_setup
 	[[ -z ${SF_SKIP:-} ]] || skip "$SF_SKIP"
 	[[ -n ${SF_DIR:-} ]] || fail "setup_file did not run sf_up"
 	if ! sf_mounted "$SF_M1" || ! sf_mounted "$SF_M2"; then

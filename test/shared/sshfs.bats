@@ -56,58 +56,13 @@ setup() {
 
 teardown() {
 	# Kills what the test spawned (helper.bash).
-	sf_helper_teardown
+	helper_teardown
 }
 
 # --- checks used by the tests -----------------------------------------------
-
-# lines FILE...: number of lines in the FILEs (missing ones count 0).
-lines() {
-	local f n=0 k
-	for f in "$@"; do
-		[[ -f $f ]] || continue
-		k=$(wc -l <"$f")
-		n=$((n + k))
-	done
-	echo "$n"
-}
-
-# has_lines N FILE...: the FILEs have at least N lines together.
-has_lines() {
-	local n=$1
-	shift
-	(($(lines "$@") >= n))
-}
-
-# ids FILE...: the message ids (32 hex digits, first word of a line) in
-# FILEs, one per line, sorted, repeats kept.
-ids() {
-	cat "$@" 2>/dev/null | grep -E '^[0-9a-f]{32}( |$)' | cut -d' ' -f1 | LC_ALL=C sort || true
-}
-
-# missing_ids WANT GOT: ids of file WANT not in file GOT.
-missing_ids() {
-	LC_ALL=C comm -23 <(LC_ALL=C sort -u "$1") <(LC_ALL=C sort -u "$2")
-}
-
-# same_ids WANT GOT...: the ids of file WANT are those in files GOT, each
-# exactly once (a repeat or a missing one fails, with both counted).
-same_ids() {
-	local want=$1
-	shift
-	ids "$want" >"$TD/.want.ids"
-	ids "$@" >"$TD/.got.ids"
-	local nw ng nu miss extra
-	nw=$(lines "$TD/.want.ids")
-	ng=$(lines "$TD/.got.ids")
-	nu=$(sort -u "$TD/.got.ids" | wc -l)
-	miss=$(missing_ids "$TD/.want.ids" "$TD/.got.ids" | wc -l)
-	extra=$(missing_ids "$TD/.got.ids" "$TD/.want.ids" | wc -l)
-	((nw > 0)) || fail "no publish printed an id"
-	if ((ng != nw || nu != nw || miss || extra)); then
-		fail "published $nw, delivered $ng ($nu distinct): $miss never delivered, $((ng - nu)) repeats, $extra unknown ids"
-	fi
-}
+# lines, ids, same_ids, queue_left, stop_all, member_of, pub_singles,
+# pub_rounds, spawn_publishers, fail_with and the like: checks.bash.  What
+# only these tests use follows.
 
 # names_in DIR: number of names in DIR that do not start with a dot (0 if
 # DIR does not exist).  mq skips dot names, as maildir readers do; and on
@@ -121,61 +76,16 @@ names_in() {
 	find "$1" -mindepth 1 -maxdepth 1 ! -name '.*' -printf x | wc -c
 }
 
-# queue_left SPOOL TOPIC GROUP: messages of GROUP pending, in flight or
-# delayed, over every partition.
-queue_left() {
-	local d n=0 k
-	for d in "$1/topics/$2"/p*/g/"$3"/{new,cur,delay}; do
-		k=$(names_in "$d")
-		n=$((n + k))
-	done
-	echo "$n"
-}
-
-queue_empty() {
-	[[ $(queue_left "$@") == 0 ]]
-}
+# queue_left (checks.bash) counts with names_in here, passing over the
+# .fuse_hidden<N> names.
+# shellcheck disable=SC2034 # read by queue_left
+QUEUE_COUNT=names_in
 
 # assert_queue_empty SPOOL TOPIC GROUP: nothing of GROUP pending, in
 # flight or delayed; else fail with the names left.
 assert_queue_empty() {
 	queue_empty "$@" ||
 	    fail "left in the queue of $3: $(cd "$1/topics/$2" && find p*/g/"$3"/{new,cur,delay} -mindepth 1 ! -name '.*' 2>/dev/null | tr '\n' ' ')"
-}
-
-# all_exited PID...: every PID is gone.
-all_exited() {
-	local p
-	for p in "$@"; do
-		exited "$p" || return 1
-	done
-}
-
-# stop_all PID...: SIGTERM to each spawned session (mq-sub finishes its batch
-# and exits), then wait, bounded, for all of them.
-stop_all() {
-	local p
-	for p in "$@"; do
-		kill -TERM -- "-$p" 2>/dev/null || true
-	done
-	wait_for -t 30 all_exited "$@"
-}
-
-# member_of SPOOL TOPIC GROUP PID: the consumer PID, or one in the session
-# PID leads (spawn_rc), is a member of GROUP: its file
-# <random>.<pid>.<host>,l<deadline> is in groups/GROUP.members/.  A
-# consumer joins once its partitions are open, after the repair it may do
-# when it starts (mq-spool(5), Repair).
-member_of() {
-	local f n pid
-	for f in "$1/topics/$2/groups/$3.members"/*; do
-		[[ -e $f ]] || continue
-		n=${f##*/}
-		pid=${n#*.}
-		pid=${pid%%.*}
-		[[ $pid == "$4" || $(proc_session "$pid") == "$4" ]] && return 0
-	done
-	return 1
 }
 
 # wait_member SPOOL TOPIC GROUP PID: wait (bounded) until member_of; else
@@ -201,33 +111,6 @@ publish_under_way() {
 	((next > committed))
 }
 
-# pub_singles SPOOL TOPIC PREFIX N OUT [OPTIONS...]: N runs of mq-pub, one
-# message each (PREFIX-1 ... PREFIX-N); the id of each that exits 0 is
-# appended to OUT, the status of each that does not to OUT.fail.
-pub_singles() {
-	local s=$1 t=$2 p=$3 n=$4 out=$5 k rc id
-	shift 5
-	for ((k = 1; k <= n; k++)); do
-		rc=0
-		id=$(mq-pub -s "$s" "$@" "$t" "$p-$k") || rc=$?
-		if ((rc == 0)); then
-			echo "$id" >>"$out"
-		else
-			echo "$p-$k exit $rc" >>"$out.fail"
-		fi
-	done
-}
-
-# slow_lines PREFIX N: N lines PREFIX-1 ... PREFIX-N, one every 10 ms, so
-# that a reading mq-pub -l publishes them in many small batches.
-slow_lines() {
-	local k
-	for ((k = 1; k <= $2; k++)); do
-		echo "$1-$k"
-		sleep 0.01
-	done
-}
-
 # spawn_rc OUT CMD...: spawn (helper.bash) CMD, its exit status written to
 # OUT.rc when it ends.
 spawn_rc() {
@@ -237,27 +120,9 @@ spawn_rc() {
 	spawn "$out" bash -c '"$@"; echo $? >"$0.rc"' "$out" "$@"
 }
 
-# spawn_fn OUT FUNC ARGS...: spawn the function FUNC of this file
-# (pub_singles or slow_lines) in a bash of its own.
-spawn_fn() {
-	local out=$1
-	shift
-	spawn "$out" bash -c "$(declare -f pub_singles slow_lines); \"\$@\"" bash "$@"
-}
-
 # rc_of OUT: the exit status spawn_rc wrote (empty while it runs).
 rc_of() {
 	cat "$1.rc" 2>/dev/null || true
-}
-
-# fail_with MSG FILE...: fail with MSG and the first lines of each FILE.
-fail_with() {
-	local msg=$1 f
-	shift
-	for f in "$@"; do
-		[[ -s $f ]] && msg+=$'\n'"--- $f:"$'\n'"$(head -20 "$f")"
-	done
-	fail "$msg"
 }
 
 # --- one host publishes, consumers anywhere ----------------------------------
@@ -284,7 +149,7 @@ fail_with() {
 }
 
 @test "sshfs: competing consumers on both hosts: every message once in total, both hosts work" {
-	local n=0 r p c=()
+	local n p c=()
 	mkgroup t g
 	# Each takes 60 at most (-n), so that neither host can take all 180.
 	for p in 1 2; do
@@ -296,13 +161,10 @@ fail_with() {
 	for p in "${c[@]}"; do
 		wait_member "$SX" t g "$p"
 	done
-	# Single messages and bursts of 8, all from host 1: the four
-	# consumers race for the same names.
-	for ((r = 1; r <= 20; r++)); do
-		pub_singles "$S1" t "one-$r" 1 "$TD/pub"
-		seq 1 8 | sed "s/^/burst-$r-/" | mq-pub -s "$S1" -l t >>"$TD/pub"
-		n=$((n + 9))
-	done
+	# Single messages and bursts of 8 (20 rounds of 9), all from host 1:
+	# the four consumers race for the same names.
+	pub_rounds "$S1" t 20 "$TD/pub"
+	n=$((20 * 9))
 	assert_equal "$(lines "$TD/pub")" "$n"
 	wait_for -t 60 has_lines "$n" "$TD"/c?.?
 	wait_for -t 30 queue_empty "$SX" t g || true
@@ -393,7 +255,7 @@ except OSError as e:
 }
 
 @test "sshfs: publishers on both hosts, each into a partition of its own: every publish delivered once, offsets unique and gap-free" {
-	local p c=() pubs=()
+	local p c=()
 	mq-topic -s "$S1" create --partitions 2 t
 	mkgroup t g
 	spawn "$TD/c1" mq-sub -s "$S1" -f -t 15 -g g -F '%i %p %o\n' t
@@ -404,16 +266,10 @@ except OSError as e:
 		wait_member "$SX" t g "$p"
 	done
 	# Host 1 publishes into partition 0 only, host 2 into 1 only; on each
-	# host two publishers share the partition (the lock holds there).
-	spawn_fn "$TD/l1" pub_singles "$S1" t a 40 "$TD/pub.a" -p 0
-	pubs+=("$SPAWNED")
-	spawn_fn "$TD/l2" pub_singles "$S2" t b 40 "$TD/pub.b" -p 1
-	pubs+=("$SPAWNED")
-	spawn "$TD/pub.c" bash -c "$(declare -f slow_lines); slow_lines c 100 | mq-pub -s '$S1' -p 0 -l t"
-	pubs+=("$SPAWNED")
-	spawn "$TD/pub.d" bash -c "$(declare -f slow_lines); slow_lines d 100 | mq-pub -s '$S2' -p 1 -l t"
-	pubs+=("$SPAWNED")
-	wait_for -t 120 all_exited "${pubs[@]}"
+	# host two publishers share the partition (the lock holds there): 40
+	# single publishes and 100 lines through mq-pub -l.
+	spawn_publishers t 40 100 0 1
+	wait_for -t 120 all_exited "${PUBLISHERS[@]}"
 	cat "$TD"/pub.? >"$TD/pub"
 	[[ ! -s $TD/pub.a.fail && ! -s $TD/pub.b.fail && ! -s $TD/pub.c.err && ! -s $TD/pub.d.err ]] ||
 	    fail_with "a publish failed" "$TD"/pub.?.fail "$TD"/pub.?.err

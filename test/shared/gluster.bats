@@ -1,0 +1,375 @@
+#!/usr/bin/env bats
+# Cross-host tests on a GlusterFS volume mounted twice (gluster.bash): the
+# mount GL_M1 is host 1, GL_M2 host 2, each a FUSE client with caches of its
+# own.  Each test has its own spool on the volume, S1 as host 1 sees it and
+# S2 as host 2 does, and checks exact counts at the end: every message whose
+# id mq-pub printed is delivered, and, where the promise is exactly once
+# (no crash), delivered once.  Run as root; without root or GlusterFS the
+# tests are skipped, but fail when CI is set.
+#
+#   PATH=$PWD/bin:$PATH bats --tap test/shared/gluster.bats
+
+load gluster
+
+setup_file() {
+	gl_up
+}
+
+teardown_file() {
+	gl_down
+}
+
+setup() {
+	gl_setup
+}
+
+teardown() {
+	# Kills what the test spawned (helper.bash).
+	helper_teardown
+	# A brick the test stopped comes back, whatever the test did.
+	if [[ -f $TD/.brick-killed ]]; then
+		gl_brick_restart || echo "# brick not back: $(gl_bricks)" >&3
+	fi
+	return 0
+}
+
+# pub_singles, slow_lines, spawn_fn, spawn_publishers, same_ids, fail_with,
+# lines, ids, queue_left and the like: checks.bash.
+
+# all_delivered WANT GOT...: every id of WANT is among the ids in GOT
+# (repeats allowed: at least once).
+all_delivered() {
+	ids "$1" >"$TD/.want.ids"
+	shift
+	ids "$@" >"$TD/.got.ids"
+	local miss
+	(($(lines "$TD/.want.ids") > 0)) || fail "no publish printed an id"
+	miss=$(missing_ids "$TD/.want.ids" "$TD/.got.ids" | wc -l)
+	if ((miss)); then
+		fail "$miss of $(lines "$TD/.want.ids") published messages never delivered (delivered $(lines "$TD/.got.ids"), $(sort -u "$TD/.got.ids" | wc -l) distinct)"
+	fi
+}
+
+# done_or_gone N OUT... -- PID...: the OUTs have N lines, or every PID
+# exited (so that a consumer that never wakes ends the wait at its -t).
+done_or_gone() {
+	local n=$1 f=()
+	shift
+	while [[ $1 != -- ]]; do
+		f+=("$1")
+		shift
+	done
+	shift
+	has_lines "$n" "${f[@]}" || all_exited "$@"
+}
+
+@test "a consumer following on host 2 gets every message published on host 1, once" {
+	local n=100
+	mkgroup t g
+	spawn "$TD/sub2" mq-sub -s "$S2" -f -t 15 -n "$n" -g g -F '%i %a\n' t
+	local c=$SPAWNED
+	wait_for -t 20 member_of "$S2" t g "$c"
+	pub_singles "$S1" t m "$n" "$TD/pub"
+	assert_equal "$(lines "$TD/pub")" "$n"
+	# -n: it exits once it has them all; -t: 15 s after the last it saw.
+	wait_for -t 60 exited "$c"
+	same_ids "$TD/pub" "$TD/sub2"
+	assert_equal "$(awk '$2 != 1' "$TD/sub2" | wc -l)" 0
+	assert_equal "$(queue_left "$S1" t g)" 0
+}
+
+@test "competing consumers on both hosts: every message once in total, both hosts work" {
+	local n
+	mkgroup t g
+	spawn "$TD/c1" mq-sub -s "$S1" -f -t 15 -g g -F '%i %a\n' t
+	local c1=$SPAWNED
+	spawn "$TD/c2" mq-sub -s "$S2" -f -t 15 -g g -F '%i %a\n' t
+	local c2=$SPAWNED
+	wait_for -t 20 member_of "$S1" t g "$c1"
+	wait_for -t 20 member_of "$S2" t g "$c2"
+	# All from host 1, single messages and bursts of 8 (20 rounds of 9):
+	# host 2 only gets work if it sees host 1's commits, and the two race
+	# for the same names.
+	pub_rounds "$S1" t 20 "$TD/pub"
+	n=$((20 * 9))
+	assert_equal "$(lines "$TD/pub")" "$n"
+	wait_for -t 60 done_or_gone "$n" "$TD/c1" "$TD/c2" -- "$c1" "$c2"
+	wait_for -t 30 queue_empty "$S1" t g || true
+	stop_all "$c1" "$c2"
+	note "host 1 got $(lines "$TD/c1"), host 2 got $(lines "$TD/c2")"
+	same_ids "$TD/pub" "$TD/c1" "$TD/c2"
+	(($(lines "$TD/c1") > 0 && $(lines "$TD/c2") > 0)) ||
+	    fail "one host did all the work: host 1 $(lines "$TD/c1"), host 2 $(lines "$TD/c2")"
+	assert_equal "$(queue_left "$S1" t g)" 0
+}
+
+@test "publishers on both hosts into one partition: every publish delivered, offsets unique and gap-free" {
+	mkgroup t g
+	# 60 single publishes and 150 lines through mq-pub -l from each host.
+	spawn_publishers t 60 150
+	wait_for -t 180 all_exited "${PUBLISHERS[@]}"
+	cat "$TD"/pub.? >"$TD/pub"
+	note "published $(lines "$TD/pub") of 420; failed: $(cat "$TD"/pub.?.fail "$TD"/pub.?.err 2>/dev/null | head -5)"
+	run --separate-stderr mq-sub -s "$S1" -g g -F '%o %i\n' t
+	echo "$output" >"$TD/got"
+	note "mq-sub exit $status: $stderr"
+	awk '{ print $2 }' "$TD/got" >"$TD/got.ids"
+	local n
+	n=$(lines "$TD/got")
+	same_ids "$TD/pub" "$TD/got.ids"
+	# Offsets 0, 1, ..., n-1: each once, none missing.
+	awk '{ print $1 }' "$TD/got" | LC_ALL=C sort >"$TD/offsets"
+	uniq -d "$TD/offsets" | sort -n >"$TD/twice"
+	seq 0 $((n - 1)) | LC_ALL=C sort | LC_ALL=C comm -23 - "$TD/offsets" | sort -n >"$TD/gaps"
+	if [[ -s $TD/twice || -s $TD/gaps ]]; then
+		fail "of $n offsets, $(lines "$TD/twice") given twice (first: $(head -5 "$TD/twice" | tr '\n' ' ')), $(lines "$TD/gaps") missing (first: $(head -5 "$TD/gaps" | tr '\n' ' '))"
+	fi
+	assert_equal "$(head_field t committed)" "$n"
+	assert_equal "$(count_log t)" "$n"
+}
+
+# --- SIGKILL torture ---------------------------------------------------------
+
+# slot NAME: (re)start the process of slot NAME, its output in a file of
+# its own for each start: SLOT[NAME] is its pid.
+declare -gA SLOT GEN
+slot() {
+	local name=$1 out
+	GEN[$name]=$((${GEN[$name]:-0} + 1))
+	out=$TD/tort/$name.${GEN[$name]}
+	case $name in
+	pub1 | pub2)
+		local s=$S1
+		[[ $name == pub2 ]] && s=$S2
+		spawn "$out" bash -c "
+			for ((k = 1; ; k++)); do
+				mq-pub -s '$s' t '$name-${GEN[$name]}-'\$k || true
+			done"
+		;;
+	line1 | line2)
+		local s=$S1
+		[[ $name == line2 ]] && s=$S2
+		spawn "$out" bash -c "$(declare -f slow_lines); slow_lines $name-${GEN[$name]} 100000 | mq-pub -s '$s' -l t"
+		;;
+	sub1 | sub2)
+		local s=$S1
+		[[ $name == sub2 ]] && s=$S2
+		spawn "$out" mq-sub -s "$s" -f -g g -F '%i %a\n' t
+		;;
+	esac
+	SLOT[$name]=$SPAWNED
+	# No "Killed" notices from this shell for the kills to come.
+	disown "$SPAWNED"
+}
+
+@test "kill -9 of publishers and consumers on both hosts, at random, for 30 s: nothing published is lost" {
+	mkdir -p "$TD/tort"
+	mkgroup t g --lease 2s --max-attempts 0
+	local name kills=0 restarts=0 deadline victim
+	local names=(pub1 pub2 line1 line2 sub1 sub2)
+	for name in "${names[@]}"; do
+		slot "$name"
+	done
+	deadline=$(($(now_ms) + 30000))
+	while ! past_ms "$deadline"; do
+		# A random moment, 0.1 to 0.8 s from the last kill.
+		sleep "0.$((RANDOM % 8 + 1))"
+		victim=${names[RANDOM % ${#names[@]}]}
+		kill -9 -- "-${SLOT[$victim]}" 2>/dev/null || true
+		wait_for -t 10 pgroup_gone "${SLOT[$victim]}"
+		kills=$((kills + 1))
+		slot "$victim"
+		for name in "${names[@]}"; do
+			if exited "${SLOT[$name]}"; then
+				restarts=$((restarts + 1))
+				slot "$name"
+			fi
+		done
+	done
+	for name in "${names[@]}"; do
+		kill -9 -- "-${SLOT[$name]}" 2>/dev/null || true
+		wait_for -t 10 pgroup_gone "${SLOT[$name]}"
+	done
+	# A last publish, which also repairs a publish killed before its commit.
+	pub_singles "$S1" t last 1 "$TD/tort/last"
+	cat "$TD"/tort/pub?.* "$TD"/tort/line?.* "$TD/tort/last" >"$TD/pub"
+	note "$kills kills, $restarts processes that ended by themselves, $(ids "$TD/pub" | wc -l) messages published"
+	# Two consumers drain what is left (leases of 2 s run out).
+	spawn "$TD/d1" mq-sub -s "$S1" -f -t 20 -g g -F '%i %a\n' t
+	local d1=$SPAWNED
+	spawn "$TD/d2" mq-sub -s "$S2" -f -t 20 -g g -F '%i %a\n' t
+	local d2=$SPAWNED
+	wait_for -t 90 queue_empty "$S1" t g || true
+	stop_all "$d1" "$d2"
+	note "delivered $(ids "$TD"/tort/sub?.* "$TD/d1" "$TD/d2" | wc -l) times, $(ids "$TD"/tort/sub?.* "$TD/d1" "$TD/d2" | sort -u | wc -l) distinct"
+	all_delivered "$TD/pub" "$TD"/tort/sub?.* "$TD/d1" "$TD/d2"
+	assert_equal "$(queue_left "$S1" t g)" 0
+	assert_equal "$(count_entries "$S1/topics/t/p0/dlq/g")" 0
+}
+
+@test "a lease taken on host 1 by a consumer that is killed is delivered again on host 2, attempts 2" {
+	mkgroup t g --lease 2s
+	pub_singles "$S1" t m 5 "$TD/pub"
+	spawn "$TD/c1" mq-sub -s "$S1" -f --manual -g g -F '%i %a\n' t
+	local c1=$SPAWNED
+	wait_for -t 20 has_lines 5 "$TD/c1"
+	kill -9 -- "-$c1"
+	assert_equal "$(awk '$2 != 1' "$TD/c1" | wc -l)" 0
+	spawn "$TD/c2" mq-sub -s "$S2" -f -t 15 -n 5 -g g -F '%i %a\n' t
+	local c2=$SPAWNED
+	wait_for -t 40 exited "$c2"
+	same_ids "$TD/pub" "$TD/c2"
+	assert_equal "$(awk '$2 != 2' "$TD/c2" | wc -l)" 0
+	assert_equal "$(queue_left "$S1" t g)" 0
+}
+
+@test "an ordered group with a consumer on each host keeps every key's order" {
+	local keys=8 per=12 n r k
+	n=$((keys * per))
+	mq-topic -s "$S1" create --partitions 4 t
+	mkgroup t g --ordered --session 4s
+	# Each handler appends a line (key, body, partition, seq, attempts,
+	# time, host) to one local file: the order in which the two hosts
+	# handled the messages.
+	local handler='echo "$MQ_KEY $(cat) $MQ_PARTITION $MQ_SEQ $MQ_ATTEMPTS $(date +%T.%N)'
+	spawn "$TD/c1" mq-sub -s "$S1" -f -t 90 -g g --exec "$handler host1\" >>$TD/order" t
+	local c1=$SPAWNED
+	spawn "$TD/c2" mq-sub -s "$S2" -f -t 90 -g g --exec "$handler host2\" >>$TD/order" t
+	local c2=$SPAWNED
+	wait_for -t 20 member_of "$S1" t g "$c1"
+	wait_for -t 20 member_of "$S2" t g "$c2"
+	# Message r of every key, then r + 1: from host 1 and host 2 in turn.
+	for ((r = 1; r <= per; r++)); do
+		for ((k = 1; k <= keys; k++)); do
+			if (((r + k) % 2)); then
+				mq-pub -q -s "$S1" -k "key$k" t "$r"
+			else
+				mq-pub -q -s "$S2" -k "key$k" t "$r"
+			fi
+		done
+	done
+	local last
+	last=$(date +%T.%N)
+	# Both consumers stay (-t 90): a partition moves only if its owner
+	# stalls, not because the other one timed out.
+	wait_for -t 60 has_lines "$n" "$TD/order" || true
+	local handled
+	handled=$(lines "$TD/order")
+	wait_for -t 10 queue_empty "$S1" t g || true
+	stop_all "$c1" "$c2"
+	note "host 1 handled $(grep -c host1 "$TD/order"), host 2 $(grep -c host2 "$TD/order"), from $(head -1 "$TD/order" | cut -d' ' -f6) to $(tail -1 "$TD/order" | cut -d' ' -f6); the last publish at $last"
+	# Per key, in the order handled: 1, 2, ..., per, each once.
+	run awk '{ if ($2 != last[$1] + 1) print "key " $1 ": " $2 " after " last[$1] + 0 " (" $0 ")"
+		   if ($2 > last[$1]) last[$1] = $2 }' "$TD/order"
+	[[ -z $output ]] || fail_with "out of order:"$'\n'"$output" "$TD/order"
+	# A partition's sequence numbers are each one message's.
+	run awk '{ m = $1 " " $2; k = "partition " $3 " seq " $4
+		   if (k in seen && seen[k] != m) print k ": " seen[k] " and " m; seen[k] = m }' "$TD/order"
+	[[ -z $output ]] || fail_with "a sequence number given twice:"$'\n'"$output" "$TD/order"
+	((handled == n)) ||
+	    fail_with "handled $handled of $n messages within 60 s of the last publish, $(lines "$TD/order") once stopped (lost, or the consumers stalled)" "$TD/order"
+	assert_equal "$(lines "$TD/order")" "$n"
+	assert_equal "$(cut -d' ' -f1 "$TD/order" | sort -u | wc -l)" "$keys"
+	assert_equal "$(queue_left "$S1" t g)" 0
+}
+
+# queue_names SPOOL: every name a consumer could see, with where it is: log/,
+# each group's new/ and delay/, dead letters (as in replicate.bats).
+queue_names() {
+	(cd "$1/topics" && find . \( -path '*/log/*' -o -path '*/g/*/new/*' \
+	    -o -path '*/g/*/delay/*' -o -path '*/dlq/*/*' \) -type f |
+	    LC_ALL=C sort)
+}
+
+@test "mq-replicate push of a spool written through both hosts sends every change" {
+	# Every host appends to the one SPOOL/journal; O_APPEND is not atomic
+	# across GlusterFS clients and a reader's cached last page hides
+	# another host's append, so about one record in 500 is lost to
+	# replication (mq-spool(5), SHARED FILE SYSTEMS).  Journals of one
+	# host each (issue 12, item 4) are not built yet: until they are,
+	# this test is skipped, not counted as passing.
+	skip "one journal per host is not built yet: records appended from two hosts at once may be lost to replication"
+	mkgroup t g
+	mkgroup t h
+	# Every one of these appends to the one SPOOL/journal, from either host:
+	# 50 single publishes and 150 lines through mq-pub -l from each.
+	spawn_publishers t 50 150
+	local p=("${PUBLISHERS[@]}")
+	# Acks (one record each) from both hosts while they publish.
+	spawn "$TD/s1" mq-sub -s "$S1" -f -t 5 -n 80 -g g -F '%i\n' t
+	p+=("$SPAWNED")
+	spawn "$TD/s2" mq-sub -s "$S2" -f -t 5 -n 80 -g g -F '%i\n' t
+	p+=("$SPAWNED")
+	wait_for -t 180 all_exited "${p[@]}"
+	local n
+	n=$(ids "$TD"/pub.? | wc -l)
+	note "published $n, acked $(lines "$TD/s1" "$TD/s2")"
+	run --separate-stderr mq-replicate -s "$S1" push --rsh env --remote-spool "$TD/peer" -v
+	assert_success
+	note "$stderr"
+	[[ $stderr == *"($n messages"* ]] || fail "push did not send $n messages: $stderr"
+	diff <(queue_names "$S1") <(queue_names "$TD/peer") >"$TD/diff" ||
+	    fail_with "the peer differs from the spool (< spool, > peer):" "$TD/diff"
+	assert_equal "$(count_entries "$TD/peer/topics/t/p0/log")" "$n"
+	assert_equal "$(count_entries "$TD/peer/topics/t/p0/g/h/new")" "$n"
+	assert_equal "$(count_entries "$TD/peer/topics/t/p0/g/g/new")" "$((n - $(lines "$TD/s1" "$TD/s2")))"
+}
+
+@test "a brick killed during a publish loop: every publish delivered" {
+	local n=100
+	mkgroup t g
+	spawn_fn "$TD/l1" pub_singles "$S1" t a "$n" "$TD/pub"
+	local pub=$SPAWNED
+	# A consumer on host 2 takes them as they come, through the kill.
+	spawn "$TD/c2" mq-sub -s "$S2" -f -t 30 -g g -F '%i %a\n' t
+	local c2=$SPAWNED
+	wait_for -t 60 has_lines 20 "$TD/pub"
+	gl_brick_kill 1
+	wait_for -t 180 exited "$pub"
+	note "published $(lines "$TD/pub") of $n with a brick down; failed: $(head -5 "$TD/pub.fail" 2>/dev/null)"
+	gl_brick_restart || fail "brick 1 does not come back: $(gl_bricks)"
+	wait_for -t 60 done_or_gone "$(lines "$TD/pub")" "$TD/c2" -- "$c2" || true
+	stop_all "$c2"
+	# What the consumer did not get, a fresh one on host 2 does.
+	run --separate-stderr mq-sub -s "$S2" -g g -F '%i %a\n' t
+	echo "$output" >"$TD/rest"
+	note "the consumer got $(lines "$TD/c2"), then $(ids "$TD/rest" | wc -l) more; $(ids "$TD/c2" "$TD/rest" | uniq -d | wc -l) repeats"
+	all_delivered "$TD/pub" "$TD/c2" "$TD/rest"
+	assert_equal "$(queue_left "$S1" t g)" 0
+	assert_equal "$(count_entries "$S1/topics/t/p0/dlq/g")" 0
+}
+
+@test "--sync=batch reaches the bricks: the volume profile counts an FSYNC per message file and an FSYNCDIR per directory" {
+	# syncfs(2) on the FUSE mount reaches no brick: before the shared
+	# paths a batch of 40 showed 1 FSYNC (the head's).
+	local n=40 fsyncs dirs
+	mkgroup t g
+	gl_cli volume profile "$GL_VOL" start >/dev/null
+	gl_cli volume profile "$GL_VOL" info clear >/dev/null
+	seq "$n" | mq-pub -s "$S1" -q -l t
+	gl_cli volume profile "$GL_VOL" info cumulative >"$TD/profile"
+	gl_cli volume profile "$GL_VOL" stop >/dev/null
+	fsyncs=$(awk '$NF == "FSYNC" { print $(NF - 1); exit }' "$TD/profile")
+	dirs=$(awk '$NF == "FSYNCDIR" { print $(NF - 1); exit }' "$TD/profile")
+	note "first brick: $fsyncs FSYNC, ${dirs:-0} FSYNCDIR for $n messages"
+	((${fsyncs:-0} >= n)) || fail_with "only ${fsyncs:-0} FSYNC for $n messages" "$TD/profile"
+	# log/ and the group's new/ (and delay/) of the chunk.
+	((${dirs:-0} >= 2)) || fail_with "only ${dirs:-0} FSYNCDIR" "$TD/profile"
+	run -0 mq-sub -s "$S2" -g g -t 0 t
+	assert_equal "$(lines <(echo "$output"))" "$n"
+}
+
+@test "a mount that cannot map files (direct-io-mode=enable): publishing works, and the counters say they are off" {
+	local m3=$GL_DIR/m3.$BATS_TEST_NUMBER
+	mkdir -p "$m3"
+	gl_ns mount -t glusterfs -o "direct-io-mode=enable,log-file=$GL_DIR/log/m3.log" \
+	    "127.0.0.1:/$GL_VOL" "$m3" || fail "mount with direct-io-mode=enable failed"
+	echo "$m3" >>"$TD/.mounts"
+	mkgroup t g
+	run --separate-stderr mq-pub -s "$m3/s$BATS_TEST_NUMBER" t hello
+	assert_success
+	[[ $stderr == *"not counted for mq-stat on this host: cannot map the counters"* ]] ||
+	    fail "no word that the counters are off: '$stderr'"
+	run -0 mq-sub -s "$S2" -g g -t 0 t
+	assert_output hello
+}
