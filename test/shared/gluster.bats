@@ -339,21 +339,31 @@ queue_names() {
 	assert_equal "$(count_entries "$S1/topics/t/p0/dlq/g")" 0
 }
 
-@test "--sync=batch reaches the bricks: the volume profile counts an FSYNC per message file and an FSYNCDIR per directory" {
+# profile_counting PROBE: the volume profile counts: an fsynced write of
+# PROBE shows as an FSYNC.
+profile_counting() {
+	dd if=/dev/zero of="$1" bs=1 count=1 conv=fsync status=none
+	gl_cli volume profile "$GL_VOL" info cumulative |
+	    awk '$NF == "FSYNC" && $(NF - 1) > 0 { found = 1 } END { exit !found }'
+}
+
+@test "--sync=batch reaches the bricks: the volume profile counts an FSYNC per message file and FSYNCDIRs" {
 	# syncfs(2) on the FUSE mount reaches no brick: before the shared
 	# paths a batch of 40 showed 1 FSYNC (the head's).
 	local n=40 fsyncs dirs
 	mkgroup t g
 	gl_cli volume profile "$GL_VOL" start >/dev/null
+	# It starts counting a little after it says it started.
+	wait_for -t 30 profile_counting "$GL_M1/probe.$BATS_TEST_NUMBER"
 	gl_cli volume profile "$GL_VOL" info clear >/dev/null
 	seq "$n" | mq-pub -s "$S1" -q -l t
 	gl_cli volume profile "$GL_VOL" info cumulative >"$TD/profile"
 	gl_cli volume profile "$GL_VOL" stop >/dev/null
-	fsyncs=$(awk '$NF == "FSYNC" { print $(NF - 1); exit }' "$TD/profile")
-	dirs=$(awk '$NF == "FSYNCDIR" { print $(NF - 1); exit }' "$TD/profile")
-	note "first brick: $fsyncs FSYNC, ${dirs:-0} FSYNCDIR for $n messages"
+	count_fop() { awk -v f="$1" '$NF == f { print $(NF - 1); exit }' "$TD/profile"; }
+	fsyncs=$(count_fop FSYNC) dirs=$(count_fop FSYNCDIR)
+	note "first brick: ${fsyncs:-0} FSYNC, ${dirs:-0} FSYNCDIR for $n messages"
 	((${fsyncs:-0} >= n)) || fail_with "only ${fsyncs:-0} FSYNC for $n messages" "$TD/profile"
-	# log/ and the group's new/ (and delay/) of the chunk.
+	# log/ and the group's new/ and delay/ of the chunk.
 	((${dirs:-0} >= 2)) || fail_with "only ${dirs:-0} FSYNCDIR" "$TD/profile"
 	run -0 mq-sub -s "$S2" -g g -t 0 t
 	assert_equal "$(lines <(echo "$output"))" "$n"
