@@ -13,7 +13,8 @@
  * keeps the size: GlusterFS's quick-read serves even O_DIRECT reads from
  * the copy it took at lookup, for up to a second, until the file is
  * written, truncated or allocated); directories are listed through a
- * fresh open.  See
+ * fresh open.  sshfs adds two quirks: its locks stay within one mount,
+ * and it answers a create onto an existing name with EPERM.  See
  * mq-spool(5), SHARED FILE SYSTEMS, for what each file system was shown
  * to need.
  */
