@@ -35,19 +35,11 @@ load() {
 }
 bats_require_minimum_version() { :; }
 fail() { die "GlusterFS: $*"; }
-skip() { SH_SKIP="$*"; }
-
-# shared_missing: why section 9 cannot run here (nothing: it can).
-shared_missing() {
-	[ "$(id -u)" = 0 ] || { echo "root (glusterd, mount)"; return; }
-	[ -c /dev/fuse ] || { echo "/dev/fuse"; return; }
-	command -v glusterd > /dev/null ||
-	    { echo "glusterd (apt-get install glusterfs-server glusterfs-client)"; return; }
-	return 0
-}
 
 # shared_up: the volume, mounted at GL_M1 and GL_M2; its scratch directory
 # is short, since glusterd's socket path must fit in sockaddr_un.
+# Where the harness's prerequisites are missing (gl_missing), SH_SKIP
+# says which and nothing is set up.
 shared_up() {
 	SH_TMP=$(mktemp -d /tmp/mqbench-gl.XXXX)
 	BATS_FILE_TMPDIR=$SH_TMP TD=$SH_TMP SH_SKIP=""
@@ -55,7 +47,7 @@ shared_up() {
 	exec 3>&2
 	load gluster
 	gl_up
-	[ -z "$SH_SKIP" ] || die "GlusterFS: $SH_SKIP"
+	SH_SKIP=${GL_SKIP:-}
 }
 
 shared_down() {
@@ -89,12 +81,11 @@ shared_on() {
 }
 
 shared_measure() {
-	local why
-	if ! why=$(shared_missing) || [ -n "$why" ]; then
-		SH_SKIP="needs $why"
+	shared_up
+	if [ -n "$SH_SKIP" ]; then
+		shared_down
 		return 0
 	fi
-	shared_up
 	mkdir -p "$W/sh-local"
 	shared_on local "$W/sh-local"
 	shared_on gluster "$GL_M1/bench"
