@@ -45,8 +45,8 @@ mq_group_conf_default(struct mq_group_conf *c)
 int
 mq_group_conf_parse(const struct mq_conf *kv, struct mq_group_conf *c)
 {
-	uint64_t max;
 	mq_group_conf_default(c);
+	uint64_t max = c->max_attempts;
 	int rc = mq_conf_get_double(kv, "lease", c->lease, &c->lease,
 	    "group conf");
 	if (rc == 0)

@@ -166,11 +166,14 @@ mq_jargs_parse(char type, const char *args, struct mq_jargs *ja)
 	p += n;
 	if (type == 'T')
 		return *p ? -1 : 0;
+	/* The partition: digits after one space (nothing read past the end
+	 * of a record cut after its topic). */
+	if (*p != ' ' || p[1] < '0' || p[1] > '9')
+		return -1;
 	char *e;
 	errno = 0;
 	unsigned long k = strtoul(p + 1, &e, 10);
-	if (*p != ' ' || p[1] < '0' || p[1] > '9' || errno || *e != ' ' ||
-	    k >= MQ_PARTITIONS_MAX)
+	if (errno || *e != ' ' || k >= MQ_PARTITIONS_MAX)
 		return -1;
 	ja->k = (unsigned)k;
 	p = e + 1;

@@ -262,6 +262,7 @@ mq_msg_parse(char *buf, size_t len, struct mq_msg *m)
 			memcpy(m->id, v, MQ_ID_LEN + 1);
 			have_id = 1;
 		} else if (IS("Topic")) {
+			free(m->topic);         /* given twice: the last */
 			if (!(m->topic = strdup(v)))
 				return mq_err_sys("malloc");
 		} else if (IS("Partition")) {
@@ -269,6 +270,7 @@ mq_msg_parse(char *buf, size_t len, struct mq_msg *m)
 		} else if (IS("Seq")) {
 			m->seq = strtoull(v, NULL, 10);
 		} else if (IS("Key")) {
+			free(m->key);
 			if (!(m->key = strdup(v)))
 				return mq_err_sys("malloc");
 		} else if (IS("Published")) {

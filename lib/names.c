@@ -105,6 +105,9 @@ mq_is_key(const char *name)
 double
 mq_key_time(const char *key)
 {
+	/* A name too short to hold the time has none (it is no key). */
+	if (strnlen(key, MQ_SEQ_DIGITS + 1 + 13) < MQ_SEQ_DIGITS + 1 + 13)
+		return 0;
 	const char *h = key + MQ_SEQ_DIGITS + 1;
 	uint64_t x = 0;
 	size_t i;
