@@ -70,7 +70,23 @@ check-shared: all
 	@PATH="$(CURDIR)/bin:$$PATH" BATS_FILES="$(CURDIR)/test/shared" \
 		test/run < /dev/null
 
-# What CI runs: check, check-shared, then check-sanitize, with one
+# libFuzzer harnesses for what the tools read from the spool (test/fuzz),
+# with clang, ASan and UBSan, FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 20
+FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all
+fuzz:
+	rm -rf build/fuzz && mkdir -p build/fuzz
+	cp -r Makefile lib src build/fuzz/
+	$(MAKE) -C build/fuzz lib/libmq.a CC=clang \
+		CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(FUZZ_SAN)"
+	for f in test/fuzz/fuzz_*.c; do \
+		clang $(CPPFLAGS) -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) \
+		    -o build/fuzz/$$(basename $$f .c) $$f build/fuzz/lib/libmq.a \
+		    $(LDLIBS) || exit 1; \
+	done
+	test/fuzz/run build/fuzz $(FUZZ_SECONDS)
+
+# What CI runs: check, check-shared, fuzz, then check-sanitize, with one
 # summary line.
 check-all:
 	@test/all
@@ -101,4 +117,4 @@ clean:
 	rm -f lib/*.o src/*.o lib/libmq.a lib/libmq.so.* $(UNIT_BIN)
 	rm -rf bin/mq-* build
 
-.PHONY: all check check-shared check-sanitize check-all bench install clean
+.PHONY: all check check-shared check-sanitize check-all fuzz bench install clean
