@@ -66,7 +66,11 @@ void
 mq_hostname(char out[MQ_HOST_MAX])
 {
 	memset(out, 0, MQ_HOST_MAX);
-	if (gethostname(out, MQ_HOST_MAX - 1) < 0 || !*out)
+	/* Two mounts of one spool on one machine stand for two hosts. */
+	const char *e = getenv("MQ_HOST");
+	if (e && *e)
+		snprintf(out, MQ_HOST_MAX, "%s", e);
+	else if (gethostname(out, MQ_HOST_MAX - 1) < 0 || !*out)
 		snprintf(out, MQ_HOST_MAX, "host");
 	for (char *c = out; *c; c++)
 		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||

@@ -61,6 +61,10 @@ bool mq_fs_shared(int fd);
 int mq_reopen(int fd, int flags);
 /* fd's file opened again to be read as the server has it now. */
 int mq_fresh_fd(int fd);
+/* pread through such a descriptor, which wants alignment. */
+ssize_t mq_fresh_pread(int fd, void *buf, size_t len, uint64_t off);
+/* The size the server has now, and what it has past it. */
+int mq_fresh_size(int fd, uint64_t *size);
 /* A link, rename or exclusive create of path failed with err because
  * the name exists. */
 bool mq_name_taken(int dirfd, const char *path, int err);
@@ -157,6 +161,7 @@ struct mq_spool {
 	int fd;
 	int topics;
 	int jfd;                        /* the journal, opened on first use */
+	bool jhost;                     /* jfd is this host's, journals/<host> */
 	struct mq_counter *counters;    /* counters.c, opened on first use */
 };
 
@@ -173,8 +178,17 @@ int mq_journal_line(struct mq_jbuf *, char type, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int mq_journal_raw(struct mq_jbuf *, const char *origin, uint64_t seq,
     const char *rec, size_t len);
-/* Writes the buffer (and empties it); *end: the journal offset after it. */
+/* An own record's text ("T ms args") sealed into the buffer. */
+int mq_journal_text(struct mq_jbuf *, const char *text, size_t len);
+/* Writes the buffer (and empties it) to the journal this host appends
+ * to; *end: the offset after it there. */
 int mq_journal_write(mq_spool *, struct mq_jbuf *, uint64_t *end);
+/* Writes it to SPOOL/journal itself, synced (a replication receiver's
+ * records); *end: the offset after it. */
+int mq_journal_write_main(mq_spool *, struct mq_jbuf *, uint64_t *end);
+/* The same without the lock: the caller holds mq_journal_lock. */
+int mq_journal_append_main(mq_spool *, const char *buf, size_t len,
+    uint64_t *end);
 void mq_jbuf_free(struct mq_jbuf *);
 /* One record, built and written at once. */
 int mq_journal_note(mq_spool *, char type, const char *fmt, ...)
@@ -198,6 +212,8 @@ struct mq_jrec {
 struct mq_jreader {
 	int dirfd;                      /* the spool: the journal may come later */
 	int fd;
+	char path[MQ_HOST_MAX + 16];    /* "journal", or "journals/<host>" */
+	bool fresh;                     /* read as the server has it now */
 	char *buf;
 	size_t cap, fill, off;
 	uint64_t pos;                   /* journal offset of buf + off */
@@ -215,11 +231,38 @@ struct mq_jargs {
 };
 int mq_jargs_parse(char type, const char *args, struct mq_jargs *);
 int mq_jreader_open(mq_spool *, struct mq_jreader *, uint64_t from);
+/* Another journal of the spool: path is relative to it. */
+int mq_jreader_open_at(mq_spool *, struct mq_jreader *, const char *path,
+    uint64_t from);
 /* 1 a record, 0 nothing more yet (the rest may be a line being written). */
 int mq_jreader_next(struct mq_jreader *, struct mq_jrec *);
 /* Reads on from offset pos (a record's start). */
 void mq_jreader_seek(struct mq_jreader *, uint64_t pos);
 void mq_jreader_close(struct mq_jreader *);
+
+/* jmerge.c: the hosts' journals (journals/<host>, written on a shared
+ * file system) merged into SPOOL/journal; see mq-spool(5), CHANGE
+ * JOURNAL. */
+/* Every journal of the spool, as paths in it: "journal" first, then
+ * "journals/<host>" for each host's. */
+int mq_journal_list(mq_spool *, struct mq_names *);
+/* journals/.lock, waited for: its descriptor, to close. */
+int mq_journal_lock(mq_spool *);
+/* Merges the records older than upto (ms since the epoch).  *size: the
+ * size of SPOOL/journal after; *held: the time of the oldest record held
+ * back for being younger (UINT64_MAX: none).  1: more to merge. */
+int mq_journal_merge(mq_spool *, uint64_t upto, uint64_t *size,
+    uint64_t *held);
+/* What the hosts' journals hold that is not merged yet: records, bytes
+ * and the time of the oldest (UINT64_MAX: none). */
+int mq_journal_unmerged(mq_spool *, uint64_t *records, uint64_t *bytes,
+    uint64_t *oldest);
+/* Merges everything written before now, waiting out the clock skew. */
+int mq_journal_merge_now(mq_spool *, uint64_t *size);
+/* The clock skew allowed between hosts (MQ_CLOCK_SKEW, 1 s), and the
+ * time before which records may be merged now. */
+double mq_clock_skew(void);
+uint64_t mq_journal_merge_upto(void);
 
 /* topic.c: an open topic. */
 struct mq_topic {

@@ -8,7 +8,9 @@
  * sequence number for this spool as an origin; lines copied in from a
  * peer carry their origin and sequence ("@origin seq ...").  Each line
  * ends with an XXH32 of the rest, so a line torn by a power loss is seen
- * and skipped.  See mq-spool(5), CHANGE JOURNAL.
+ * and skipped.  On a shared file system each host appends to its own
+ * journals/<host> instead, merged into SPOOL/journal by jmerge.c.  See
+ * mq-spool(5), CHANGE JOURNAL.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,16 +26,28 @@
 
 #include "internal.h"
 
+/* On a shared file system each host appends to its own journal, which
+ * jmerge.c merges into SPOOL/journal. */
 int
 mq_journal_fd(mq_spool *sp)
 {
 	if (sp->jfd >= 0)
 		return sp->jfd;
-	int fd = openat(sp->fd, "journal", O_WRONLY | O_APPEND | O_CREAT |
+	char path[MQ_HOST_MAX + 16] = "journal";
+	bool host = mq_fs_shared(sp->fd);
+	if (host) {
+		char name[MQ_HOST_MAX];
+		mq_hostname(name);
+		snprintf(path, sizeof path, "journals/%s", name);
+		if (mkdirat(sp->fd, "journals", 0755) < 0 && errno != EEXIST)
+			return mq_err_sys("journals");
+	}
+	int fd = openat(sp->fd, path, O_WRONLY | O_APPEND | O_CREAT |
 	    O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return mq_err_sys("journal");
+		return mq_err_sys("%s", path);
 	sp->jfd = fd;
+	sp->jhost = host;
 	return fd;
 }
 
@@ -109,6 +123,17 @@ mq_journal_raw(struct mq_jbuf *b, const char *origin, uint64_t seq,
 }
 
 int
+mq_journal_text(struct mq_jbuf *b, const char *text, size_t len)
+{
+	if (room(b, len + 16) < 0)
+		return -1;
+	size_t start = b->len;
+	memcpy(b->buf + b->len, text, len);
+	b->len += len;
+	return seal(b->buf, start, &b->len, b->cap);
+}
+
+int
 mq_journal_write(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
 {
 	if (b->len == 0)
@@ -122,12 +147,79 @@ mq_journal_write(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
 	if ((size_t)w != b->len)
 		return mq_err(EX_IOERR, "journal: short write");
 	if (end) {
-		/* After an O_APPEND write the offset is the end of ours. */
+		/* After an O_APPEND write the offset is the end of ours (in
+		 * SPOOL/journal only once merged, for a host's journal). */
 		off_t o = lseek(fd, 0, SEEK_CUR);
 		*end = o < 0 ? 0 : (uint64_t)o;
 	}
 	b->len = 0;
 	return 0;
+}
+
+int
+mq_journal_write_main(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
+{
+	if (b->len == 0)
+		return 0;
+	if (!mq_fs_shared(sp->fd)) {
+		int rc = mq_journal_write(sp, b, end);
+		if (rc == 0 && fdatasync(mq_journal_fd(sp)) < 0)
+			rc = mq_err_sys("sync journal");
+		return rc;
+	}
+	int lfd = mq_journal_lock(sp);
+	if (lfd < 0)
+		return -1;
+	int rc = mq_journal_append_main(sp, b->buf, b->len, end);
+	close(lfd);
+	b->len = 0;
+	return rc;
+}
+
+int
+mq_journal_append_main(mq_spool *sp, const char *buf, size_t len,
+    uint64_t *end)
+{
+	int fd = openat(sp->fd, "journal", O_WRONLY | O_APPEND | O_CREAT |
+	    O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return mq_err_sys("journal");
+	uint64_t at = 0;
+	int rc = 0;
+	if (mq_fs_shared(fd)) {
+		/* Our writes go where the server's end is, not where this
+		 * client believes it is; the lock keeps other hosts out. */
+		close(fd);
+		fd = openat(sp->fd, "journal", O_WRONLY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		if (fd < 0)
+			return mq_err_sys("journal");
+		rc = mq_fresh_size(fd, &at);
+		for (size_t done = 0; rc == 0 && done < len; ) {
+			ssize_t w = pwrite(fd, buf + done, len - done,
+			    (off_t)(at + done));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				rc = mq_err_sys("journal");
+			else
+				done += (size_t)w;
+		}
+		at += len;
+	} else {
+		ssize_t w = write(fd, buf, len);
+		if (w < 0 || (size_t)w != len)
+			rc = w < 0 ? mq_err_sys("journal") :
+			    mq_err(EX_IOERR, "journal: short write");
+		off_t o = lseek(fd, 0, SEEK_CUR);
+		at = o < 0 ? 0 : (uint64_t)o;
+	}
+	if (rc == 0 && fdatasync(fd) < 0)
+		rc = mq_err_sys("sync journal");
+	close(fd);
+	if (rc == 0 && end)
+		*end = at;
+	return rc;
 }
 
 void
@@ -194,11 +286,46 @@ mq_jargs_parse(char type, const char *args, struct mq_jargs *ja)
 int
 mq_jreader_open(mq_spool *sp, struct mq_jreader *r, uint64_t from)
 {
+	return mq_jreader_open_at(sp, r, "journal", from);
+}
+
+/* On a shared file system what another host appended is read through a
+ * fresh descriptor, opened again at each end of the file. */
+static int
+jopen(struct mq_jreader *r)
+{
+	/* O_NONBLOCK: a FIFO put there must not block the open. */
+	r->fd = openat(r->dirfd, r->path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (r->fd < 0)
+		return errno == ENOENT ? 0 : mq_err_sys("%s", r->path);
+	struct stat st;
+	if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(r->fd);
+		r->fd = -1;
+		return mq_err(EX_DATAERR, "%s: not a regular file", r->path);
+	}
+	if (r->fresh) {
+		int fd = mq_fresh_fd(r->fd);
+		close(r->fd);
+		r->fd = fd;
+		if (fd < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+mq_jreader_open_at(mq_spool *sp, struct mq_jreader *r, const char *path,
+    uint64_t from)
+{
 	memset(r, 0, sizeof *r);
 	r->dirfd = sp->fd;
-	r->fd = openat(sp->fd, "journal", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (r->fd < 0 && errno != ENOENT)
-		return mq_err_sys("journal");
+	r->fd = -1;
+	snprintf(r->path, sizeof r->path, "%s", path);
+	r->fresh = mq_fs_shared(sp->fd);
+	if (jopen(r) < 0)
+		return -1;
 	r->pos = from;
 	r->cap = 1 << 20;
 	r->buf = malloc(r->cap);
@@ -231,9 +358,17 @@ uint64_t
 mq_journal_size(mq_spool *sp)
 {
 	struct stat st;
-	if (fstatat(sp->fd, "journal", &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return 0;
-	return (uint64_t)st.st_size;
+	if (!mq_fs_shared(sp->fd))
+		return fstatat(sp->fd, "journal", &st, AT_SYMLINK_NOFOLLOW) < 0 ?
+		    0 : (uint64_t)st.st_size;
+	/* Another host's merge may have grown it. */
+	int fd = openat(sp->fd, "journal", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	uint64_t size = 0;
+	if (fd >= 0 && mq_fresh_size(fd, &size) < 0)
+		size = 0;
+	if (fd >= 0)
+		close(fd);
+	return size;
 }
 
 /* Splits a sealed line (without its newline) in place: checks the sum,
@@ -297,10 +432,10 @@ mq_jreader_next(struct mq_jreader *r, struct mq_jrec *rec)
 		char *nl = memchr(r->buf + r->off, '\n', r->fill - r->off);
 		if (!nl && r->fd < 0) {
 			/* No journal yet: there may be one now. */
-			r->fd = openat(r->dirfd, "journal", O_RDONLY | O_NOFOLLOW |
-			    O_CLOEXEC);
+			if (jopen(r) < 0)
+				return -1;
 			if (r->fd < 0)
-				return errno == ENOENT ? 0 : mq_err_sys("journal");
+				return 0;
 		}
 		if (!nl) {
 			/* Slide the partial line to the front and read more. */
@@ -315,12 +450,20 @@ mq_jreader_next(struct mq_jreader *r, struct mq_jrec *rec)
 				r->fill = 0;
 				r->skipped++;
 			}
-			ssize_t n = pread(r->fd, r->buf + r->fill,
-			    r->cap - r->fill, (off_t)(r->pos + r->fill));
+			uint64_t at = r->pos + r->fill;
+			ssize_t n = r->fresh ? mq_fresh_pread(r->fd, r->buf +
+			    r->fill, r->cap - r->fill, at) : pread(r->fd,
+			    r->buf + r->fill, r->cap - r->fill, (off_t)at);
 			if (n < 0)
-				return mq_err_sys("journal");
-			if (n == 0)
+				return mq_err_sys("%s", r->path);
+			if (n == 0) {
+				/* At the end: read afresh the next time. */
+				if (r->fresh) {
+					close(r->fd);
+					r->fd = -1;
+				}
 				return 0;
+			}
 			r->fill += (size_t)n;
 			continue;
 		}

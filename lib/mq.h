@@ -489,8 +489,10 @@ void mq_content_key(const void *body, size_t len, char out[48]);
 void mq_pub_atomic(mq_pub *, int on);
 void mq_pub_close(mq_pub *);
 /* The end of the journal records of what this publisher stored: a peer
- * whose confirmed offset reaches it has them (mq_replicas_wait). */
-uint64_t mq_pub_journal_end(const mq_pub *);
+ * whose confirmed offset reaches it has them (mq_replicas_wait).  On a
+ * shared file system the records are merged into the journal first,
+ * which may take the clock skew allowed (MQ_CLOCK_SKEW).  0 or -1. */
+int mq_pub_journal_end(const mq_pub *, uint64_t *end);
 
 /* Consuming */
 typedef struct mq_sub mq_sub;
@@ -714,6 +716,7 @@ struct mq_peer_status {
 	int connected;                  /* in contact within 15 s */
 	double contact;                 /* last confirmation or ping */
 	uint64_t confirmed, journal;    /* offsets in this spool's journal */
+	uint64_t unmerged;              /* bytes in hosts' journals, not in it */
 	uint64_t records;               /* records not yet confirmed */
 	double lag;                     /* age of the oldest of them, s */
 };

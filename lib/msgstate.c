@@ -336,34 +336,46 @@ backfill_links(struct found *fo, uint64_t from, double from_time)
 	return 0;
 }
 
+/* The A records of the message in one journal of the spool. */
+static int
+scan_acks(struct found *fo, const char *path)
+{
+	struct mq_jreader r;
+	struct mq_jrec rec;
+	struct mq_jargs ja;
+	if (mq_jreader_open_at(fo->t->sp, &r, path, 0) < 0)
+		return -1;
+	int rc;
+	while ((rc = mq_jreader_next(&r, &rec)) == 1) {
+		if (rec.type != 'A' || mq_jargs_parse('A', rec.args, &ja) < 0 ||
+		    ja.k != fo->k || strcmp(ja.b, fo->key) ||
+		    strcmp(ja.topic, fo->t->name))
+			continue;
+		struct ack *na = reallocarray(fo->acks, fo->nacks + 1, sizeof *na);
+		if (!na) {
+			rc = mq_err_sys("malloc");
+			break;
+		}
+		fo->acks = na;
+		memcpy(na[fo->nacks].group, ja.a, sizeof ja.a);
+		na[fo->nacks++].ms = rec.ms;
+	}
+	mq_jreader_close(&r);
+	return rc < 0 ? -1 : 0;
+}
+
 /* The time of the group's A record of the message, in ms; 0 if none. */
 static int
 acked_at(struct found *fo, const char *group, uint64_t *ms)
 {
 	if (!fo->scanned) {
-		struct mq_jreader r;
-		struct mq_jrec rec;
-		struct mq_jargs ja;
-		if (mq_jreader_open(fo->t->sp, &r, 0) < 0)
-			return -1;
-		int rc;
-		while ((rc = mq_jreader_next(&r, &rec)) == 1) {
-			if (rec.type != 'A' ||
-			    mq_jargs_parse('A', rec.args, &ja) < 0 ||
-			    ja.k != fo->k || strcmp(ja.b, fo->key) ||
-			    strcmp(ja.topic, fo->t->name))
-				continue;
-			struct ack *na = reallocarray(fo->acks, fo->nacks + 1,
-			    sizeof *na);
-			if (!na) {
-				rc = mq_err_sys("malloc");
-				break;
-			}
-			fo->acks = na;
-			memcpy(na[fo->nacks].group, ja.a, sizeof ja.a);
-			na[fo->nacks++].ms = rec.ms;
-		}
-		mq_jreader_close(&r);
+		/* Every journal: a host's records may not be merged yet
+		 * (those that are count twice, with the same time). */
+		struct mq_names paths;
+		int rc = mq_journal_list(fo->t->sp, &paths);
+		for (size_t j = 0; rc == 0 && j < paths.n; j++)
+			rc = scan_acks(fo, paths.v[j]);
+		mq_names_free(&paths);
 		if (rc < 0)
 			return -1;
 		fo->scanned = true;

@@ -297,12 +297,18 @@ journal_chunk(mq_pub *p, unsigned k, enum mq_sync sync)
 	return 0;
 }
 
-uint64_t
-mq_pub_journal_end(const mq_pub *p)
+int
+mq_pub_journal_end(const mq_pub *p, uint64_t *end)
 {
 	/* Nothing journaled (every message a repeat of an idempotency
 	 * key): the first one's record is somewhere before the end. */
-	return p->jend ? p->jend : mq_journal_size(p->sp);
+	if (!mq_fs_shared(p->sp->fd)) {
+		*end = p->jend ? p->jend : mq_journal_size(p->sp);
+		return 0;
+	}
+	/* Our records are in this host's journal: the end of SPOOL/journal
+	 * once they are merged into it. */
+	return mq_journal_merge_now(p->sp, end);
 }
 
 static int

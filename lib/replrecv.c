@@ -709,9 +709,7 @@ finish(struct receiver *r)
 	}
 	uint64_t end;
 	if (rc == 0 && r->jb.len) {
-		rc = mq_journal_write(r->sp, &r->jb, &end);
-		if (rc == 0 && fdatasync(mq_journal_fd(r->sp)) < 0)
-			rc = mq_err_sys("sync journal");
+		rc = mq_journal_write_main(r->sp, &r->jb, &end);
 	}
 	for (size_t i = 0; rc == 0 && i < r->ns; i++)
 		rc = unstage(r->sv[i].g, r->sv[i].key, r->sv[i].due);

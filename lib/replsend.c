@@ -485,20 +485,34 @@ send_batch(struct sender *s)
 		return -1;
 	s->len = 128;                   /* room for the frame's first line */
 	struct mq_jrec rec;
-	while (s->nrec < REPL_BATCH_RECORDS && s->len < REPL_BATCH_BYTES &&
-	    (rc = mq_jreader_next(&s->r, &rec)) == 1) {
-		rc = add_record(s, &rec);
-		if (rc == 2 || rc == 3) {
-			/* Read it again once its publish has committed, or in
-			 * the next batch. */
-			mq_jreader_seek(&s->r, rec.at);
-			s->blocked = rc == 2;
-			rc = 0;
-			break;
+	for (int merged = 0;; merged = 1) {
+		int eof = 0;
+		while (s->nrec < REPL_BATCH_RECORDS && s->len < REPL_BATCH_BYTES) {
+			if ((rc = mq_jreader_next(&s->r, &rec)) != 1) {
+				eof = rc == 0;
+				break;
+			}
+			rc = add_record(s, &rec);
+			if (rc == 2 || rc == 3) {
+				/* Read it again once its publish has committed,
+				 * or in the next batch. */
+				mq_jreader_seek(&s->r, rec.at);
+				s->blocked = rc == 2;
+				rc = 0;
+				break;
+			}
+			if (rc < 0)
+				return -1;
+			s->pos = rec.end;
 		}
-		if (rc < 0)
+		/* At the end: what the hosts' journals have that is old
+		 * enough goes into ours, once per batch. */
+		uint64_t size, held;
+		if (!eof || merged)
+			break;
+		if ((rc = mq_journal_merge(s->sp, mq_journal_merge_upto(), &size,
+		    &held)) < 0)
 			return -1;
-		s->pos = rec.end;
 	}
 	if (rc < 0)
 		return -1;
@@ -843,16 +857,19 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	uint64_t has = repl_seen_get(&s.seen, s.me);
 	if (has < from)
 		from = 0;
+	/* What the hosts' journals hold from before now is ours to send. */
+	uint64_t goal = 0;
+	if (rc == 0)
+		rc = mq_journal_merge_now(sp, &goal);
 	/* A peer that has seen more of our journal than there is: ours was
 	 * put back from a backup, and our new records would take sequence
 	 * numbers the peer takes for ones it has. */
-	if (rc == 0 && has > mq_journal_size(sp))
+	if (rc == 0 && has > goal)
 		rc = mq_err(EX_DATAERR, "peer %s has seen %" PRIu64 " bytes of "
 		    "this spool's journal, which holds %" PRIu64 ": was the "
 		    "spool restored from a backup? (see mq-replicate(1), "
-		    "CAVEATS)", peer_name, has, mq_journal_size(sp));
+		    "CAVEATS)", peer_name, has, goal);
 	s.pos = s.confirmed = from;
-	uint64_t goal = mq_journal_size(sp);
 	if (rc == 0)
 		rc = mq_jreader_open(sp, &s.r, from);
 	if (rc == 0)

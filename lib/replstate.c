@@ -443,23 +443,28 @@ mq_replicas_wait(mq_spool *sp, uint64_t end, unsigned n, double timeout,
 }
 
 /* The time of the record at pos (the oldest not confirmed), and how many
- * records from there to the end. */
+ * records from there to the end; with what the hosts' journals hold that
+ * is not merged into it yet (unmerged: records, bytes, oldest). */
 static void
-lag_of(mq_spool *sp, struct mq_peer_status *p)
+lag_of(mq_spool *sp, struct mq_peer_status *p, const uint64_t unmerged[3])
 {
 	struct mq_jreader r;
 	struct mq_jrec rec;
-	p->records = 0;
-	p->lag = 0;
-	if (p->confirmed >= p->journal || mq_jreader_open(sp, &r, p->confirmed) < 0)
-		return;
-	while (mq_jreader_next(&r, &rec) == 1) {
-		if (p->records++ == 0)
-			p->lag = mq_now() - (double)rec.ms / 1000;
+	p->records = unmerged[0];
+	p->unmerged = unmerged[1];
+	double oldest = unmerged[2] == UINT64_MAX ? 0 :
+	    (double)unmerged[2] / 1000;
+	if (p->confirmed < p->journal &&
+	    mq_jreader_open(sp, &r, p->confirmed) == 0) {
+		while (mq_jreader_next(&r, &rec) == 1)
+			if (p->records++ == unmerged[0] && (!oldest ||
+			    (double)rec.ms / 1000 < oldest))
+				oldest = (double)rec.ms / 1000;
+		mq_jreader_close(&r);
 	}
+	p->lag = oldest ? mq_now() - oldest : 0;
 	if (p->lag < 0)
 		p->lag = 0;
-	mq_jreader_close(&r);
 }
 
 int
@@ -468,10 +473,12 @@ mq_repl_status(mq_spool *sp, struct mq_peer_status **v, size_t *n,
 {
 	if (peers_read(sp, v, n) < 0)
 		return -1;
-	uint64_t size = mq_journal_size(sp);
+	uint64_t size = mq_journal_size(sp), u[3];
+	if (mq_journal_unmerged(sp, &u[0], &u[1], &u[2]) < 0)
+		return -1;
 	for (size_t i = 0; i < *n; i++) {
 		(*v)[i].journal = size;
-		lag_of(sp, &(*v)[i]);
+		lag_of(sp, &(*v)[i], u);
 	}
 	*quarantined = 0;
 	int qfd = openat(sp->fd, "replicate/quarantine", O_RDONLY |

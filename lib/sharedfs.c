@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -95,6 +96,65 @@ mq_fresh_fd(int fd)
 		return mq_err_sys("fallocate");
 	}
 	return nfd;
+}
+
+ssize_t
+mq_fresh_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+	/* O_DIRECT wants the buffer, the offset and the length aligned. */
+	enum { A = 4096 };
+	uint64_t at = off & ~(uint64_t)(A - 1);
+	size_t lead = (size_t)(off - at), want = (lead + len + A - 1) & ~(size_t)(A - 1);
+	char *tmp;
+	if (posix_memalign((void **)&tmp, A, want) != 0)
+		return mq_err_sys("malloc");
+	size_t got = 0;
+	while (got < want) {
+		ssize_t n = pread(fd, tmp + got, want - got, (off_t)(at + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			free(tmp);
+			errno = e;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		if ((size_t)n % A)
+			break;          /* the end of the file */
+	}
+	size_t out = got > lead ? got - lead : 0;
+	if (out > len)
+		out = len;
+	memcpy(buf, tmp + lead, out);
+	free(tmp);
+	return (ssize_t)out;
+}
+
+int
+mq_fresh_size(int fd, uint64_t *size)
+{
+	int ffd = mq_fresh_fd(fd);
+	if (ffd < 0)
+		return -1;
+	/* FORCE_SYNC: attributes from the server, not the client's cache. */
+	struct statx st;
+	int rc = statx(ffd, "", AT_EMPTY_PATH | AT_STATX_FORCE_SYNC, STATX_SIZE,
+	    &st) < 0 ? mq_err_sys("stat") : 0;
+	/* And whatever was appended that the size did not show yet. */
+	uint64_t end = rc == 0 ? st.stx_size : 0;
+	char probe[4096];
+	ssize_t n = 0;
+	while (rc == 0 && (n = mq_fresh_pread(ffd, probe, sizeof probe, end)) > 0)
+		end += (uint64_t)n;
+	if (rc == 0 && n < 0)
+		rc = mq_err_sys("read");
+	close(ffd);
+	if (rc == 0)
+		*size = end;
+	return rc;
 }
 
 bool

@@ -81,9 +81,11 @@ send(mq_pub *pub, struct mq_pub_msg *msgs, size_t n)
 	 * says we stored (mq-replicate(1)). */
 	unsigned got = 0;
 	int late = 0;
+	uint64_t end;
 	if (stored == n && opt.replicas > 0)
-		late = mq_replicas_wait(opt.sp, mq_pub_journal_end(pub),
-		    opt.replicas, opt.replica_timeout, &got);
+		late = mq_pub_journal_end(pub, &end) < 0 ? -1 :
+		    mq_replicas_wait(opt.sp, end, opt.replicas,
+		    opt.replica_timeout, &got);
 	for (size_t i = 0; !opt.quiet && i < n; i++)
 		if (ids[i][0])
 			printf("%s\n", ids[i]);

@@ -198,12 +198,14 @@ spawn_publishers() {
 		o2=(-p "$5")
 	fi
 	PUBLISHERS=()
-	spawn_fn "$TD/l1" pub_singles "$S1" "$t" a "$n" "$TD/pub.a" "${o1[@]}"
+	# Each mount is a host of its own name (MQ_HOST), as two machines
+	# would be: each appends to its own journal.
+	MQ_HOST=h1 spawn_fn "$TD/l1" pub_singles "$S1" "$t" a "$n" "$TD/pub.a" "${o1[@]}"
 	PUBLISHERS+=("$SPAWNED")
-	spawn_fn "$TD/l2" pub_singles "$S2" "$t" b "$n" "$TD/pub.b" "${o2[@]}"
+	MQ_HOST=h2 spawn_fn "$TD/l2" pub_singles "$S2" "$t" b "$n" "$TD/pub.b" "${o2[@]}"
 	PUBLISHERS+=("$SPAWNED")
-	spawn "$TD/pub.c" bash -c "$(declare -f slow_lines); slow_lines c $m | mq-pub -s '$S1' ${o1[*]} -l '$t'"
+	MQ_HOST=h1 spawn "$TD/pub.c" bash -c "$(declare -f slow_lines); slow_lines c $m | mq-pub -s '$S1' ${o1[*]} -l '$t'"
 	PUBLISHERS+=("$SPAWNED")
-	spawn "$TD/pub.d" bash -c "$(declare -f slow_lines); slow_lines d $m | mq-pub -s '$S2' ${o2[*]} -l '$t'"
+	MQ_HOST=h2 spawn "$TD/pub.d" bash -c "$(declare -f slow_lines); slow_lines d $m | mq-pub -s '$S2' ${o2[*]} -l '$t'"
 	PUBLISHERS+=("$SPAWNED")
 }
