@@ -14,6 +14,11 @@
 #             `mq-pub -q -l` (--sync=batch, the default).
 #   drain     floor: rename new/ -> cur/ and unlink, per file; mq: `mq-sub
 #             -g G TOPIC > /dev/null` of the SH_N published.
+#   two hosts mq-pub -l on mount 1 and on mount 2 at once (MQ_HOST h1
+#             and h2, so each appends to its own journal), SH_N/2 lines
+#             each into a partition of its own of one topic: their rate
+#             together, beside one mount's alone above.  Nothing but the
+#             file system is shared between them.
 #   latency   one message in flight, published on mount 1 (in process,
 #             libmq), received by `mq-sub -f` on mount 2, which polls every
 #             MQ_POLL (100 ms here; 1 s by default); beside the same on the
@@ -89,6 +94,19 @@ shared_measure() {
 	mkdir -p "$W/sh-local"
 	shared_on local "$W/sh-local"
 	shared_on gluster "$GL_M1/bench"
+	local r half=$((SH_N / 2))
+	for r in $(seq "$REPEAT"); do
+		step "shared: mq-pub -l from both mounts at once, run $r"
+		"$BIN/mq-topic" -s "$GL_M1/two.$r" create --partitions 2 t ||
+		    die "topic on the volume failed"
+		"$BIN/mq-sub" -s "$GL_M1/two.$r" -g g -t 0 t > /dev/null ||
+		    [ $? = 1 ] || die "subscribe on the volume failed"
+		run "sh.gluster.pub2.$r" "$SH_N" bash -c '
+			"$1" lines "$3" "$4" | MQ_HOST=h1 "$2/mq-pub" -s "$5" -q -p 0 -l t &
+			"$1" lines "$3" "$4" | MQ_HOST=h2 "$2/mq-pub" -s "$6" -q -p 1 -l t &
+			wait -n && wait -n' - "$FLOOR" "$BIN" "$half" "$SIZE" \
+		    "$GL_M1/two.$r" "$GL_M2/two.$r"
+	done
 	if [ "$have_lib" = 1 ]; then
 		step "shared: latency, mount 1 to mount 2, MQ_POLL=$SH_POLL"
 		MQ_POLL=$SH_POLL "$LAT" mq "$GL_M1/lat" "$BIN/mq-sub" \
@@ -134,6 +152,7 @@ shared_table() {
 		shared_row "floor publish: create, write, rename; syncfs" "sh.$w.floor"
 		shared_row "floor publish, fsync of each file and dir" "sh.$w.floorf"
 		shared_row "mq-pub -l (--sync=batch)" "sh.$w.pub"
+		[ $w = gluster ] && shared_row "mq-pub -l on both mounts, a partition each" "sh.$w.pub2"
 		shared_ratio "  mq-pub time / floor with fsync" "sh.$w.floorf" "sh.$w.pub"
 		shared_row "floor drain: rename to cur/, unlink" "sh.$w.floord"
 		shared_row "mq-sub -g G TOPIC > /dev/null" "sh.$w.drain"
