@@ -222,8 +222,13 @@ mq_topic_open(mq_spool *sp, const char *name, int create, struct mq_topic *t)
 	for (unsigned k = 0; k < t->conf.partitions; k++) {
 		char p[32];
 		snprintf(p, sizeof p, "p%u", k);
-		if ((t->pfd[k] = mq_dir_open_partition(t->fd, p)) < 0)
+		if ((t->pfd[k] = mq_dir_open_partition(t->fd, p)) < 0) {
+			if (errno == EMFILE)
+				mq_err(EX_OSERR, "topic %s: its %u partitions need more "
+				    "open files than the limit allows (ulimit -n)",
+				    name, t->conf.partitions);
 			goto fail;
+		}
 	}
 	return 0;
 fail:

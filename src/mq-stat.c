@@ -196,6 +196,7 @@ main(int argc, char *argv[])
 	if ((topic && mq_name_check("topic", topic) < 0) ||
 	    (group && mq_name_check("group", group) < 0))
 		fail();
+	tool_open_files();
 	mq_spool *sp = mq_spool_open(spool, 0);
 	if (!sp)
 		fail();

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sysexits.h>
 
 #include "tool.h"
@@ -43,9 +44,24 @@ tool_command(const char *cmd, const char *const *names)
 	errx(EX_USAGE, "unknown command '%s' (%s)", cmd, list);
 }
 
+/* A topic holds a descriptor per partition, and may have up to
+ * MQ_PARTITIONS_MAX (a peer may make one that large): the soft limit on
+ * open files, often 1024, goes up to the hard one.  The tools use poll
+ * and inotify, never select, so a descriptor above 1023 is no harm. */
+void
+tool_open_files(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 mq_spool *
 tool_spool(const char *dir, int flags)
 {
+	tool_open_files();
 	mq_spool *sp = mq_spool_open(dir, flags);
 	if (!sp)
 		tool_fail();

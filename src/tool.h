@@ -13,6 +13,9 @@ void tool_topic_or_pattern(const char *name);
 /* The index of cmd in names (NULL-terminated); anything else is a usage
  * error that lists them. */
 int tool_command(const char *cmd, const char *const *names);
+/* The soft limit on open files raised to the hard one (tool_spool does
+ * it). */
+void tool_open_files(void);
 mq_spool *tool_spool(const char *dir, int flags);
 double tool_duration(const char *opt, const char *arg);
 unsigned long tool_number(const char *opt, const char *arg, unsigned long min,

@@ -594,3 +594,24 @@ assert v["heads"][1]["place"] == sys.argv[2], v
 	assert_line --regexp '^ +mq-topic \[-s SPOOL\] alter --partitions N \[--place K=DIR\]\.\.\. TOPIC$'
 	assert_line --regexp '^ +\[--place K=DIR\]\.\.\. TOPIC$'
 }
+
+@test "a topic of the most partitions works under a soft limit of 1024 open files; where the hard limit is too low, a clear error" {
+	local hard; hard=$(ulimit -Hn)
+	[[ $hard == unlimited ]] || ((hard >= 4096)) ||
+	    fail "this test needs a hard limit on open files of 4096 or more, not $hard"
+	mq-topic create --partitions 1024 t
+	mq-sub -g g -t 0 t || [[ $? == 1 ]]
+	# The tools raise their soft limit to the hard one.
+	run --separate-stderr bash -c 'ulimit -Sn 1024 &&
+	    printf "a\nb\n" | mq-pub -q -p 1023 -l t && mq-sub -g g -n 2 t &&
+	    mq-stat t > /dev/null && mq-stat t g > /dev/null'
+	assert_success
+	assert_output $'a\nb'
+	# Below what the topic needs, whatever the soft one: one line, 71.
+	local before; before=$(spool_snapshot)
+	run --separate-stderr bash -c 'ulimit -n 1024 && echo c | mq-pub t'
+	assert_equal "$status" 71
+	assert_one_line_error mq-pub
+	[[ $stderr == *"1024 partitions need more open files"* ]] || fail "$stderr"
+	assert_equal "$(spool_snapshot)" "$before"
+}
