@@ -23,6 +23,10 @@ int mq_err(int code, const char *fmt, ...)
 int mq_err_sys(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int mq_errno_code(int e);
 
+/* beneath.c: openat(2) that resolves every component of path beneath
+ * dirfd and follows no symbolic link, at any level. */
+int mq_openat(int dirfd, const char *path, int flags, ...);
+
 /* fs.c: files relative to directory descriptors, never following links. */
 int mq_path(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
