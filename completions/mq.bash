@@ -434,7 +434,7 @@ _mq_replicate()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-s --name --listen --retry --rsh --remote-spool --remote-command"
+	_mq_parse "-s --name --listen --retry --rsh --remote-spool --remote-command --max-sessions --handshake-timeout"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
@@ -443,14 +443,14 @@ _mq_replicate()
 		local IFS=$'\n'
 		COMPREPLY=($(compgen -P "$_mq_pre" -c -- "$cur"))
 		return ;;
-	--name|--listen|--retry|--remote-spool|--remote-command)
+	--name|--listen|--retry|--remote-spool|--remote-command|--max-sessions|--handshake-timeout)
 		return ;;
 	esac
 	local cmd=${_mq_args[0]} n=${#_mq_args[@]} w
 	# Options may come before or after the command (getopt_long permutes).
 	if [[ $cur == -* ]]; then
 		case $cmd in
-		serve)  _mq_reply $'-s\n-v\n--listen\n--stdio\n--inetd\n--syslog' "$cur" ;;
+		serve)  _mq_reply $'-s\n-v\n--listen\n--stdio\n--inetd\n--syslog\n--max-sessions\n--handshake-timeout' "$cur" ;;
 		push|pull) _mq_reply $'-s\n-v\n--follow\n--retry\n--progress\n--no-progress\n--syslog\n--rsh\n--remote-spool\n--remote-command' "$cur" ;;
 		status) _mq_reply $'-s\n--json' "$cur" ;;
 		keygen) _mq_reply $'-s\n--force\n--name' "$cur" ;;

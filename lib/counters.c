@@ -20,10 +20,25 @@
  * A file system that cannot map files shared (GlusterFS mounted with
  * direct-io-mode=enable: ENODEV) is said once per process on stderr, so
  * that figures missing from mq-stat are never a surprise.
+ *
+ * Anyone who can write the spool can truncate a file under a process
+ * that has it mapped, and touching a page past the end of a file raises
+ * SIGBUS, which would kill a publisher in the middle of its stream.
+ * Checking the size first cannot help (it can shrink right after), so
+ * every access to a mapping runs in guarded(): a SIGBUS handler jumps
+ * back out of it (sigsetjmp without the signal mask: no system call, so
+ * counting stays nearly free), and that file is counted no more (said
+ * once on stderr) or, when reading, left out.  The handler is installed
+ * with the first mapping; a SIGBUS outside guarded() goes to whatever
+ * handled it before.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +100,57 @@ bucket_end(unsigned b)
 	return (uint64_t)(9 + b % 8) << (b / 8 - 1);
 }
 
+/* Where a SIGBUS in guarded() returns to (NULL outside); initial-exec, so
+ * that the handler's access allocates nothing. */
+static _Thread_local sigjmp_buf *guard
+    __attribute__((tls_model("initial-exec")));
+static struct sigaction before;         /* SIGBUS, as it was */
+static bool handling;
+
+static void
+on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (guard)
+		siglongjmp(*guard, 1);
+	/* Not a counter: as if we were not there.  A fault comes again
+	 * when the instruction does; a signal sent is sent again. */
+	int saved = errno;
+	sigaction(SIGBUS, &before, NULL);
+	if (si->si_code <= 0)
+		raise(sig);
+	errno = saved;
+}
+
+static void
+install(void)
+{
+	/* SA_NODEFER: jumping out leaves SIGBUS unblocked, as it was. */
+	struct sigaction sa = { .sa_sigaction = on_sigbus,
+	    .sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK };
+	sigemptyset(&sa.sa_mask);
+	handling = sigaction(SIGBUS, &sa, &before) == 0;
+}
+
+/* Runs fn(arg), which touches a mapping: false if the file was truncated
+ * under it (fn stopped where it was). */
+static bool
+guarded(void (*fn)(void *), void *arg)
+{
+	sigjmp_buf env;
+	if (sigsetjmp(env, 0)) {
+		guard = NULL;
+		return false;
+	}
+	guard = &env;
+	/* No access to the mapping moves out of the guarded stretch. */
+	atomic_signal_fence(memory_order_seq_cst);
+	fn(arg);
+	atomic_signal_fence(memory_order_seq_cst);
+	guard = NULL;
+	return true;
+}
+
 static bool
 disabled(void)
 {
@@ -92,12 +158,28 @@ disabled(void)
 	return e && !strcmp(e, "off");
 }
 
+struct header_check {
+	const struct cfile *f;
+	bool ours;
+};
+
+static void
+header_check(void *p)
+{
+	struct header_check *h = p;
+	h->ours = !memcmp(h->f->magic, MAGIC, 8) && h->f->order == ORDER &&
+	    h->f->size == sizeof *h->f;
+}
+
 /* A file made by this version, whole: mapped, else NULL. */
 static struct cfile *
 map_file(int fd, int prot)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct stat sb;
-	if (fstat(fd, &sb) < 0 || sb.st_size != (off_t)sizeof(struct cfile))
+	pthread_once(&once, install);
+	if (!handling || fstat(fd, &sb) < 0 ||
+	    sb.st_size != (off_t)sizeof(struct cfile))
 		return NULL;
 	struct cfile *f = mmap(NULL, sizeof *f, prot, MAP_SHARED, fd, 0);
 	if (f == MAP_FAILED) {
@@ -109,8 +191,8 @@ map_file(int fd, int prot)
 		said = true;
 		return NULL;
 	}
-	if (memcmp(f->magic, MAGIC, 8) || f->order != ORDER ||
-	    f->size != sizeof *f) {
+	struct header_check h = { f, false };
+	if (!guarded(header_check, &h) || !h.ours) {
 		munmap(f, sizeof *f);
 		return NULL;
 	}
@@ -229,16 +311,55 @@ raise_to(uint64_t *p, uint64_t v)
 		;
 }
 
+/* One publish (n messages) or one ack (us: its latency), added. */
+struct count {
+	struct mq_counter *c;
+	uint64_t n, us;
+	bool ack;
+	double now;
+};
+
+static void
+count_in(void *p)
+{
+	const struct count *o = p;
+	add(&o->c->f->total, o->n);
+	if (o->ack)
+		add(&o->c->f->sum_us, o->us);
+	struct slot *s = slot_for(o->c, o->now);
+	if (!s)
+		return;
+	add(&s->count, o->n);
+	if (!o->ack)
+		return;
+	add(&s->sum_us, o->us);
+	add(&s->hist[bucket_of(o->us)], 1);
+	raise_to(&s->max_us, o->us);
+}
+
+static void
+count(struct count *o)
+{
+	static bool said;
+	struct mq_counter *c = o->c;
+	if (guarded(count_in, o))
+		return;
+	if (!said)
+		fprintf(stderr, "%s: not counted for mq-stat: the counters file "
+		    "was truncated\n", getprogname());
+	said = true;
+	munmap(c->f, sizeof *c->f);
+	close(c->fd);                   /* and its lock, if slot_for had it */
+	c->f = NULL;
+	c->fd = -1;
+}
+
 void
 mq_count_published(mq_spool *sp, const char *topic, uint64_t n, double now)
 {
 	struct mq_counter *c = n ? counter_get(sp, topic, NULL) : NULL;
-	if (!c)
-		return;
-	add(&c->f->total, n);
-	struct slot *s = slot_for(c, now);
-	if (s)
-		add(&s->count, n);
+	if (c)
+		count(&(struct count){ .c = c, .n = n, .now = now });
 }
 
 void
@@ -251,15 +372,8 @@ mq_count_acked(mq_spool *sp, const char *topic, const char *group,
 	/* A clock behind the publisher's is no negative latency. */
 	uint64_t us = now > published ? (uint64_t)llround((now - published) *
 	    1e6) : 0;
-	add(&c->f->total, 1);
-	add(&c->f->sum_us, us);
-	struct slot *s = slot_for(c, now);
-	if (!s)
-		return;
-	add(&s->count, 1);
-	add(&s->sum_us, us);
-	add(&s->hist[bucket_of(us)], 1);
-	raise_to(&s->max_us, us);
+	count(&(struct count){ .c = c, .n = 1, .us = us, .ack = true,
+	    .now = now });
 }
 
 void
@@ -296,6 +410,28 @@ slot_read(const struct slot *s, uint64_t minute, struct slot *out,
 	for (unsigned b = 0; hist && b < BUCKETS; b++)
 		out->hist[b] = __atomic_load_n(&s->hist[b], __ATOMIC_RELAXED);
 	return __atomic_load_n(&s->minute, __ATOMIC_ACQUIRE) == minute;
+}
+
+struct snapshot {
+	const struct cfile *f;
+	struct cfile *copy;
+};
+
+/* Copies a mapped file, each slot whole or not at all (minute 0). */
+static void
+snapshot_in(void *p)
+{
+	const struct snapshot *sn = p;
+	const struct cfile *f = sn->f;
+	struct cfile *c = sn->copy;
+	c->total = __atomic_load_n(&f->total, __ATOMIC_RELAXED);
+	c->sum_us = __atomic_load_n(&f->sum_us, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < SLOTS; i++) {
+		uint64_t m = __atomic_load_n(&f->slot[i].minute,
+		    __ATOMIC_ACQUIRE);
+		c->slot[i].minute = slot_read(&f->slot[i], m, &c->slot[i],
+		    true) ? m : 0;
+	}
 }
 
 /* Adds one file's figures: per-minute counts into count[j] (minute now
@@ -359,7 +495,8 @@ mq_counts_read(int dirfd, const char *path, bool latency, double now,
 	int rc = mq_names_read(fd, NULL, &l);
 	double count[SLOTS] = { 0 };
 	struct slot *w = calloc(1, sizeof *w);
-	if (rc == 0 && !w)
+	struct cfile *copy = malloc(sizeof *copy);
+	if (rc == 0 && (!w || !copy))
 		rc = mq_err_sys("malloc");
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
 		int ffd = openat(fd, l.v[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -368,10 +505,15 @@ mq_counts_read(int dirfd, const char *path, bool latency, double now,
 			close(ffd);
 		if (!f)
 			continue;               /* being made, or another layout */
-		out->hosts++;
-		file_add(f, now, out, count, w, latency);
+		/* Truncated while being read: as if it were not there. */
+		bool whole = guarded(snapshot_in, &(struct snapshot){ f, copy });
 		munmap(f, sizeof *f);
+		if (!whole)
+			continue;
+		out->hosts++;
+		file_add(copy, now, out, count, w, latency);
 	}
+	free(copy);
 	mq_names_free(&l);
 	close(fd);
 	if (rc < 0) {

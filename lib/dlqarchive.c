@@ -9,7 +9,15 @@
  *   mq-dlq/END                                "<dead letters>\n", last
  * END is there because tar has no end a reader can rely on: libarchive
  * takes an archive cut at a block boundary for a whole one, so without
- * END a truncated archive could import as a smaller valid one.
+ * END a truncated archive could import as a smaller valid one.  After END
+ * come the two zero blocks that end a tar archive, and then nothing but
+ * zeros (libarchive stops at the first zero block: an archive with
+ * another appended would import as the first alone).
+ *
+ * Import takes whatever it is given, so it trusts no part of it: every
+ * return of libarchive is checked, and anything but ARCHIVE_OK is damage
+ * (export never writes what libarchive warns about, and a header that
+ * fails its checksum is ARCHIVE_RETRY, an entry libarchive skips).
  *
  * Export only reads the spool.  It reads each record, then its message; a
  * dead letter redriven or purged in the meantime is left out.  A message
@@ -457,13 +465,14 @@ bad:
 	    mq_shown(path, b, sizeof b));
 }
 
-/* Reads the data of the current entry (at most max bytes, NUL-terminated). */
+/* Reads the data of the current entry, path (at most max bytes,
+ * NUL-terminated). */
 static int
 entry_data(const struct import *im, struct archive *a,
-    struct archive_entry *en, size_t max, char **bufp, size_t *lenp)
+    struct archive_entry *en, const char *path, size_t max, char **bufp,
+    size_t *lenp)
 {
 	char b[128];
-	const char *path = archive_entry_pathname(en);
 	if (archive_entry_filetype(en) != AE_IFREG || archive_entry_hardlink(en))
 		return mq_err(EX_DATAERR, "%s: entry '%s' is not a regular file",
 		    im->what, mq_shown(path, b, sizeof b));
@@ -477,6 +486,7 @@ entry_data(const struct import *im, struct archive *a,
 	if (!buf)
 		return mq_err_sys("malloc");
 	for (;;) {
+		/* Any of ARCHIVE_RETRY, _WARN, _FAILED or _FATAL: damaged. */
 		la_ssize_t r = archive_read_data(a, buf + len, want - len);
 		if (r < 0) {
 			free(buf);
@@ -503,7 +513,8 @@ entry_data(const struct import *im, struct archive *a,
 
 /* Reads, checks and stages one file of a dead letter. */
 static int
-stage_file(struct import *im, struct archive *a, struct archive_entry *en)
+stage_file(struct import *im, struct archive *a, struct archive_entry *en,
+    const char *path)
 {
 	char b[128], name[32];
 	if (im->n == im->cap) {
@@ -517,10 +528,9 @@ stage_file(struct import *im, struct archive *a, struct archive_entry *en)
 	struct file *f = &im->f[im->n++];
 	memset(f, 0, sizeof *f);
 	f->idx = im->n - 1;
-	const char *path = archive_entry_pathname(en);
 	char *buf;
 	struct mq_entry e;
-	if (parse_path(im, path, f) < 0 || entry_data(im, a, en, f->why ?
+	if (parse_path(im, path, f) < 0 || entry_data(im, a, en, path, f->why ?
 	    RECORD_MAX : ENTRY_MAX, &buf, &f->size) < 0)
 		return -1;
 	snprintf(name, sizeof name, "%zu", f->idx);
@@ -544,11 +554,11 @@ stage_file(struct import *im, struct archive *a, struct archive_entry *en)
 /* Reads the small VERSION or END entry and checks it. */
 static int
 read_mark(struct import *im, struct archive *a, struct archive_entry *en,
-    int is_end, size_t *end)
+    const char *path, int is_end, size_t *end)
 {
 	char *buf, *stop;
 	size_t len;
-	if (entry_data(im, a, en, SMALL_MAX, &buf, &len) < 0)
+	if (entry_data(im, a, en, path, SMALL_MAX, &buf, &len) < 0)
 		return -1;
 	int rc = 0;
 	if (!is_end) {
@@ -569,23 +579,41 @@ read_mark(struct import *im, struct archive *a, struct archive_entry *en,
 	return rc;
 }
 
+/* The next entry and its name: 1, or 0 at the end of the archive.  Our
+ * archives have no entry libarchive warns about or must skip (RETRY:
+ * a header that fails its checksum), so anything but OK is damage. */
+static int
+next_entry(const struct import *im, struct archive *a, int ours,
+    struct archive_entry **en, const char **path)
+{
+	switch (archive_read_next_header(a, en)) {
+	case ARCHIVE_OK:
+		break;
+	case ARCHIVE_EOF:
+		return 0;
+	case ARCHIVE_RETRY:
+	case ARCHIVE_WARN:
+	case ARCHIVE_FAILED:
+	case ARCHIVE_FATAL:
+	default:
+		return err_archive(a, im->what, ours);
+	}
+	if (!(*path = archive_entry_pathname(*en)))
+		return mq_err(EX_DATAERR, "%s: %s archive (an entry without a "
+		    "name)", im->what, ours ? "damaged" : "not an mq-dlq");
+	return 1;
+}
+
 /* Reads and checks the whole archive, staging its files; *end gets the
  * count END gives. */
 static int
 read_archive(struct import *im, struct archive *a, size_t *end)
 {
 	struct archive_entry *en;
-	int seen_version = 0, seen_end = 0;
+	const char *path = NULL;
+	int seen_version = 0, seen_end = 0, r;
 	char b[128];
-	for (;;) {
-		int r = archive_read_next_header(a, &en);
-		if (r == ARCHIVE_EOF)
-			break;
-		if (r < ARCHIVE_WARN)
-			return err_archive(a, im->what, seen_version);
-		const char *path = archive_entry_pathname(en);
-		if (!path)
-			path = "";
+	while ((r = next_entry(im, a, seen_version, &en, &path)) == 1) {
 		int is_version = !strcmp(path, PREFIX "VERSION");
 		int is_end = !strcmp(path, PREFIX "END");
 		if (!seen_version && !is_version)
@@ -596,13 +624,15 @@ read_archive(struct import *im, struct archive *a, size_t *end)
 			return mq_err(EX_DATAERR, "%s: unexpected entry '%s' "
 			    "after " PREFIX "%s", im->what, mq_shown(path, b,
 			    sizeof b), seen_end ? "END" : "VERSION");
-		int rc = is_version || is_end ? read_mark(im, a, en, is_end, end) :
-		    stage_file(im, a, en);
+		int rc = is_version || is_end ? read_mark(im, a, en, path,
+		    is_end, end) : stage_file(im, a, en, path);
 		if (rc < 0)
 			return -1;
 		seen_version = 1;
 		seen_end = is_end;
 	}
+	if (r < 0)
+		return -1;
 	if (!seen_version)
 		return mq_err(EX_DATAERR, "%s: not an mq-dlq archive (empty)",
 		    im->what);
@@ -828,6 +858,99 @@ import_topic(const struct import *im, size_t from, size_t to, size_t *count)
 	return rc;
 }
 
+/* Where the archive comes from.  It notes where the last byte that is not
+ * zero was, to see what follows the end of the archive. */
+struct source {
+	int fd;
+	uint64_t total;                 /* bytes read */
+	uint64_t data_end;              /* just after the last non-zero one */
+	char buf[65536];
+};
+
+static la_ssize_t
+source_read(struct archive *a, void *p, const void **buf)
+{
+	struct source *s = p;
+	ssize_t r;
+	while ((r = read(s->fd, s->buf, sizeof s->buf)) < 0 && errno == EINTR)
+		;
+	if (r < 0) {
+		archive_set_error(a, errno, "%s", strerror(errno));
+		return -1;
+	}
+	for (ssize_t i = r; i > 0; i--)
+		if (s->buf[i - 1]) {
+			s->data_end = s->total + (uint64_t)i;
+			break;
+		}
+	s->total += (uint64_t)r;
+	*buf = s->buf;
+	return r;
+}
+
+/* After the last entry: the end-of-archive mark (two blocks of zeros)
+ * and nothing but zeros (the padding of a tar blocking factor).  A tar
+ * reader stops at the first zero block, or at any 512-byte boundary:
+ * an archive cut short there, or two archives end to end, would
+ * otherwise pass for the first part alone. */
+static int
+check_end(const struct import *im, struct archive *a, struct source *src)
+{
+	/* The offset of the header read last: the one that was the end. */
+	la_int64_t end = archive_read_header_position(a);
+	const void *buf;
+	la_ssize_t r = 0;
+	if (end < 0)
+		return err_archive(a, im->what, 1);
+	while (src->data_end <= (uint64_t)end &&
+	    (r = source_read(a, src, &buf)) > 0)
+		;
+	if (r < 0)
+		return err_archive(a, im->what, 1);
+	if (src->data_end > (uint64_t)end)
+		return mq_err(EX_DATAERR, "%s: damaged archive (data after its "
+		    "end)", im->what);
+	if (src->total < (uint64_t)end + 1024)
+		return mq_err(EX_DATAERR, "%s: truncated archive (no "
+		    "end-of-archive blocks)", im->what);
+	return 0;
+}
+
+/* Reads, checks and stages the whole archive at path ("-": standard
+ * input); *end gets the count END gives. */
+static int
+read_input(struct import *im, const char *path, size_t *end)
+{
+	int from_stdin = !strcmp(path, "-");
+	struct source *src = malloc(sizeof *src);
+	struct archive *a = archive_read_new();
+	int rc = 0;
+	if (!src || !a)
+		rc = mq_err_sys("malloc");
+	else if ((src->fd = from_stdin ? STDIN_FILENO : open(path, O_RDONLY |
+	    O_CLOEXEC)) < 0)
+		rc = mq_err_sys("%s", path);
+	if (rc == 0) {
+		src->total = src->data_end = 0;
+		if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
+		    archive_read_open(a, src, NULL, source_read, NULL) !=
+		    ARCHIVE_OK)
+			rc = err_archive(a, im->what, 0);
+		if (rc == 0)
+			rc = read_archive(im, a, end);
+		if (rc == 0)
+			rc = check_end(im, a, src);
+		if (archive_read_close(a) != ARCHIVE_OK && rc == 0)
+			rc = err_archive(a, im->what, 1);
+		if (!from_stdin)
+			close(src->fd);
+	}
+	if (a)
+		archive_read_free(a);
+	free(src);
+	return rc;
+}
+
 int
 mq_dlq_import(mq_spool *sp, const char *path, size_t *count)
 {
@@ -835,26 +958,14 @@ mq_dlq_import(mq_spool *sp, const char *path, size_t *count)
 	char rnd[17];
 	size_t end = 0;
 	*count = 0;
-	int from_stdin = !strcmp(path, "-");
-	im.what = from_stdin ? "standard input" : path;
-	struct archive *a = archive_read_new();
-	if (!a)
-		return mq_err_sys("malloc");
-	int rc = 0, fd = from_stdin ? STDIN_FILENO :
-	    open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		rc = mq_err_sys("%s", path);
-	if (rc == 0 && (archive_read_support_format_tar(a) != ARCHIVE_OK ||
-	    archive_read_open_fd(a, fd, 10240) != ARCHIVE_OK))
-		rc = err_archive(a, im.what, 0);
+	im.what = strcmp(path, "-") ? path : "standard input";
 	mq_hex_random(rnd, 16);
-	if (rc == 0)
-		rc = mq_path(im.stage, sizeof im.stage, "tmp/dlq-import.%s", rnd);
+	int rc = mq_path(im.stage, sizeof im.stage, "tmp/dlq-import.%s", rnd);
 	if (rc == 0 && (mq_mkdir(sp->fd, im.stage) < 0 ||
 	    (im.stagefd = mq_dir_open(sp->fd, im.stage)) < 0))
 		rc = -1;
 	if (rc == 0)
-		rc = read_archive(&im, a, &end);
+		rc = read_input(&im, path, &end);
 	if (rc == 0)
 		rc = pair_files(&im, end);
 	if (rc == 0)
@@ -865,9 +976,6 @@ mq_dlq_import(mq_spool *sp, const char *path, size_t *count)
 		to = topic_end(&im, from);
 		rc = import_topic(&im, from, to, count);
 	}
-	archive_read_free(a);
-	if (!from_stdin && fd >= 0)
-		close(fd);
 	if (im.stagefd >= 0) {
 		/* What is left is removed now, or by the sweep of tmp/ later;
 		 * the error worth reporting is the one before. */

@@ -19,8 +19,14 @@
  *     every frame is encrypted and authenticated, in order, so a changed,
  *     dropped, replayed or reordered frame ends the connection.
  * A frame is at most MQ_FRAME_MAX bytes of payload.
+ *
+ * Until the handshake is over the peer is a stranger, so the handshake
+ * may take a deadline: one point in time for all of it, not a timeout
+ * per read, so that a peer sending a byte now and then (a partial frame)
+ * cannot keep the connection, and the process serving it, for longer.
  */
 #include <errno.h>
+#include <poll.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +44,8 @@ struct mq_link {
 	int in, out;
 	int secure;
 	int ended;                      /* the peer's final frame came */
+	double deadline;                /* mq_mono() ending the handshake */
+	double timeout;                 /* what it was, in seconds */
 	crypto_secretstream_xchacha20poly1305_state tx, rx;
 	unsigned char peer[MQ_PUBKEY_BYTES];
 	char peer_name[128];
@@ -47,12 +55,36 @@ struct mq_link {
 	size_t pcap;
 };
 
+/* Waits until fd is ready for events, before the deadline if there is
+ * one. */
 static int
-write_full(int fd, const void *buf, size_t len)
+ready(const mq_link *l, int fd, short events)
+{
+	if (!l->deadline)
+		return 0;
+	for (;;) {
+		double left = l->deadline - mq_mono();
+		struct pollfd p = { .fd = fd, .events = events };
+		int n = left > 0 ? poll(&p, 1, left > 3600 ? 3600000 :
+		    (int)(left * 1000) + 1) : 0;
+		if (n > 0)
+			return 0;
+		if (n == 0 && mq_mono() >= l->deadline)
+			return mq_err(EX_PROTOCOL, "peer: no handshake within %g s",
+			    l->timeout);
+		if (n < 0 && errno != EINTR)
+			return mq_err_sys("peer: poll");
+	}
+}
+
+static int
+write_full(const mq_link *l, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
 	while (len) {
-		ssize_t w = write(fd, p, len);
+		if (ready(l, l->out, POLLOUT) < 0)
+			return -1;
+		ssize_t w = write(l->out, p, len);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -65,12 +97,14 @@ write_full(int fd, const void *buf, size_t len)
 
 /* Reads exactly len bytes: 1, or 0 at a clean end before any byte. */
 static int
-read_full(int fd, void *buf, size_t len)
+read_full(const mq_link *l, void *buf, size_t len)
 {
 	unsigned char *p = buf;
 	size_t got = 0;
 	while (got < len) {
-		ssize_t r = read(fd, p + got, len - got);
+		if (ready(l, l->in, POLLIN) < 0)
+			return -1;
+		ssize_t r = read(l->in, p + got, len - got);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -89,9 +123,9 @@ send_raw(mq_link *l, const void *buf, size_t len)
 	unsigned char hdr[4] = { (unsigned char)(len >> 24),
 	    (unsigned char)(len >> 16), (unsigned char)(len >> 8),
 	    (unsigned char)len };
-	if (write_full(l->out, hdr, 4) < 0)
+	if (write_full(l, hdr, 4) < 0)
 		return -1;
-	return write_full(l->out, buf, len);
+	return write_full(l, buf, len);
 }
 
 /* Receives one frame into l->buf: 1, 0 at the end of the stream. */
@@ -99,7 +133,7 @@ static int
 recv_raw(mq_link *l, size_t max, size_t *len)
 {
 	unsigned char hdr[4];
-	int rc = read_full(l->in, hdr, 4);
+	int rc = read_full(l, hdr, 4);
 	if (rc <= 0)
 		return rc;
 	size_t n = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 |
@@ -114,7 +148,7 @@ recv_raw(mq_link *l, size_t max, size_t *len)
 		l->buf = b;
 		l->cap = n;
 	}
-	if (n && (rc = read_full(l->in, l->buf, n)) <= 0)
+	if (n && (rc = read_full(l, l->buf, n)) <= 0)
 		return rc < 0 ? -1 : mq_err(EX_PROTOCOL, "peer: connection "
 		    "closed in the middle of a frame");
 	*len = n;
@@ -146,10 +180,19 @@ handshake(mq_link *l, mq_spool *sp, const struct mq_identity *me,
 	memcpy(mine, HELLO_MAGIC, ml);
 	memcpy(mine + ml, me->pk, MQ_PUBKEY_BYTES);
 	memcpy(mine + ml + MQ_PUBKEY_BYTES, epk, sizeof epk);
+	errno = 0;
 	int rc = send_raw(l, mine, sizeof mine);
-	if (rc == 0 && (rc = recv_raw(l, HELLO_LEN, &n)) == 0)
-		rc = mq_err(EX_PROTOCOL, "peer: closed the connection (it does "
-		    "not accept our key?)");
+	if (rc == 0)
+		rc = recv_raw(l, HELLO_LEN, &n);
+	/* A daemon sends its hello before it reads ours, whatever it
+	 * thinks of our key: one that closes first has no session for us. */
+	if (initiator && (rc == 0 || (rc < 0 && (errno == EPIPE ||
+	    errno == ECONNRESET))))
+		rc = mq_err(EX_TEMPFAIL, "peer: closed the connection before its "
+		    "hello (all its sessions taken? see --max-sessions)");
+	else if (rc == 0)
+		rc = mq_err(EX_PROTOCOL, "peer: closed the connection before "
+		    "its hello");
 	if (rc < 0)
 		goto out;
 	theirs = l->buf;
@@ -221,7 +264,7 @@ out:
 
 mq_link *
 mq_link_open(int in, int out, mq_spool *sp, const struct mq_identity *me,
-    int initiator)
+    int initiator, double timeout)
 {
 	if (me && mq_crypto_init() < 0)
 		return NULL;
@@ -233,10 +276,15 @@ mq_link_open(int in, int out, mq_spool *sp, const struct mq_identity *me,
 	l->in = in;
 	l->out = out;
 	l->secure = me != NULL;
+	if (timeout > 0) {
+		l->timeout = timeout;
+		l->deadline = mq_mono() + timeout;
+	}
 	if (l->secure && handshake(l, sp, me, initiator) < 0) {
 		mq_link_close(l);
 		return NULL;
 	}
+	l->deadline = 0;                /* the peer is who it says */
 	return l;
 }
 

@@ -669,11 +669,12 @@ int mq_peer_authorize(mq_spool *, const char *hex, const char *name);
  * frames of at most MQ_FRAME_MAX bytes.  With an identity (me) a
  * handshake authenticates both ends against their spools'
  * authorized_peers and encrypts every frame; without one (over ssh) the
- * frames are plain.  See mq-replicate(1). */
+ * frames are plain.  A timeout (seconds; 0: none) bounds the whole
+ * handshake: past it, EX_PROTOCOL.  See mq-replicate(1). */
 #define MQ_FRAME_MAX (MQ_MESSAGE_MAX_LIMIT + 1024 * 1024)
 typedef struct mq_link mq_link;
 mq_link *mq_link_open(int in, int out, mq_spool *, const struct mq_identity *me,
-    int initiator);
+    int initiator, double timeout);
 /* The peer's long-term key (NULL on a plain link) and its name. */
 const unsigned char *mq_link_peer(const mq_link *, const char **name);
 int mq_link_send(mq_link *, const void *buf, size_t len);

@@ -25,13 +25,18 @@ enum {
 	OPT_HELP = 256, OPT_FORCE, OPT_NAME, OPT_LISTEN, OPT_STDIO, OPT_INETD,
 	OPT_FOLLOW, OPT_RETRY, OPT_RSH, OPT_REMOTE_SPOOL, OPT_REMOTE_COMMAND,
 	OPT_PROGRESS, OPT_NO_PROGRESS, OPT_SYSLOG, OPT_JSON, OPT_COMPARE,
+	OPT_MAX_SESSIONS, OPT_HANDSHAKE_TIMEOUT,
 };
+
+#define MAX_SESSIONS 64
+#define HANDSHAKE_TIMEOUT 10.0
 
 static struct {
 	int force, stdio, inetd, follow, progress, verbose, use_syslog, json;
 	int compare;
 	const char *name, *listen, *rsh, *remote_spool, *remote_command;
-	double retry;
+	double retry, handshake_timeout;
+	unsigned long max_sessions;
 } opt = { .progress = -1, .retry = 1, .remote_command = "mq-replicate" };
 
 static volatile int stop;
@@ -57,6 +62,7 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] serve [--listen ADDR:PORT | --stdio | --inetd] "
 	    "[-v] [--syslog]\n"
+	    "              [--max-sessions N] [--handshake-timeout SECONDS]\n"
 	    "       %s [-s SPOOL] push|pull [--follow] [--retry SECONDS] "
 	    "[--compare] [--progress | --no-progress]\n"
 	    "              [-v] [--syslog] (ADDR:PORT | --rsh CMD "
@@ -124,14 +130,17 @@ repl_opts(int follow)
 	return o;
 }
 
-/* One connection of the daemon, in a child: secure unless over ssh. */
+/* One connection of the daemon, in a child: secure unless over ssh.  A
+ * stranger has the handshake timeout to show it holds an authorized
+ * key. */
 static int
 serve_one(mq_spool *sp, int in, int out, int secure)
 {
 	struct mq_identity id;
 	if (secure && mq_identity_load(sp, &id) < 0)
 		return -1;
-	mq_link *l = mq_link_open(in, out, sp, secure ? &id : NULL, 0);
+	mq_link *l = mq_link_open(in, out, sp, secure ? &id : NULL, 0,
+	    opt.handshake_timeout);
 	if (secure)
 		mq_identity_forget(&id);
 	if (!l)
@@ -154,6 +163,57 @@ serve_one(mq_spool *sp, int in, int out, int secure)
 	return rc;
 }
 
+static void
+on_child(int sig)
+{
+	(void)sig;                      /* accept() returns: reap then */
+}
+
+/* Sessions (children) still running, once those that ended are reaped. */
+static unsigned long
+sessions(unsigned long live)
+{
+	int st;
+	while (live && waitpid(-1, &st, WNOHANG) > 0)
+		live--;
+	return live;
+}
+
+/* Serves connection fd in a child; returns whether one was started. */
+static int
+session_child(mq_spool *sp, int lfd, int fd)
+{
+	char addr[256], what[300];
+	snprintf(what, sizeof what, "connection from %s",
+	    mq_net_peer(fd, addr, sizeof addr));
+	pid_t pid = fork();
+	if (pid == 0) {
+		signals(0);
+		signal(SIGCHLD, SIG_DFL);
+		close(lfd);
+		int rc = serve_one(sp, fd, fd, 1);
+		if (rc < 0)
+			log_error(what);
+		_exit(rc < 0 ? mq_errcode() : 0);
+	}
+	if (pid < 0)
+		log_error("fork");
+	return pid > 0;
+}
+
+/* Over the limit a connection is closed at once: a peer that never
+ * finishes its handshake holds a process until the deadline, and
+ * without a limit enough of them would hold the host. */
+static void
+refuse(int fd, unsigned long live)
+{
+	char addr[256], msg[400];
+	snprintf(msg, sizeof msg, "connection from %s refused: %lu sessions "
+	    "already (--max-sessions)", mq_net_peer(fd, addr, sizeof addr),
+	    live);
+	log_line(LOG_WARNING, msg, NULL);
+}
+
 static int
 serve(mq_spool *sp)
 {
@@ -167,30 +227,26 @@ serve(mq_spool *sp)
 	int lfd = mq_net_listen(opt.listen ? opt.listen : "127.0.0.1:7468");
 	if (lfd < 0)
 		return -1;
-	struct sigaction sa = { .sa_handler = SIG_IGN, .sa_flags = SA_NOCLDWAIT };
+	struct sigaction sa = { .sa_handler = on_child };
+	sigemptyset(&sa.sa_mask);
 	sigaction(SIGCHLD, &sa, NULL);
 	char msg[256];
 	snprintf(msg, sizeof msg, "listening on %s",
 	    opt.listen ? opt.listen : "127.0.0.1:7468");
 	log_line(LOG_INFO, msg, NULL);
+	unsigned long live = 0;
 	while (!stop) {
 		int fd = mq_net_accept(lfd);
+		live = sessions(live);
 		if (fd < 0) {
 			if (mq_errcode() != EX_TEMPFAIL)
 				log_error("accept");
 			continue;
 		}
-		pid_t pid = fork();
-		if (pid == 0) {
-			signals(0);
-			close(lfd);
-			int rc = serve_one(sp, fd, fd, 1);
-			if (rc < 0)
-				log_error("connection");
-			_exit(rc < 0 ? mq_errcode() : 0);
-		}
-		if (pid < 0)
-			log_error("fork");
+		if (live >= opt.max_sessions)
+			refuse(fd, live);
+		else
+			live += (unsigned long)session_child(sp, lfd, fd);
 		close(fd);
 	}
 	close(lfd);
@@ -224,7 +280,7 @@ session(mq_spool *sp, const char *dest, enum mq_repl_role role)
 		}
 		out = in;
 	}
-	mq_link *l = mq_link_open(in, out, sp, secure ? &id : NULL, 1);
+	mq_link *l = mq_link_open(in, out, sp, secure ? &id : NULL, 1, 0);
 	if (secure)
 		mq_identity_forget(&id);
 	struct mq_repl_opts o = repl_opts(opt.follow);
@@ -396,6 +452,9 @@ main(int argc, char *argv[])
 		{ "syslog", no_argument, NULL, OPT_SYSLOG },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "compare", no_argument, NULL, OPT_COMPARE },
+		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
+		{ "handshake-timeout", required_argument, NULL,
+		    OPT_HANDSHAKE_TIMEOUT },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -424,6 +483,17 @@ main(int argc, char *argv[])
 		case OPT_SYSLOG: opt.use_syslog = 1; break;
 		case OPT_JSON: opt.json = 1; break;
 		case OPT_COMPARE: opt.compare = 1; break;
+		case OPT_MAX_SESSIONS:
+			opt.max_sessions = tool_number("--max-sessions", optarg, 1,
+			    100000);
+			break;
+		case OPT_HANDSHAKE_TIMEOUT:
+			opt.handshake_timeout = tool_duration("--handshake-timeout",
+			    optarg);
+			if (opt.handshake_timeout <= 0)
+				errx(EX_USAGE, "--handshake-timeout: must be more "
+				    "than 0");
+			break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
@@ -446,6 +516,15 @@ main(int argc, char *argv[])
 		errx(EX_USAGE, "--listen, --stdio and --inetd go with serve");
 	if ((opt.listen != NULL) + opt.stdio + opt.inetd > 1 && is_serve)
 		errx(EX_USAGE, "choose one of --listen, --stdio and --inetd");
+	if (opt.max_sessions && (!is_serve || opt.stdio || opt.inetd))
+		errx(EX_USAGE, "--max-sessions goes with serve --listen");
+	if (opt.handshake_timeout > 0 && (!is_serve || opt.stdio))
+		errx(EX_USAGE, "--handshake-timeout goes with serve --listen "
+		    "or --inetd");
+	if (!opt.max_sessions)
+		opt.max_sessions = MAX_SESSIONS;
+	if (!opt.handshake_timeout)
+		opt.handshake_timeout = HANDSHAKE_TIMEOUT;
 	if ((opt.follow || opt.rsh || opt.remote_spool || opt.progress >= 0 ||
 	    opt.retry != 1 || opt.compare) && !transfer)
 		errx(EX_USAGE, "--follow, --retry, --rsh, --remote-spool, "

@@ -66,12 +66,14 @@ on() {
 	ip netns exec "$ns" "$@"
 }
 
-# serve A|B LOG: start that host's daemon on its address, -v, its stderr in
-# LOG.err; SERVED is its pid (and process group).  Returns once it listens.
+# serve A|B LOG [OPTION...]: start that host's daemon on its address, -v,
+# with the OPTIONs, its stderr in LOG.err; SERVED is its pid (and process
+# group).  Returns once it listens.
 serve() {
 	local s=$SA ip=$IPA ns=$NSA
 	[[ $1 == B ]] && s=$SB ip=$IPB ns=$NSB
-	spawn "$2" ip netns exec "$ns" mq-replicate -s "$s" serve --listen "$ip:7468" -v
+	spawn "$2" ip netns exec "$ns" mq-replicate -s "$s" serve --listen "$ip:7468" -v \
+	    "${@:3}"
 	SERVED=$SPAWNED
 	wait_for grep -q "listening on $ip:7468" "$2.err"
 }
@@ -585,4 +587,103 @@ retransmitting() {
 	assert_line --regexp '^contact=[0-9]+\.[0-9]{3}$'
 	assert_line state=connected
 	assert_line --regexp "^address=.*$IPB"
+}
+
+# idle_peers A|B OUT HOLD KIND:N...: from that host, connections to the
+# other's daemon that never finish the handshake (idle_peers.py), its
+# output in OUT; PEERS is its pid.  Returns once all are open.
+idle_peers() {
+	local ip=$IPB ns=$NSA
+	[[ $1 == B ]] && ip=$IPA ns=$NSB
+	spawn "$2" ip netns exec "$ns" "$PY" "$BATS_TEST_DIRNAME/idle_peers.py" \
+	    "$ip" 7468 "${@:3}"
+	PEERS=$SPAWNED
+	wait_for grep -qx ready "$2"
+}
+
+# sessions PID: how many children (sessions) the daemon PID has.
+sessions() {
+	local c
+	c=$(cat "/proc/$1/task/$1/children" 2>/dev/null || true)
+	set -- $c
+	echo $#
+}
+
+# sessions_are PID N
+sessions_are() {
+	[[ $(sessions "$1") == "$2" ]]
+}
+
+# closed_count OUT: how many connections idle_peers saw closed.
+closed_count() {
+	grep -c '^closed ' "$1" || true
+}
+
+@test "net: connections over --max-sessions are closed at once and logged; a push goes through once sessions are free" {
+	hosts 11
+	trust
+	run --separate-stderr mq-replicate -s "$SB" serve --max-sessions 0
+	assert_equal "$status" 64
+	run --separate-stderr mq-replicate -s "$SB" push --max-sessions 2 "$IPB:7468"
+	assert_equal "$status" 64
+	run --separate-stderr mq-replicate -s "$SB" serve --stdio --handshake-timeout 2
+	assert_equal "$status" 64
+	run -0 mq-replicate serve --help
+	assert_output --partial --max-sessions
+	assert_output --partial --handshake-timeout
+	run completions _mq_replicate mq-replicate serve --
+	assert_line --max-sessions
+	assert_line --handshake-timeout
+	run completions _mq_replicate mq-replicate serve --max-sessions ""
+	assert_output ""
+	mq-topic -s "$SA" create t
+	subscribe "$SA" t g
+	seq 1 10 | mq-pub -s "$SA" -q -l t
+	serve B "$TD/servB" --max-sessions 4 --handshake-timeout 60
+	# Four connections take the four sessions and hold them.
+	idle_peers A "$TD/held" 60 idle:4
+	local held=$PEERS
+	wait_for sessions_are "$SERVED" 4
+	# Six more are closed as soon as they come, each logged.
+	run -0 on A "$PY" "$BATS_TEST_DIRNAME/idle_peers.py" "$IPB" 7468 5 idle:6
+	assert_equal "$(grep -c '^closed idle' <<<"$output")" 6
+	local t
+	for t in $(awk '/^closed/ {print $4}' <<<"$output"); do
+		awk -v t="$t" 'BEGIN { exit !(t < 1) }' || fail "closed after ${t}s: $output"
+	done
+	assert_equal "$(grep -c 'refused.*4 sessions' "$TD/servB.err")" 6
+	assert_equal "$(closed_count "$TD/held")" 0
+	assert_equal "$(sessions "$SERVED")" 4
+	# A push is refused as well, then goes through once they are gone.
+	run --separate-stderr on A mq-replicate -s "$SA" push --no-progress "$IPB:7468"
+	assert_equal "$status" 75
+	assert_one_line_error mq-replicate
+	[[ $stderr == *"all its sessions taken"* ]] || fail "push said: $stderr"
+	stop "$held"
+	wait_for sessions_are "$SERVED" 0
+	push_once A
+	assert_equal "$(pending "$SB" t g)" 10
+}
+
+@test "net: a peer that does not finish the handshake within --handshake-timeout is dropped (idle, 3 bytes of a length, a frame trickled); a push goes through meanwhile" {
+	hosts 12
+	trust
+	mq-topic -s "$SA" create t
+	subscribe "$SA" t g
+	seq 1 10 | mq-pub -s "$SA" -q -l t
+	serve B "$TD/servB" --handshake-timeout 2
+	idle_peers A "$TD/peers" 20 idle:2 partial:2 trickle:2
+	wait_for sessions_are "$SERVED" 6
+	push_once A
+	assert_equal "$(pending "$SB" t g)" 10
+	wait_for -t 15 exited "$PEERS"
+	run cat "$TD/peers"
+	assert_equal "$(grep -c '^closed' <<<"$output")" 6
+	local t
+	for t in $(awk '/^closed/ {print $4}' <<<"$output"); do
+		awk -v t="$t" 'BEGIN { exit !(t >= 1.8 && t < 5) }' ||
+		    fail "closed after ${t}s, not about 2 s: $output"
+	done
+	wait_for sessions_are "$SERVED" 0
+	assert_equal "$(grep -c 'no handshake within 2 s' "$TD/servB.err")" 6
 }

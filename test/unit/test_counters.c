@@ -3,14 +3,19 @@
  * 5 and 15 minutes from one-minute slots, a slot reused for a later
  * minute starts from zero, a clock set back counts only in the totals,
  * latency percentiles of the last minutes within a bucket's width, every
- * host's file added up, and MQ_STATS=off counting nothing.
+ * host's file added up, a file truncated under a publisher (no SIGBUS,
+ * no longer counted, left out by readers), and MQ_STATS=off counting
+ * nothing.
  */
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -130,12 +135,46 @@ main(void)
 	    c.hosts == 2 && c.total == 2 * 282 &&
 	    near(c.rate[0], 2 * 30 / 60.0), "two hosts added, short skipped");
 
+	/* Truncated under a publisher: no SIGBUS, it counts no more; a
+	 * reader leaves the file out. */
+	snprintf(p, sizeof p, "%s/s/topics/t/stats/%s", root, host);
+	ok(truncate(p, 0) == 0, "truncate this host's file");
+	publish(sp, M, 1);
+	publish(sp, M, 1);
+	struct stat sb;
+	ok(stat(p, &sb) == 0 && sb.st_size == 0, "counted no more, no SIGBUS");
+	ok(mq_counts_read(t.fd, "stats", false, M * 60 + 30, &c) == 0 &&
+	    c.hosts == 1 && c.total == 282, "the truncated file left out");
+
+	/* A SIGBUS outside the counters goes where it went before them:
+	 * a fault on another mapping, or one sent, kills as it did. */
+	for (int sent = 0; sent < 2; sent++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			snprintf(q, sizeof q, "%s/other-map", root);
+			int mfd = open(q, O_RDWR | O_CREAT, 0666);
+			char *m = mfd < 0 || ftruncate(mfd, 4096) < 0 ? NULL :
+			    mmap(NULL, 4096, PROT_READ, MAP_SHARED, mfd, 0);
+			if (!m || m == MAP_FAILED || ftruncate(mfd, 0) < 0)
+				_exit(1);
+			if (sent)
+				kill(getpid(), SIGBUS);
+			else
+				_exit(m[0]);
+			_exit(2);
+		}
+		int st = 0;
+		waitpid(pid, &st, 0);
+		ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS,
+		    "a SIGBUS %s outside the counters still kills",
+		    sent ? "sent" : "from a fault");
+	}
+
 	/* Off: no file made. */
 	setenv("MQ_STATS", "off", 1);
 	snprintf(p, sizeof p, "%s/s", root);
 	mq_spool *sp2 = mq_spool_open(p, 0);
 	mq_count_acked(sp2, "t", "h", M * 60, M * 60 - 1);
-	struct stat sb;
 	snprintf(q, sizeof q, "%s/s/topics/t/groups/h.stats", root);
 	ok(sp2 && stat(q, &sb) < 0, "MQ_STATS=off: nothing made");
 	mq_spool_close(sp2);

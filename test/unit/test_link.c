@@ -1,7 +1,8 @@
 /*
  * test_link.c: the replication channel: the handshake accepts only
  * authorized keys held by their owners, frames arrive whole and in order,
- * and a byte changed in transit ends the connection.
+ * a byte changed in transit ends the connection, and a handshake not over
+ * by its deadline ends it too.
  */
 #include <errno.h>
 #include <signal.h>
@@ -37,7 +38,7 @@ spool(const char *name, struct mq_identity *id, char pub[MQ_PUBKEY_HEX + 1])
 static void
 respond(int fd, mq_spool *sp, const struct mq_identity *id)
 {
-	mq_link *l = mq_link_open(fd, fd, sp, id, 0);
+	mq_link *l = mq_link_open(fd, fd, sp, id, 0, 0);
 	if (!l)
 		_exit(mq_errcode());
 	const void *buf;
@@ -114,7 +115,7 @@ main(void)
 	/* 1. Both authorized: frames go both ways, whole and in order. */
 	int sv[2];
 	pid_t pid = responder(b, &ib, &sv[0]);
-	mq_link *l = mq_link_open(sv[0], sv[0], a, &ia, 1);
+	mq_link *l = mq_link_open(sv[0], sv[0], a, &ia, 1, 0);
 	ok(l != NULL, "handshake between authorized peers");
 	const char *name = NULL;
 	ok(l && mq_link_peer(l, &name) && !strcmp(name, "bee"),
@@ -145,7 +146,7 @@ main(void)
 
 	/* 1b. A connection cut without the final frame is no orderly end. */
 	pid = responder(b, &ib, &sv[0]);
-	l = mq_link_open(sv[0], sv[0], a, &ia, 1);
+	l = mq_link_open(sv[0], sv[0], a, &ia, 1, 0);
 	const void *echo;
 	size_t elen;
 	ok(l && mq_link_send(l, "x", 1) == 0 &&
@@ -158,7 +159,7 @@ main(void)
 	 * frame. */
 	mq_peer_authorize(c, pb, NULL);
 	pid = responder(b, &ib, &sv[0]);
-	l = mq_link_open(sv[0], sv[0], c, &ic, 1);
+	l = mq_link_open(sv[0], sv[0], c, &ic, 1, 0);
 	ok(!l && mq_errcode() == EX_NOPERM, "an unknown key is refused: %s",
 	    mq_errmsg());
 	close(sv[0]);
@@ -169,7 +170,7 @@ main(void)
 	memcpy(fake.pk, ia.pk, sizeof fake.pk);
 	pid = responder(b, &ib, &sv[0]);
 	mq_peer_authorize(c, pb, NULL);
-	l = mq_link_open(sv[0], sv[0], c, &fake, 1);
+	l = mq_link_open(sv[0], sv[0], c, &fake, 1, 0);
 	close(sv[0]);
 	mq_link_close(l);
 	ok(child_status(pid) == EX_NOPERM, "a key shown by someone else fails "
@@ -198,7 +199,7 @@ main(void)
 	}
 	close(up[1]);
 	close(down[0]);
-	l = mq_link_open(up[0], up[0], a, &ia, 1);
+	l = mq_link_open(up[0], up[0], a, &ia, 1, 0);
 	ok(l != NULL, "handshake through the relay");
 	const void *buf;
 	size_t len;
@@ -213,8 +214,8 @@ main(void)
 
 	/* 5. Plain frames (over ssh), and a frame header that lies. */
 	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
-	mq_link *x = mq_link_open(sv[0], sv[0], NULL, NULL, 1);
-	mq_link *y = mq_link_open(sv[1], sv[1], NULL, NULL, 0);
+	mq_link *x = mq_link_open(sv[0], sv[0], NULL, NULL, 1, 0);
+	mq_link *y = mq_link_open(sv[1], sv[1], NULL, NULL, 0, 0);
 	ok(x && y && mq_link_send(x, "abc", 3) == 0 &&
 	    mq_link_recv(y, &buf, &len) == 1 && len == 3 &&
 	    !memcmp(buf, "abc", 3), "plain frames");
@@ -226,6 +227,43 @@ main(void)
 	mq_link_close(y);
 	close(sv[0]);
 	close(sv[1]);
+
+	/* 6. The handshake deadline: one for the whole handshake, which a
+	 * peer sending a byte now and then does not move; none after it. */
+	for (int trickle = 0; trickle < 2; trickle++) {
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+		if ((pid = fork()) == 0) {
+			close(sv[1]);
+			if (write(sv[0], "\0\0\0", 3) != 3)
+				_exit(1);
+			for (int i = 0; trickle && i < 30; i++) {
+				usleep(50000);
+				if (write(sv[0], i ? "x" : "\x40", 1) != 1)
+					_exit(0);
+			}
+			pause();
+			_exit(0);
+		}
+		close(sv[0]);
+		double t0 = mq_mono();
+		l = mq_link_open(sv[1], sv[1], b, &ib, 0, 0.3);
+		double took = mq_mono() - t0;
+		ok(!l && mq_errcode() == EX_PROTOCOL && took >= 0.3 && took < 1,
+		    "%s: dropped at the deadline (%.2f s): %s", trickle ?
+		    "a frame trickled" : "3 bytes of a length", took, mq_errmsg());
+		kill(pid, SIGKILL);
+		child_status(pid);
+		close(sv[1]);
+	}
+	pid = responder(b, &ib, &sv[0]);
+	l = mq_link_open(sv[0], sv[0], a, &ia, 1, 0.3);
+	usleep(500000);
+	ok(l && mq_link_send(l, "x", 1) == 0 && mq_link_recv(l, &buf, &len) == 1,
+	    "after the handshake the deadline is gone");
+	mq_link_end(l);
+	mq_link_close(l);
+	close(sv[0]);
+	child_status(pid);
 
 	free(data);
 	mq_identity_forget(&ia);
