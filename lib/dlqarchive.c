@@ -106,17 +106,6 @@ err_archive(struct archive *a, const char *what, int ours)
 	return mq_err(EX_DATAERR, "%s: damaged archive (%s)", what, s);
 }
 
-/* A dead-letter name as dlq.c makes them: KEY,a<n>[,d<m>], canonical. */
-static int
-dead_name(const char *name, struct mq_entry *e)
-{
-	char again[MQ_KEY_LEN + 32];
-	return strlen(name) < sizeof again && mq_entry_parse(name, e) == 0 &&
-	    !e->claimed && e->attempts > 0 &&
-	    mq_entry_new_name(e, again, sizeof again) == 0 &&
-	    !strcmp(again, name) ? 0 : -1;
-}
-
 /* Whether a message file is whole and is the message its place names.
  * buf (NUL at len) is changed.  Export and import make the same checks. */
 static int
@@ -215,7 +204,7 @@ export_one(struct archive *a, const char *what, const struct mq_topic *t,
 	struct mq_entry e;
 	if (mq_path(why, sizeof why, "%s.why", d->name) < 0)
 		return -1;
-	if (dead_name(d->name, &e) < 0)
+	if (mq_dead_parse(d->name, &e) < 0)
 		return mq_err(EX_DATAERR, "bad dead letter name %s", d->name);
 	int rc = slurp(dfd, why, RECORD_MAX, &rec, &rlen, &rst);
 	int no_record = rc == 1;
@@ -455,8 +444,7 @@ parse_path(const struct import *im, const char *path, struct file *f)
 		goto bad;
 	memcpy(f->name, p, len);
 	f->name[len] = 0;
-	if (dead_name(f->name, &e) < 0 || mq_seq_of(e.key, &f->seq) < 0 ||
-	    f->seq == UINT64_MAX)
+	if (mq_dead_parse(f->name, &e) < 0 || mq_seq_of(e.key, &f->seq) < 0)
 		goto bad;
 	return 0;
 bad:
@@ -543,7 +531,7 @@ stage_file(struct import *im, struct archive *a, struct archive_entry *en,
 		    { archive_entry_mtime(en), archive_entry_mtime_nsec(en) } };
 		utimensat(im->stagefd, name, ts, AT_SYMLINK_NOFOLLOW);
 	}
-	if (rc == 0 && !f->why && (dead_name(f->name, &e) < 0 ||
+	if (rc == 0 && !f->why && (mq_dead_parse(f->name, &e) < 0 ||
 	    message_check(buf, f->size, f->topic, f->k, &e) < 0))
 		rc = err_ctx(EX_DATAERR, "%s: entry '%s'", im->what,
 		    mq_shown(path, b, sizeof b));

@@ -6,7 +6,9 @@
  * committed is the first sequence number not yet committed: consumers see
  * only messages below it, so raising it is the commit point of a publish.
  * next is above committed only while a publish is under way or after a
- * publisher died during one.  Readers take no lock; the checksum (XXH32 of
+ * publisher died during one.  Sequence numbers end at MQ_SEQ_MAX, so next
+ * never wraps: a partition whose committed is past it takes no more.
+ * Readers take no lock; the checksum (XXH32 of
  * the bytes before " sum=") lets them detect a torn read and read again.
  * The file is also the partition's publish lock (an OFD write lock on it),
  * which a dying process releases with its descriptors.
@@ -42,6 +44,12 @@ mq_head_format(const struct mq_head *h, char buf[MQ_HEAD_SIZE + 1])
 	snprintf(buf + n, MQ_HEAD_SIZE + 1 - (size_t)n, " sum=%08x\n",
 	    (unsigned)XXH32(buf, (size_t)n, 0));
 	return 0;
+}
+
+uint64_t
+mq_head_room(const struct mq_head *h)
+{
+	return h->committed > MQ_SEQ_MAX ? 0 : MQ_SEQ_MAX - h->committed + 1;
 }
 
 static int

@@ -12,6 +12,10 @@
 #include "mq.h"
 
 #define MQ_SEQ_DIGITS 20
+/* The largest sequence number, in a KEY and in the journal: seq + 1 (a
+ * head's next, a vector's next-seq) must fit in 64 bits.  A partition
+ * whose committed is past it is full. */
+#define MQ_SEQ_MAX (UINT64_MAX - 1)
 #define MQ_KEY_LEN (MQ_SEQ_DIGITS + 1 + MQ_ID_LEN)      /* "<seq>.<id>" */
 #define MQ_CHUNK_MAX 4096
 #define MQ_STALE_TMP 3600.0
@@ -129,6 +133,13 @@ int mq_counts_read(int dirfd, const char *path, bool latency, double now,
 const char *mq_shown(const char *s, char *buf, size_t len);
 bool mq_is_key(const char *name);
 bool mq_is_entry(const char *name);   /* new/ or cur/ name */
+/* A number in decimal at p, without sign or leading zero, at most max,
+ * into *out: the position after its digits, or NULL. */
+const char *mq_decimal(const char *p, uint64_t max, uint64_t *out);
+/* A topic or group name of len bytes (mq_name_check without an error). */
+bool mq_is_name(const char *name, size_t len);
+/* The sequence number of a name that starts with a KEY; -1 when it does
+ * not, or when the number is above MQ_SEQ_MAX. */
 int mq_seq_of(const char *name, uint64_t *seq);
 double mq_key_time(const char *key);
 struct mq_entry {
@@ -146,6 +157,9 @@ unsigned mq_entry_failures(const struct mq_entry *);
 int mq_entry_delay_name(const struct mq_entry *, uint64_t due_ms, char *buf,
     size_t len);
 int mq_delay_parse(const char *name, uint64_t *due_ms, struct mq_entry *);
+/* A dead letter's name in dlq/<group>/: exactly the new/ name a delivery
+ * gives, KEY,a<n>[,d<m>] with n > 0. */
+int mq_dead_parse(const char *name, struct mq_entry *);
 
 /* head.c: the partition's commit record and publish lock. */
 struct mq_head {
@@ -158,6 +172,8 @@ int mq_head_lock(int fd, int wait);
 void mq_head_unlock(int fd);
 int mq_head_open(int pfd, int create);
 int mq_head_format(const struct mq_head *, char buf[MQ_HEAD_SIZE + 1]);
+/* How many sequence numbers are left after committed. */
+uint64_t mq_head_room(const struct mq_head *);
 
 /* spool.c */
 struct mq_spool {
@@ -234,6 +250,12 @@ struct mq_jargs {
 	const char *b;
 };
 int mq_jargs_parse(char type, const char *args, struct mq_jargs *);
+/* Splits a record's line, "[@origin seq ]T ms args" (len bytes, without
+ * sum or newline; line[len] is made a NUL), into rec: printable ASCII, an
+ * origin of 32 lowercase hexadecimal digits, a seq of at most MQ_SEQ_MAX
+ * and a time in decimal, a type A-Z (of this version or not) and
+ * arguments, checked by mq_jargs_parse.  -1: not a record. */
+int mq_jrec_parse(char *line, size_t len, struct mq_jrec *);
 int mq_jreader_open(mq_spool *, struct mq_jreader *, uint64_t from);
 /* Another journal of the spool: path is relative to it. */
 int mq_jreader_open_at(mq_spool *, struct mq_jreader *, const char *path,

@@ -8,7 +8,10 @@
  * sequence number for this spool as an origin; lines copied in from a
  * peer carry their origin and sequence ("@origin seq ...").  Each line
  * ends with an XXH32 of the rest, so a line torn by a power loss is seen
- * and skipped.  On a shared file system each host appends to its own
+ * and skipped, at a cost linear in the line (resync).  A record is
+ * printable ASCII and each of its names of its grammar (mq_jrec_parse,
+ * mq_jargs_parse): what a peer sends is checked so before it is
+ * journaled.  On a shared file system each host appends to its own
  * journals/<host> instead, merged into SPOOL/journal by jmerge.c.  See
  * mq-spool(5), CHANGE JOURNAL.
  */
@@ -244,41 +247,112 @@ mq_journal_note(mq_spool *sp, char type, const char *fmt, ...)
 	return rc;
 }
 
+/* A P record's groups: "-", or names separated by single commas. */
+static bool
+groups_ok(const char *g)
+{
+	if (!strcmp(g, "-"))
+		return true;
+	for (;;) {
+		size_t n = strcspn(g, ",");
+		if (!mq_is_name(g, n))
+			return false;
+		if (!g[n])
+			return true;
+		g += n + 1;
+	}
+}
+
 int
 mq_jargs_parse(char type, const char *args, struct mq_jargs *ja)
 {
-	if (!strchr("PLADRXT", type))
+	if (!type || !strchr("PLADRXT", type))
 		return -1;
 	const char *p = args;
 	size_t n = strcspn(p, " ");
-	if (n == 0 || n > MQ_NAME_MAX)
+	if (!mq_is_name(p, n))
 		return -1;
 	memcpy(ja->topic, p, n);
 	ja->topic[n] = 0;
 	p += n;
 	if (type == 'T')
 		return *p ? -1 : 0;
-	/* The partition: digits after one space (nothing read past the end
-	 * of a record cut after its topic). */
-	if (*p != ' ' || p[1] < '0' || p[1] > '9')
-		return -1;
-	char *e;
-	errno = 0;
-	unsigned long k = strtoul(p + 1, &e, 10);
-	if (errno || *e != ' ' || k >= MQ_PARTITIONS_MAX)
+	uint64_t k;
+	if (*p != ' ' || !(p = mq_decimal(p + 1, MQ_PARTITIONS_MAX - 1, &k)) ||
+	    *p != ' ')
 		return -1;
 	ja->k = (unsigned)k;
-	p = e + 1;
+	p++;
 	n = strcspn(p, " ");
-	if (n == 0 || n > MQ_NAME_MAX)
+	if (n > MQ_NAME_MAX || p[n] != ' ' || strchr(p + n + 1, ' '))
 		return -1;
 	memcpy(ja->a, p, n);
 	ja->a[n] = 0;
-	p += n;
-	if (*p != ' ' || !p[1] || strchr(p + 1, ' '))
+	ja->b = p + n + 1;
+	/* Each name has its grammar: nothing else may reach a path. */
+	struct mq_entry e;
+	if (type == 'P')
+		return mq_is_key(ja->a) && groups_ok(ja->b) ? 0 : -1;
+	if (!mq_is_name(ja->a, n))
 		return -1;
-	ja->b = p + 1;
+	if (type == 'A' || type == 'L')
+		return mq_is_key(ja->b) ? 0 : -1;
+	return mq_dead_parse(ja->b, &e);
+}
+
+/* Printable ASCII only: no newline can forge a record, no control
+ * character reach a log. */
+static bool
+printable(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return false;
+	return true;
+}
+
+static int
+jrec_split(char *line, struct mq_jrec *rec)
+{
+	rec->origin[0] = 0;
+	rec->seq = 0;
+	char *p = line;
+	if (*p == '@') {
+		if (strspn(p + 1, "0123456789abcdef") != MQ_ID_LEN ||
+		    p[1 + MQ_ID_LEN] != ' ')
+			return -1;
+		memcpy(rec->origin, p + 1, MQ_ID_LEN);
+		rec->origin[MQ_ID_LEN] = 0;
+		p = (char *)mq_decimal(p + MQ_ID_LEN + 2, MQ_SEQ_MAX, &rec->seq);
+		if (!p || *p++ != ' ')
+			return -1;
+	}
+	/* T ms args */
+	if (*p < 'A' || *p > 'Z' || p[1] != ' ')
+		return -1;
+	rec->type = p[0];
+	rec->text = p;
+	rec->len = strlen(p);
+	char *args = (char *)mq_decimal(p + 2, UINT64_MAX, &rec->ms);
+	if (!args || *args != ' ' || !args[1])
+		return -1;
+	rec->args = args + 1;
 	return 0;
+}
+
+int
+mq_jrec_parse(char *line, size_t len, struct mq_jrec *rec)
+{
+	if (!printable(line, len))
+		return -1;
+	/* The byte after it is put back if it is no record (resync tries
+	 * other starts in the same line). */
+	char after = line[len];
+	line[len] = 0;
+	if (jrec_split(line, rec) == 0)
+		return 0;
+	line[len] = after;
+	return -1;
 }
 
 /* Reading.  The reader keeps a window of the file; a line is complete
@@ -371,55 +445,47 @@ mq_journal_size(mq_spool *sp)
 	return size;
 }
 
-/* Splits a sealed line (without its newline) in place: checks the sum,
- * and, for a copied line, takes its origin and sequence off the front. */
+/* Checks a sealed line's sum (line without its newline) and splits
+ * it, in place. */
 static int
 parse_line(char *line, size_t len, struct mq_jrec *rec)
 {
-	if (len < 10 || line[len - 9] != ' ')
+	if (len < 10 || line[len - 9] != ' ' ||
+	    strspn(line + len - 8, "0123456789abcdef") < 8)
 		return -1;
-	char *end;
-	unsigned long sum = strtoul(line + len - 8, &end, 16);
-	if (end != line + len || XXH32(line, len - 9, 0) != sum)
+	unsigned long sum = strtoul(line + len - 8, NULL, 16);
+	if (XXH32(line, len - 9, 0) != sum)
 		return -1;
-	line[len - 9] = 0;
-	rec->origin[0] = 0;
-	char *p = line;
-	if (*p == '@') {
-		char *sp1 = strchr(p, ' ');
-		if (!sp1 || sp1 - p - 1 != MQ_ID_LEN)
-			return -1;
-		memcpy(rec->origin, p + 1, MQ_ID_LEN);
-		rec->origin[MQ_ID_LEN] = 0;
-		errno = 0;
-		rec->seq = strtoull(sp1 + 1, &end, 10);
-		if (errno || *end != ' ')
-			return -1;
-		p = end + 1;
-	}
-	if (!p[0] || p[1] != ' ')
-		return -1;
-	rec->type = p[0];
-	rec->text = p;
-	rec->len = strlen(p);
-	/* The arguments after the type and the time. */
-	char *args = strchr(p + 2, ' ');
-	if (!args)
-		return -1;
-	rec->ms = strtoull(p + 2, NULL, 10);
-	rec->args = args + 1;
-	return 0;
+	return mq_jrec_parse(line, len - 9, rec);
 }
 
+/* The most spaces a record of this version has before its sum: "@origin
+ * seq P ms topic k KEY groups". */
+#define JREC_SPACES 7
+
 /* A line that fails its sum may be a record cut by a crash with the
- * next writer's record after it: find where a whole record starts. */
+ * next writer's record after it: find where a whole record starts.  A
+ * record ends the line, so only the last JREC_SPACES spaces can lie
+ * inside it, and it starts with '@' and the 32 digits of an origin, or
+ * with a type and a space: one candidate per space at most.  So at most
+ * 2 * JREC_SPACES + 1 candidates, each hashed once: linear in the line,
+ * however it was damaged. */
 static size_t
 resync(char *line, size_t len, struct mq_jrec *rec)
 {
-	for (size_t i = 1; i + 10 < len; i++) {
-		bool start = line[i] == '@' || (strchr("PLADRXT", line[i]) &&
-		    line[i + 1] == ' ');
-		if (start && line[i] && parse_line(line + i, len - i, rec) == 0)
+	if (len < 10)
+		return 0;
+	size_t body = len - 9, lo = 1;
+	if (body > MQ_JLINE_MAX + 64)
+		lo = body - MQ_JLINE_MAX - 64;
+	unsigned spaces = 0;
+	for (size_t i = body; i-- > lo; ) {
+		if (line[i] == ' ' && ++spaces > JREC_SPACES)
+			break;
+		bool start = line[i] == '@' ? i + MQ_ID_LEN + 1 < body &&
+		    line[i + MQ_ID_LEN + 1] == ' ' : line[i] && line[i + 1] == ' ' &&
+		    strchr("PLADRXTM", line[i]);
+		if (start && parse_line(line + i, len - i, rec) == 0)
 			return i;
 	}
 	return 0;

@@ -7,10 +7,11 @@
  * characters can reach a path.
  *
  * Entry names inside a partition (mq-spool(5)):
- *   KEY            <seq: 20 digits>.<id: 32 hex>
+ *   KEY            <seq: 20 digits>.<id: 32 hex>, seq at most MQ_SEQ_MAX
  *   new/ entry     KEY, or KEY,a<attempts>[,d<deferred>]
  *   cur/ entry     KEY,a<attempts>[,d<deferred>],l<deadline ms>,r<8 hex>:2,
  *   delay/ entry   <due ms: 20 digits>.<new/ entry>
+ *   dead letter    the new/ entry, with attempts, as a delivery names it
  * Attempts count deliveries; deferred counts those a handler asked to
  * have again later (exit 75), which are not failures.
  */
@@ -41,28 +42,46 @@ mq_shown(const char *s, char *buf, size_t len)
 	return buf;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* What is wrong with a name of len bytes, or NULL: the one grammar of
+ * topic and group names (see the top). */
+static const char *
+name_fault(const char *name, size_t len)
+{
+	if (len == 0)
+		return "empty";
+	if (len > MQ_NAME_MAX)
+		return "longer than " STR(MQ_NAME_MAX) " characters";
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if (!isalnum(c) && c != '_' && c != '.' && c != '-')
+			return "only A-Z a-z 0-9 _ . - are allowed";
+	}
+	if (name[0] == '.' || name[len - 1] == '.' ||
+	    memmem(name, len, "..", 2))
+		return "empty level (leading, trailing or double '.')";
+	return NULL;
+}
+
+bool
+mq_is_name(const char *name, size_t len)
+{
+	return name_fault(name, len) == NULL;
+}
+
 int
 mq_name_check(const char *kind, const char *name)
 {
 	char b[64];
+	const char *fault = name_fault(name ? name : "", name ? strlen(name) : 0);
+	if (!fault)
+		return 0;
 	if (!name || !*name)
 		return mq_err(EX_USAGE, "invalid %s name: empty", kind);
-	size_t len = strlen(name);
-	if (len > MQ_NAME_MAX)
-		return mq_err(EX_USAGE, "invalid %s name '%s': longer than %d "
-		    "characters", kind, mq_shown(name, b, sizeof b), MQ_NAME_MAX);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)name[i];
-		if (!isalnum(c) && c != '_' && c != '.' && c != '-')
-			return mq_err(EX_USAGE, "invalid %s name '%s': only "
-			    "A-Z a-z 0-9 _ . - are allowed", kind,
-			    mq_shown(name, b, sizeof b));
-	}
-	if (name[0] == '.' || name[len - 1] == '.' || strstr(name, ".."))
-		return mq_err(EX_USAGE, "invalid %s name '%s': empty level "
-		    "(leading, trailing or double '.')", kind,
-		    mq_shown(name, b, sizeof b));
-	return 0;
+	return mq_err(EX_USAGE, "invalid %s name '%s': %s", kind,
+	    mq_shown(name, b, sizeof b), fault);
 }
 
 static bool
@@ -93,10 +112,32 @@ key_prefix(const char *s)
 	    strspn(s + MQ_SEQ_DIGITS + 1, "0123456789abcdef") >= MQ_ID_LEN;
 }
 
+/* The 20 digits of a key's sequence number; UINT64_MAX (more than
+ * MQ_SEQ_MAX) for a value past it.  19 digits always fit. */
+static uint64_t
+seq_digits(const char *s)
+{
+	uint64_t x = 0;
+	for (size_t i = 0; i < MQ_SEQ_DIGITS - 1; i++)
+		x = x * 10 + (uint64_t)(s[i] - '0');
+	if (__builtin_mul_overflow(x, 10, &x) ||
+	    __builtin_add_overflow(x, (uint64_t)(s[MQ_SEQ_DIGITS - 1] - '0'), &x))
+		return UINT64_MAX;
+	return x;
+}
+
+/* Past MQ_SEQ_MAX only from 18446744073709551615 on: a first digit 0
+ * (every real KEY for ages) needs no more look. */
+static bool
+seq_fits(const char *s)
+{
+	return s[0] == '0' || seq_digits(s) <= MQ_SEQ_MAX;
+}
+
 bool
 mq_is_key(const char *name)
 {
-	return key_prefix(name) && name[MQ_KEY_LEN] == 0;
+	return key_prefix(name) && name[MQ_KEY_LEN] == 0 && seq_fits(name);
 }
 
 /* When the message was published: its id starts with the microseconds,
@@ -128,27 +169,28 @@ mq_key_time(const char *key)
 	return (double)strtoull(hex, NULL, 16) / 1e6;
 }
 
-/* The 20 digits of a key's sequence number, as strtoull reads them: a
- * value past UINT64_MAX is UINT64_MAX.  19 digits always fit. */
-static uint64_t
-seq_digits(const char *s)
-{
-	uint64_t x = 0;
-	for (size_t i = 0; i < MQ_SEQ_DIGITS - 1; i++)
-		x = x * 10 + (uint64_t)(s[i] - '0');
-	if (__builtin_mul_overflow(x, 10, &x) ||
-	    __builtin_add_overflow(x, (uint64_t)(s[MQ_SEQ_DIGITS - 1] - '0'), &x))
-		return UINT64_MAX;
-	return x;
-}
-
 int
 mq_seq_of(const char *name, uint64_t *seq)
 {
-	if (!key_prefix(name))
+	if (!key_prefix(name) || !seq_fits(name))
 		return -1;
 	*seq = seq_digits(name);
 	return 0;
+}
+
+const char *
+mq_decimal(const char *p, uint64_t max, uint64_t *out)
+{
+	uint64_t x = 0;
+	const char *s = p;
+	for (; *p >= '0' && *p <= '9'; p++)
+		if (__builtin_mul_overflow(x, 10, &x) ||
+		    __builtin_add_overflow(x, (uint64_t)(*p - '0'), &x))
+			return NULL;
+	if (p == s || (*s == '0' && p - s > 1) || x > max)
+		return NULL;
+	*out = x;
+	return p;
 }
 
 /* Reads digits into *out; returns the position after them or NULL. */
@@ -171,7 +213,7 @@ int
 mq_entry_parse(const char *name, struct mq_entry *e)
 {
 	memset(e, 0, sizeof *e);
-	if (!key_prefix(name))
+	if (!key_prefix(name) || !seq_fits(name))
 		return -1;
 	memcpy(e->key, name, MQ_KEY_LEN);
 	e->key[MQ_KEY_LEN] = 0;
@@ -216,6 +258,16 @@ mq_is_entry(const char *name)
 {
 	struct mq_entry e;
 	return mq_entry_parse(name, &e) == 0;
+}
+
+int
+mq_dead_parse(const char *name, struct mq_entry *e)
+{
+	char again[MQ_KEY_LEN + 32];
+	return strlen(name) < sizeof again && mq_entry_parse(name, e) == 0 &&
+	    !e->claimed && e->attempts > 0 &&
+	    mq_entry_new_name(e, again, sizeof again) == 0 &&
+	    !strcmp(again, name) ? 0 : -1;
 }
 
 /* The attempts part of a name: ",a<n>" and ",d<m>" when m > 0. */

@@ -457,9 +457,16 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 		return -1;
 	}
 	/* next bounds what this chunk may create; a repeat of an
-	 * idempotency key takes no sequence number, so fewer may commit. */
-	h.next = h.committed + n;
-	rc = mq_head_write(hfd, &h, 0);
+	 * idempotency key takes no sequence number, so fewer may commit.
+	 * Sequence numbers never wrap: past the last, a partition is full. */
+	if (rc == 0 && mq_head_room(&h) < n)
+		rc = mq_err(EX_DATAERR, "topic %s partition %u is full: no "
+		    "sequence number is left for %zu message%s", p->t.name, k, n,
+		    n == 1 ? "" : "s");
+	if (rc == 0) {
+		h.next = h.committed + n;
+		rc = mq_head_write(hfd, &h, 0);
+	}
 	uint64_t seq = h.committed;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		const struct mq_pub_msg *m = &msgs[idx[i]];

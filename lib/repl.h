@@ -14,6 +14,10 @@
 #define REPL_BATCH_BYTES (4u << 20)
 #define REPL_WINDOW 4                   /* batches sent before an answer */
 #define REPL_PING 5.0                   /* seconds between pings when idle */
+/* Origins a vector holds at most (ours and the peers' included): what a
+ * peer may make a receiver remember, and replicate/seen well within the
+ * 1 MiB it is read in. */
+#define REPL_ORIGINS_MAX 4096
 
 /* The vector: for each origin, the next sequence not yet seen, and the
  * first hole: a publish record that came without its message (a relay
@@ -28,6 +32,7 @@ struct repl_seen {
 	size_t n;
 };
 uint64_t repl_seen_get(const struct repl_seen *, const char *origin);
+bool repl_seen_has(const struct repl_seen *, const char *origin);
 int repl_seen_put(struct repl_seen *, const char *origin, uint64_t next);
 /* The origin itself sent everything before end: no hole is left there
  * (what it skipped, it no longer has). */
@@ -61,7 +66,12 @@ int repl_peer_confirmed(mq_spool *, const char *peer_id, uint64_t *pos);
 void repl_log(const struct mq_repl_opts *, int prio, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Frames: a word, then text or data. */
+/* Frames: a word, then text or data.  A frame is not NUL-terminated:
+ * its first line is read as a copy, by its length. */
+/* The first line of a frame of len bytes, without its newline, as a C
+ * string in out (cap bytes); *used: its length with the newline.  -1 when
+ * the frame has no newline within cap - 1 bytes, or a NUL before it. */
+int repl_line(const char *f, size_t len, char *out, size_t cap, size_t *used);
 int repl_send_text(mq_link *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int repl_expect(mq_link *, const char *word, const char **rest, size_t *len);

@@ -17,7 +17,14 @@
  * redrives) are renamed into new/ or delay/ and synced; the heads are
  * raised above the origin's sequence numbers (first, while applying, as
  * next, so that a crash leaves an unfinished publish that the next lock
- * holder repairs); then the batch is confirmed.  See mq-spool(5),
+ * holder repairs); then the batch is confirmed.
+ *
+ * A peer is not trusted with names or records: a batch is checked whole
+ * before anything is touched (batch_check), every frame read by its
+ * length, every name of its grammar, every record printable and of its
+ * type, never of our origin, the peer's own at their offsets, sequence
+ * numbers within MQ_SEQ_MAX, at most REPL_ORIGINS_MAX origins.  One bad
+ * record refuses the batch and ends the session.  See mq-spool(5),
  * REPLICATION CHANNEL.
  */
 #include <errno.h>
@@ -54,6 +61,25 @@ struct rtopic {
 	struct rpart *pv;
 };
 
+/* A batch's first line: BATCH start end n [compare]. */
+struct bhead {
+	uint64_t start, end;
+	size_t n;                       /* records, at most REPL_BATCH_RECORDS */
+	size_t len;                     /* of the line, its newline included */
+	int compare;
+};
+
+/* One record of a batch, where the frame has it, checked whole. */
+struct brec {
+	uint64_t at;
+	const char *line, *data;        /* data: dlen bytes, then wlen more */
+	size_t ll, dlen, wlen;
+	char hash[33];                  /* "-" when there are no data */
+	int known;                      /* a type of this version */
+	char topic[MQ_NAME_MAX + 1];    /* P, L, A, D, R, X: its partition */
+	unsigned k;
+};
+
 /* A staged link to rename into its queue at the end of the batch. */
 struct staged {
 	struct rgroup *g;
@@ -74,7 +100,8 @@ struct receiver {
 	struct staged *sv;
 	size_t ns, scap;
 	int made_up;                    /* a batch of --compare */
-	uint64_t records, messages, quarantined;
+	struct brec *bv;                /* the batch's records */
+	uint64_t records, messages, quarantined, dropped;
 	char line[MQ_JLINE_MAX + MQ_ID_LEN + 32];
 };
 
@@ -730,197 +757,306 @@ finish(struct receiver *r)
 	return rc;
 }
 
-/* One record of a batch, its line "@origin seq T ms args". */
+/* One record of a batch, checked (batch_check): its line, split into
+ * rec; b, where the frame has it. */
 static int
-apply_record(struct receiver *r, char *line, size_t ll, const char *data,
-    size_t dlen, const char *why, size_t wlen)
+apply_record(struct receiver *r, const struct mq_jrec *rec,
+    const struct brec *b)
 {
-	char origin[MQ_ID_LEN + 1];
-	uint64_t seq;
-	char *e;
-	if (ll < MQ_ID_LEN + 6 || line[0] != '@' || line[MQ_ID_LEN + 1] != ' ')
-		return mq_err(EX_PROTOCOL, "peer: bad record");
-	memcpy(origin, line + 1, MQ_ID_LEN);
-	origin[MQ_ID_LEN] = 0;
-	errno = 0;
-	seq = strtoull(line + MQ_ID_LEN + 2, &e, 10);
-	if (errno || *e != ' ' || !repl_is_id(origin, MQ_ID_LEN))
-		return mq_err(EX_PROTOCOL, "peer: bad record");
-	char *text = e + 1;
-	size_t tlen = ll - (size_t)(text - line);
-	if (!r->made_up && (!strcmp(origin, r->me) ||
-	    seq < repl_seen_get(&r->seen, origin)))
-		return 0;               /* ours, or had already */
-	/* T ms args */
-	char type = text[0];
-	char *args = tlen > 2 ? strchr(text + 2, ' ') : NULL;
-	if (!args || text[1] != ' ')
-		return mq_err(EX_PROTOCOL, "peer: bad record");
-	args++;
+	const char *origin = rec->origin;
+	uint64_t seq = rec->seq;
+	if (!r->made_up && seq < repl_seen_get(&r->seen, origin))
+		return 0;               /* had already */
+	r->records++;
+	/* A record of a later version is neither applied nor journaled:
+	 * nothing of this version could read it back but as a record of
+	 * its own.  It counts as seen. */
+	if (!b->known) {
+		r->dropped++;
+		return r->made_up ? 0 : repl_seen_put(&r->seen, origin, seq + 1);
+	}
 	int rc = 0, hole = 0;
 	struct mq_jargs ja;
-	/* A record of a later version is journaled, not applied. */
-	if (type != 'T' && mq_jargs_parse(type, args, &ja) == 0) {
-		struct rtopic *rt = topic_of(r, ja.topic);
-		unsigned k = ja.k;
-		const char *a = ja.a, *b = ja.b;
-		if (!rt) {
-			if (mq_errcode() != EX_NOINPUT)
-				return -1;
-			repl_log(r->o, LOG_WARNING, "record for topic %s, which "
-			    "is not here: skipped", ja.topic);
-		} else if (type == 'P') {
-			rc = apply_publish(r, rt, k, a, b, origin, data, dlen);
-			/* A hole, or one filled at last. */
-			if (rc >= 0 && !r->made_up &&
-			    repl_seen_hole(&r->seen, origin, seq, rc == 2) < 0)
-				rc = -1;
-			if (rc == 2) {
-				rc = 0;
-				hole = 1;
-			}
-		} else {
-			rc = apply_change(r, rt, k, type, a, b, data, dlen, why,
-			    wlen);
+	struct rtopic *rt = NULL;
+	if (rec->type != 'T' && mq_jargs_parse(rec->type, rec->args, &ja) == 0 &&
+	    !(rt = topic_of(r, ja.topic))) {
+		if (mq_errcode() != EX_NOINPUT)
+			return -1;
+		repl_log(r->o, LOG_WARNING, "record for topic %s, which is not "
+		    "here: skipped", ja.topic);
+	}
+	if (rt && rec->type == 'P') {
+		rc = apply_publish(r, rt, ja.k, ja.a, ja.b, origin, b->data,
+		    b->dlen);
+		/* A hole, or one filled at last. */
+		if (rc >= 0 && !r->made_up &&
+		    repl_seen_hole(&r->seen, origin, seq, rc == 2) < 0)
+			rc = -1;
+		if (rc == 2) {
+			rc = 0;
+			hole = 1;
 		}
+	} else if (rt) {
+		rc = apply_change(r, rt, ja.k, rec->type, ja.a, ja.b, b->data,
+		    b->dlen, b->data + b->dlen, b->wlen);
 	}
 	/* Made-up records (--compare) are no one's history; a hole is
 	 * journaled (a peer fed from here has the same hole) but does not
 	 * move the vector past it. */
 	if (rc == 0 && !r->made_up)
-		rc = mq_journal_raw(&r->jb, origin, seq, text, tlen);
+		rc = mq_journal_raw(&r->jb, origin, seq, rec->text, rec->len);
 	if (rc == 0 && !r->made_up && !hole)
 		rc = repl_seen_put(&r->seen, origin, seq + 1);
-	r->records++;
 	return rc;
 }
 
-struct part_ref {
-	char topic[MQ_NAME_MAX + 1];
-	unsigned k;
-};
-
 static int
-cmp_part_ref(const void *a, const void *b)
+cmp_brec_part(const void *a, const void *b)
 {
-	const struct part_ref *x = a, *y = b;
+	const struct brec *x = *(const struct brec *const *)a,
+	    *y = *(const struct brec *const *)b;
 	int c = strcmp(x->topic, y->topic);
 	return c ? c : (x->k > y->k) - (x->k < y->k);
 }
 
-/* Takes the head locks of every partition the batch's n records (from p)
- * touch, in the order of topic and partition, as mq_lock_all does, so
- * that a local subscribe or alter waiting for some of them cannot wait
- * for us while we wait for it.  Records that do not parse are left to
- * the pass that applies them. */
+/* Takes the head locks of every partition the batch's records touch, in
+ * the order of topic and partition, as mq_lock_all does, so that a local
+ * subscribe or alter waiting for some of them cannot wait for us while
+ * we wait for it. */
 static int
-lock_in_order(struct receiver *r, char *p, char *lim, size_t n)
+lock_in_order(struct receiver *r, size_t n)
 {
-	struct part_ref *v = calloc(n ? n : 1, sizeof *v);
+	const struct brec **v = calloc(n ? n : 1, sizeof *v);
 	if (!v)
 		return mq_err_sys("malloc");
 	size_t m = 0;
-	for (size_t i = 0; i < n; i++) {
-		char *nl = memchr(p, '\n', (size_t)(lim - p));
-		size_t ll, dlen, wlen;
-		if (!nl || sscanf(p, "%*u %zu %zu %zu", &ll, &dlen, &wlen) != 3)
-			break;
-		p = nl + 1;
-		if (ll > (size_t)(lim - p) || dlen + wlen > (size_t)(lim - p) - ll)
-			break;
-		/* @origin seq T ms topic k ... */
-		/* @origin seq T ms args */
-		if (ll >= sizeof r->line)
-			break;
-		memcpy(r->line, p, ll);
-		r->line[ll] = 0;
-		char *f[4], *q = r->line;
-		int nf;
-		for (nf = 0; nf < 4 && q; nf++) {
-			f[nf] = q;
-			if ((q = strchr(q, ' ')))
-				*q++ = 0;
-		}
-		struct mq_jargs ja;
-		if (nf == 4 && q && f[0][0] == '@' && strlen(f[2]) == 1 &&
-		    strchr("PLADRX", f[2][0]) &&
-		    mq_jargs_parse(f[2][0], q, &ja) == 0) {
-			memcpy(v[m].topic, ja.topic, sizeof v[m].topic);
-			v[m++].k = ja.k;
-		}
-		p += ll + dlen + wlen;
-	}
-	qsort(v, m, sizeof *v, cmp_part_ref);
+	for (size_t i = 0; i < n; i++)
+		if (r->bv[i].topic[0])
+			v[m++] = &r->bv[i];
+	qsort(v, m, sizeof *v, cmp_brec_part);
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < m; i++) {
-		if (i && !cmp_part_ref(&v[i - 1], &v[i]))
+		if (i && !cmp_brec_part(&v[i - 1], &v[i]))
 			continue;
-		struct rtopic *rt = topic_of(r, v[i].topic);
+		struct rtopic *rt = topic_of(r, v[i]->topic);
 		if (!rt)
 			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
-		else if (v[i].k < rt->t.conf.partitions && !part_of(r, rt, v[i].k))
+		else if (v[i]->k < rt->t.conf.partitions &&
+		    !part_of(r, rt, v[i]->k))
 			rc = -1;
 	}
 	free(v);
 	return rc;
 }
 
-/* BATCH start end n, then n records.  Returns 0 (answered OK), or 1
- * with *bad: a message was damaged in transit. */
+/* The peer sent what no sender of this version sends: the batch is
+ * refused whole, and the session ends with this error, which names the
+ * peer (logged where session errors are, and sent to the peer). */
 static int
-apply_batch(struct receiver *r, char *buf, size_t len, uint64_t *end,
-    uint64_t *bad)
+refuse(const struct receiver *r, uint64_t at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int
+refuse(const struct receiver *r, uint64_t at, const char *fmt, ...)
 {
-	char *p = memchr(buf, '\n', len), *lim = buf + len;
-	uint64_t start;
-	size_t n;
-	if (!p || sscanf(buf, "BATCH %" SCNu64 " %" SCNu64 " %zu", &start, end,
-	    &n) != 3)
-		return mq_err(EX_PROTOCOL, "peer: bad BATCH");
-	r->made_up = memmem(buf, (size_t)(p - buf), " compare", 8) != NULL;
-	p++;
-	int rc = lock_in_order(r, p, lim, n);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		char *nl = memchr(p, '\n', (size_t)(lim - p));
-		uint64_t at;
-		size_t ll, dlen, wlen;
-		char hash[40];
-		if (!nl || sscanf(p, "%" SCNu64 " %zu %zu %zu %39s", &at, &ll,
-		    &dlen, &wlen, hash) != 5)
-			return mq_err(EX_PROTOCOL, "peer: bad record header");
-		p = nl + 1;
-		if (ll > (size_t)(lim - p) || dlen > (size_t)(lim - p) - ll ||
-		    wlen > (size_t)(lim - p) - ll - dlen)
-			return mq_err(EX_PROTOCOL, "peer: record cut short");
-		char *line = p, *data = p + ll;
-		p += ll + dlen + wlen;
-		if (dlen + wlen) {
+	char why[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	return mq_err(EX_PROTOCOL, "peer: %s (%s) sent a bad record at %" PRIu64
+	    " of its journal, so its batch is refused: %s", r->peer_name,
+	    r->peer, at, why);
+}
+
+static int
+batch_head(const struct receiver *r, const char *f, size_t len,
+    struct bhead *h)
+{
+	char l[128];
+	const char *p;
+	uint64_t n;
+	if (repl_line(f, len, l, sizeof l, &h->len) < 0 ||
+	    strncmp(l, "BATCH ", 6) ||
+	    !(p = mq_decimal(l + 6, UINT64_MAX, &h->start)) || *p != ' ' ||
+	    !(p = mq_decimal(p + 1, UINT64_MAX, &h->end)) || *p != ' ' ||
+	    !(p = mq_decimal(p + 1, REPL_BATCH_RECORDS, &n)) ||
+	    (*p && strcmp(p, " compare")) || h->start > h->end)
+		return mq_err(EX_PROTOCOL, "peer: %s (%s) sent a bad BATCH line "
+		    "(at most %d records, start <= end)", r->peer_name, r->peer,
+		    REPL_BATCH_RECORDS);
+	h->n = (size_t)n;
+	h->compare = *p != 0;
+	return 0;
+}
+
+/* A record's header, "at len dlen wlen hash", from the frame at p (left
+ * bytes); *used: its length with the newline. */
+static int
+brec_head(const char *p, size_t left, struct brec *b, size_t *used)
+{
+	char l[128];
+	const char *q;
+	uint64_t at, ll, dlen, wlen;
+	if (repl_line(p, left, l, sizeof l, used) < 0 ||
+	    !(q = mq_decimal(l, UINT64_MAX, &at)) || *q != ' ' ||
+	    !(q = mq_decimal(q + 1, SIZE_MAX, &ll)) || *q != ' ' ||
+	    !(q = mq_decimal(q + 1, SIZE_MAX, &dlen)) || *q != ' ' ||
+	    !(q = mq_decimal(q + 1, SIZE_MAX, &wlen)) || *q != ' ')
+		return -1;
+	q++;
+	if (strcmp(q, "-") && (strlen(q) != 32 ||
+	    strspn(q, "0123456789abcdef") != 32))
+		return -1;
+	b->at = at;
+	b->ll = (size_t)ll;
+	b->dlen = (size_t)dlen;
+	b->wlen = (size_t)wlen;
+	snprintf(b->hash, sizeof b->hash, "%s", q);
+	return 0;
+}
+
+/* Whether record i of the batch is the first of its origin that the
+ * vector does not have yet. */
+static bool
+new_origin(const struct receiver *r, size_t i, const char *origin)
+{
+	if (repl_seen_has(&r->seen, origin))
+		return false;
+	for (size_t j = 0; j < i; j++)
+		if (!memcmp(r->bv[j].line + 1, origin, MQ_ID_LEN))
+			return false;
+	return true;
+}
+
+/* One record: its line (split into rec, in r->line), its origin and its
+ * place in the sender's journal, its type and arguments, its data. */
+static int
+brec_check(struct receiver *r, const struct bhead *h, size_t i,
+    struct mq_jrec *rec)
+{
+	struct brec *b = &r->bv[i];
+	memcpy(r->line, b->line, b->ll);
+	if (mq_jrec_parse(r->line, b->ll, rec) < 0 || !rec->origin[0])
+		return refuse(r, b->at, "not a record line (@origin seq T ms "
+		    "args, printable ASCII)");
+	int own = !strcmp(rec->origin, r->peer);
+	if (!strcmp(rec->origin, r->me))
+		return refuse(r, b->at, "a record of this spool's own");
+	/* The peer's own records are at their offsets, in the batch, in
+	 * order; made-up records (compare) are the peer's. */
+	if (h->compare && !own)
+		return refuse(r, b->at, "a made-up record of origin %s",
+		    rec->origin);
+	if (!h->compare && (b->at < h->start || b->at >= h->end ||
+	    (i && b->at <= r->bv[i - 1].at)))
+		return refuse(r, b->at, "not in order inside its batch [%"
+		    PRIu64 ", %" PRIu64 ")", h->start, h->end);
+	if (!h->compare && own && rec->seq != b->at)
+		return refuse(r, b->at, "a record of its own at sequence %" PRIu64,
+		    rec->seq);
+	struct mq_jargs ja;
+	b->known = strchr("PLADRXT", rec->type) != NULL;
+	if (b->known && mq_jargs_parse(rec->type, rec->args, &ja) < 0)
+		return refuse(r, b->at, "bad arguments for a %c record: a name "
+		    "that is not of its grammar, or extra words", rec->type);
+	if (rec->type == 'M')
+		return refuse(r, b->at, "an M record, which is never replicated");
+	if ((b->dlen && rec->type != 'P' && rec->type != 'D') ||
+	    (b->wlen && rec->type != 'D') ||
+	    (!strcmp(b->hash, "-")) != !(b->dlen + b->wlen))
+		return refuse(r, b->at, "data that a %c record does not carry",
+		    rec->type);
+	b->topic[0] = 0;
+	if (b->known && rec->type != 'T') {
+		memcpy(b->topic, ja.topic, sizeof b->topic);
+		b->k = ja.k;
+	}
+	return 0;
+}
+
+/* Every record of the batch after its first line (from p to lim),
+ * checked before anything is touched; the batch is refused whole if one
+ * of them is bad, so nothing a peer sends reaches a path, the journal or
+ * the vector without passing the grammar of mq-spool(5). */
+static int
+batch_check(struct receiver *r, const struct bhead *h, const char *p,
+    const char *lim)
+{
+	size_t fresh = 0;
+	struct mq_jrec rec;
+	for (size_t i = 0; i < h->n; i++) {
+		struct brec *b = &r->bv[i];
+		size_t used, left = (size_t)(lim - p);
+		if (brec_head(p, left, b, &used) < 0)
+			return refuse(r, h->start, "the header of record %zu of "
+			    "the batch that starts there is not \"at len dlen "
+			    "wlen hash\"", i + 1);
+		p += used;
+		left -= used;
+		if (b->ll > left || b->ll >= sizeof r->line ||
+		    b->dlen > left - b->ll || b->wlen > left - b->ll - b->dlen)
+			return refuse(r, b->at, "longer than what is left of the "
+			    "frame, or than a record");
+		b->line = p;
+		b->data = p + b->ll;
+		p += b->ll + b->dlen + b->wlen;
+		if (brec_check(r, h, i, &rec) < 0)
+			return -1;
+		fresh += !h->compare && new_origin(r, i, rec.origin);
+	}
+	if (p != lim)
+		return refuse(r, h->end, "more bytes than its %zu records", h->n);
+	if (h->compare)
+		return 0;               /* made-up records: not in the vector */
+	/* The peer itself comes into the vector at the end of the batch,
+	 * and ours is in what SEEN says. */
+	fresh += new_origin(r, h->n, r->peer) + !repl_seen_has(&r->seen, r->me);
+	if (r->seen.n + fresh > REPL_ORIGINS_MAX)
+		return refuse(r, h->end, "more than %d origins (a vector holds "
+		    "at most that many)", REPL_ORIGINS_MAX);
+	return 0;
+}
+
+/* A batch: its first line h, its records after it.  Returns 0 (answered
+ * OK), or 1 with *bad: a message was damaged in transit. */
+static int
+apply_batch(struct receiver *r, const struct bhead *h, const char *buf,
+    size_t len, uint64_t *bad)
+{
+	const char *lim = buf + len;
+	r->made_up = h->compare;
+	if (batch_check(r, h, buf + h->len, lim) < 0)
+		return -1;              /* nothing touched */
+	int rc = lock_in_order(r, h->n);
+	for (size_t i = 0; rc == 0 && i < h->n; i++) {
+		const struct brec *b = &r->bv[i];
+		if (b->dlen + b->wlen) {
 			char want[33];
-			repl_hash_hex(data, dlen + wlen, want);
-			if (strcmp(want, hash) && r->made_up) {
+			repl_hash_hex(b->data, b->dlen + b->wlen, want);
+			if (strcmp(want, b->hash) && r->made_up) {
 				finish(r);
 				return mq_err(EX_PROTOCOL, "peer: a message "
 				    "failed its hash (changed in transit?)");
 			}
-			if (strcmp(want, hash)) {
+			if (strcmp(want, b->hash)) {
 				repl_log(r->o, LOG_WARNING, "a message from %s "
 				    "failed its hash: asking for it again",
 				    r->peer_name);
-				*bad = at;
+				*bad = b->at;
 				rc = finish(r);
 				return rc < 0 ? -1 : 1;
 			}
 		}
 		/* The line is not NUL-terminated in the frame, and the
-		 * message follows it: a copy. */
-		if (ll >= sizeof r->line)
-			return mq_err(EX_PROTOCOL, "peer: record too long");
-		memcpy(r->line, line, ll);
-		r->line[ll] = 0;
-		rc = apply_record(r, r->line, ll, data, dlen, data + dlen, wlen);
+		 * message follows it: a copy, checked already. */
+		struct mq_jrec rec;
+		memcpy(r->line, b->line, b->ll);
+		rc = mq_jrec_parse(r->line, b->ll, &rec) < 0 ?
+		    mq_err(EX_SOFTWARE, "record checked, then not read") :
+		    apply_record(r, &rec, b);
 	}
 	if (rc == 0 && !r->made_up)
-		rc = repl_seen_settle(&r->seen, r->peer, *end);
+		rc = repl_seen_settle(&r->seen, r->peer, h->end);
 	int frc = finish(r);
 	return rc < 0 || frc < 0 ? -1 : 0;
 }
@@ -1084,7 +1220,8 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	struct receiver r = { .sp = sp, .l = l, .o = o };
 	snprintf(r.peer, sizeof r.peer, "%s", peer);
 	snprintf(r.peer_name, sizeof r.peer_name, "%s", peer_name);
-	int lfd = lock_open(sp);
+	r.bv = calloc(REPL_BATCH_RECORDS, sizeof *r.bv);
+	int lfd = r.bv ? lock_open(sp) : mq_err_sys("malloc");
 	int rc = lfd < 0 ? -1 : repl_spool_id(sp, r.me);
 	uint64_t covered;
 	if (rc == 0 && (rc = lock_set(lfd, F_WRLCK)) == 0) {
@@ -1147,8 +1284,11 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			rc = mq_err(EX_PROTOCOL, "peer: unexpected frame");
 			break;
 		}
-		uint64_t start = strtoull(f + 6, NULL, 10), end = 0, bad = 0;
-		if (skipping && start != resend) {
+		struct bhead h;
+		uint64_t bad = 0;
+		if ((rc = batch_head(&r, f, len, &h)) < 0)
+			break;
+		if (skipping && h.start != resend) {
 			rc = repl_send_text(l, "SKIP");
 			continue;
 		}
@@ -1158,7 +1298,7 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		int ab = lock_set(lfd, F_WRLCK) < 0 ||
 		    repl_seen_load(sp, &r.seen, &covered) < 0 ||
 		    finish_cut(&r, covered) < 0 ? -1 :
-		    apply_batch(&r, f, len, &end, &bad);
+		    apply_batch(&r, &h, f, len, &bad);
 		lock_set(lfd, F_UNLCK);
 		if (ab < 0)
 			rc = -1;
@@ -1167,19 +1307,23 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			resend = bad;
 			rc = repl_send_text(l, "RESEND %" PRIu64, bad);
 		} else {
-			rc = repl_send_text(l, "OK %" PRIu64, end);
+			rc = repl_send_text(l, "OK %" PRIu64, h.end);
 		}
 	}
 	if (rc == 0) {
 		repl_log(o, LOG_INFO, "from %s: applied %" PRIu64 " records (%"
-		    PRIu64 " messages)%s", peer_name, r.records, r.messages,
-		    r.quarantined ? ", some quarantined" : "");
+		    PRIu64 " messages)%s", peer_name, r.records - r.dropped,
+		    r.messages, r.quarantined ? ", some quarantined" : "");
 	}
+	if (r.dropped)
+		repl_log(o, LOG_WARNING, "from %s: dropped %" PRIu64 " records of "
+		    "types this version does not know", peer_name, r.dropped);
 	for (size_t i = 0; i < r.nt; i++)
 		rtopic_close(&r.tv[i]);
 	free(r.tv);
 	mq_jbuf_free(&r.jb);
 	free(r.sv);
+	free(r.bv);
 	repl_seen_free(&r.seen);
 	if (lfd >= 0)
 		close(lfd);

@@ -51,6 +51,8 @@ struct sender {
 	unsigned out;                   /* batches not yet answered */
 	uint64_t confirmed;
 	int blocked;                    /* a publish not yet committed */
+	int drained;                    /* every whole line of the journal
+					 * is in a batch sent */
 	struct mq_jargs ra;             /* the record being added */
 	int comparing;                  /* --compare: records made up */
 	uint64_t records, messages, bytes;
@@ -479,7 +481,7 @@ send_batch(struct sender *s)
 {
 	s->len = s->nrec = 0;
 	s->start = s->pos;
-	s->blocked = 0;
+	s->blocked = s->drained = 0;
 	int rc = room(s, 128);
 	if (rc < 0)
 		return -1;
@@ -505,6 +507,13 @@ send_batch(struct sender *s)
 				return -1;
 			s->pos = rec.end;
 		}
+		/* At the end of the whole lines, the batch covers the damaged
+		 * lines the reader skipped there; a line still without its
+		 * newline (being written, or torn by a full disk or a crash)
+		 * is not there yet. */
+		if (eof && s->r.pos > s->pos)
+			s->pos = s->r.pos;
+		s->drained = eof;
 		/* At the end: what the hosts' journals have that is old
 		 * enough goes into ours, once per batch. */
 		uint64_t size, held;
@@ -527,29 +536,50 @@ send_batch(struct sender *s)
 	return 0;
 }
 
+/* An answer frame of len bytes: word (OK, RESEND or SKIP), and for OK
+ * and RESEND an offset in our journal, at most max (what was sent). */
+static int
+answer_parse(const char *f, size_t len, uint64_t max, char word[8],
+    uint64_t *v)
+{
+	char l[64];
+	const char *p;
+	if (len >= sizeof l || memchr(f, 0, len))
+		return -1;
+	memcpy(l, f, len);
+	l[len] = 0;
+	if (!strcmp(l, "SKIP")) {
+		strcpy(word, l);
+		return 0;
+	}
+	size_t wl = strcspn(l, " ");
+	if ((wl == 2 && !memcmp(l, "OK", 2)) ||
+	    (wl == 6 && !memcmp(l, "RESEND", 6))) {
+		memcpy(word, l, wl);
+		word[wl] = 0;
+		return l[wl] == ' ' && (p = mq_decimal(l + wl + 1, max, v)) &&
+		    !*p ? 0 : -1;
+	}
+	return -1;
+}
+
 /* One answer: OK <end>, RESEND <pos> (a message arrived damaged: send
  * again from pos), or SKIP (a batch after a RESEND). */
 static int
 answer(struct sender *s)
 {
-	const char *rest;
-	size_t len;
 	const void *buf;
-	size_t blen;
-	int rc = mq_link_recv(s->l, &buf, &blen);
+	size_t len;
+	int rc = mq_link_recv(s->l, &buf, &len);
 	if (rc <= 0)
 		return rc < 0 ? -1 : mq_err(EX_PROTOCOL, "peer: connection "
 		    "ended before it confirmed what was sent");
-	rest = buf;
-	len = blen;
-	char word[16] = "";
+	if (len > 6 && !memcmp(buf, "ERROR ", 6))
+		return repl_error_frame(buf, len);
+	char word[8];
 	uint64_t v = 0;
-	char tmp[64];
-	snprintf(tmp, sizeof tmp, "%.*s", (int)(len < 63 ? len : 63), rest);
-	if (sscanf(tmp, "%15s %" SCNu64, word, &v) < 1)
+	if (answer_parse(buf, len, s->pos, word, &v) < 0)
 		return mq_err(EX_PROTOCOL, "peer: bad answer");
-	if (!strcmp(word, "ERROR"))
-		return repl_error_frame(rest, len);
 	s->out--;
 	if (!strcmp(word, "OK")) {
 		s->confirmed = v;
@@ -558,18 +588,16 @@ answer(struct sender *s)
 	}
 	if (!strcmp(word, "SKIP"))
 		return 0;
-	if (!strcmp(word, "RESEND")) {
-		repl_log(s->o, LOG_WARNING, "peer %s: a message arrived damaged; "
-		    "sending again from %" PRIu64, s->peer_name, v);
-		while (s->out > 0)
-			if (answer(s) < 0)
-				return -1;
-		s->confirmed = v;
-		s->pos = v;
-		mq_jreader_seek(&s->r, v);
-		return 0;
-	}
-	return mq_err(EX_PROTOCOL, "peer: bad answer '%s'", word);
+	/* RESEND */
+	repl_log(s->o, LOG_WARNING, "peer %s: a message arrived damaged; "
+	    "sending again from %" PRIu64, s->peer_name, v);
+	while (s->out > 0)
+		if (answer(s) < 0)
+			return -1;
+	s->confirmed = v;
+	s->pos = v;
+	mq_jreader_seek(&s->r, v);
+	return 0;
 }
 
 /* --compare: the fallback for what the journal does not cover (messages
@@ -663,6 +691,14 @@ add_made_up(struct sender *s, char type, const char *fmt, ...)
 	    s->len >= REPL_BATCH_BYTES))
 		rc = ship_compare(s);
 	return rc;
+}
+
+/* A dead letter's name, as a peer takes it in a D record. */
+static bool
+is_dead_name(const char *name)
+{
+	struct mq_entry e;
+	return mq_dead_parse(name, &e) == 0;
 }
 
 static int
@@ -761,7 +797,7 @@ compare_partition(struct sender *s, struct stopic *st, unsigned k)
 		    O_CLOEXEC);
 		if (dfd < 0)
 			continue;
-		rc = mq_names_read(dfd, mq_is_entry, &dl);
+		rc = mq_names_read(dfd, is_dead_name, &dl);
 		close(dfd);
 		for (size_t i = 0; rc == 0 && i < dl.n; i++)
 			rc = add_made_up(s, 'D', "%s %u %s %s", st->name, k,
@@ -902,7 +938,9 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			rc = answer(&s);
 			continue;
 		}
-		if (!o->follow && !s.blocked && s.pos >= goal)
+		/* Everything whole is confirmed: a one-shot push is done,
+		 * goal reached or what is left before it a torn line. */
+		if (!o->follow && !s.blocked && (s.pos >= goal || s.drained))
 			break;
 		if (s.blocked) {
 			usleep(5000);
@@ -926,7 +964,7 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	while (rc == 0 && s.out > 0)
 		rc = answer(&s);
 	/* A one-shot push stopped by a signal did not do its job. */
-	if (rc == 0 && !o->follow && s.pos < goal)
+	if (rc == 0 && !o->follow && s.pos < goal && !s.drained)
 		rc = mq_err(EX_TEMPFAIL, "stopped before everything was sent "
 		    "(%" PRIu64 " bytes of journal left)", goal - s.pos);
 	if (rc == 0) {

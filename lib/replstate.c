@@ -104,6 +104,15 @@ repl_seen_get(const struct repl_seen *s, const char *origin)
 	return 0;
 }
 
+bool
+repl_seen_has(const struct repl_seen *s, const char *origin)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->v[i].id, origin))
+			return true;
+	return false;
+}
+
 static struct repl_origin *
 origin_of(struct repl_seen *s, const char *origin)
 {
@@ -185,36 +194,46 @@ repl_seen_render(const struct repl_seen *s, char **text, size_t *len)
 }
 
 
+/* "<origin> <next-seq>[ <hole>]", as a C string. */
+static int
+seen_line(const char *l, struct repl_seen *s)
+{
+	const char *p;
+	uint64_t next, hole;
+	char id[MQ_ID_LEN + 1];
+	if (!repl_is_id(l, strcspn(l, " ")) || l[MQ_ID_LEN] != ' ' ||
+	    !(p = mq_decimal(l + MQ_ID_LEN + 1, MQ_SEQ_MAX + 1, &next)))
+		return mq_err(EX_PROTOCOL, "bad vector line");
+	int with_hole = *p == ' ';
+	if (with_hole && !(p = mq_decimal(p + 1, MQ_SEQ_MAX, &hole)))
+		return mq_err(EX_PROTOCOL, "bad vector line");
+	if (*p)
+		return mq_err(EX_PROTOCOL, "bad vector line");
+	snprintf(id, sizeof id, "%.*s", MQ_ID_LEN, l);
+	if (s->n >= REPL_ORIGINS_MAX && !repl_seen_has(s, id))
+		return mq_err(EX_PROTOCOL, "a vector of more than %d origins",
+		    REPL_ORIGINS_MAX);
+	if (repl_seen_put(s, id, next) < 0 ||
+	    (with_hole && repl_seen_hole(s, id, hole, 1) < 0))
+		return -1;
+	return 0;
+}
+
 int
 repl_seen_parse(const char *text, size_t len, struct repl_seen *s)
 {
 	const char *p = text, *end = text + len;
 	while (p < end) {
+		char line[MQ_ID_LEN + 64];
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		if (!nl)
-			nl = end;
-		/* <origin> <next> [<hole>] */
-		const char *sp1 = memchr(p, ' ', (size_t)(nl - p));
-		char nums[64], id[MQ_ID_LEN + 1];
-		size_t nl_len = sp1 ? (size_t)(nl - sp1 - 1) : 0;
-		if (!sp1 || !repl_is_id(p, (size_t)(sp1 - p)) || nl_len == 0 ||
-		    nl_len >= sizeof nums)
+		size_t ll = (size_t)((nl ? nl : end) - p);
+		if (ll >= sizeof line || memchr(p, 0, ll))
 			return mq_err(EX_PROTOCOL, "bad vector line");
-		memcpy(id, p, MQ_ID_LEN);
-		id[MQ_ID_LEN] = 0;
-		memcpy(nums, sp1 + 1, nl_len);
-		nums[nl_len] = 0;
-		uint64_t next, hole;
-		int got, used = 0;
-		got = sscanf(nums, "%" SCNu64 " %" SCNu64 "%n", &next, &hole, &used);
-		if (got == 1)
-			sscanf(nums, "%" SCNu64 "%n", &next, &used);
-		if (got < 1 || nums[0] == '-' || (size_t)used != nl_len)
-			return mq_err(EX_PROTOCOL, "bad vector line");
-		if (repl_seen_put(s, id, next) < 0 ||
-		    (got == 2 && repl_seen_hole(s, id, hole, 1) < 0))
+		memcpy(line, p, ll);
+		line[ll] = 0;
+		if (seen_line(line, s) < 0)
 			return -1;
-		p = nl + 1;
+		p += ll + 1;
 	}
 	return 0;
 }

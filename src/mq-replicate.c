@@ -157,6 +157,8 @@ serve_one(mq_spool *sp, int in, int out, int secure)
 	 * reports what went wrong once it has talked to us. */
 	if (rc < 0 && told && !secure) {
 		int code = mq_errcode();
+		if (opt.use_syslog)
+			syslog(LOG_ERR, "%s", mq_errmsg());
 		mq_spool_close(sp);
 		exit(code);
 	}

@@ -1,8 +1,9 @@
 /*
  * fuzz_names.c: the names a consumer lists in new/, cur/ and delay/, and
- * the arguments of a change journal record (mq-spool(5), Names in new/,
- * cur/ and delay/; CHANGE JOURNAL): any string is parsed whole or
- * refused.  The first byte picks the journal record's type.
+ * the arguments of a change journal record and a record's line
+ * (mq-spool(5), Names in new/, cur/ and delay/; CHANGE JOURNAL): any
+ * string is parsed whole or refused.  The first byte picks the journal
+ * record's type.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,6 +36,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mq_key_time(s);
 	struct mq_jargs a;
 	mq_jargs_parse((char)data[0], s, &a);
+	struct mq_jrec rec;
+	if (mq_jrec_parse(s, size - 1, &rec) == 0 && rec.type != 'M')
+		mq_jargs_parse(rec.type, rec.args, &a);
 	free(s);
 	return 0;
 }

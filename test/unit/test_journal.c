@@ -1,8 +1,9 @@
 /*
  * test_journal.c: the change journal: a record's sequence is its offset,
  * copied records keep their origin and sequence, a damaged line is
- * skipped, a record cut by a crash does not take the next one with it,
- * and a line still being written is waited for.
+ * skipped (in time linear in the line), a record cut by a crash does
+ * not take the next one with it, a line still being written is waited
+ * for, and record arguments and lines are of their grammar exactly.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -81,14 +82,20 @@ main(void)
 	ok(write(fd, b.buf + half, b.len - half) == (ssize_t)(b.len - half),
 	    "the rest");
 	ok(mq_jreader_next(&r, &rec) == 1 && rec.type == 'R', "then it is read");
-	mq_jreader_close(&r);
-	mq_jbuf_free(&b);
 
 	/* The arguments of a record, one parser for every reader. */
+	const char *key = "00000000000000000042.6616aff5f3e00a3f9c1e27b400000000";
+	char a[512];
 	struct mq_jargs ja;
-	ok(mq_jargs_parse('P', "orders 3 KEY g1,g2", &ja) == 0 &&
-	    !strcmp(ja.topic, "orders") && ja.k == 3 && !strcmp(ja.a, "KEY") &&
-	    !strcmp(ja.b, "g1,g2"), "P: topic, partition, KEY, groups");
+	snprintf(a, sizeof a, "orders 3 %s g1,g2", key);
+	ok(mq_jargs_parse('P', a, &ja) == 0 && !strcmp(ja.topic, "orders") &&
+	    ja.k == 3 && !strcmp(ja.a, key) && !strcmp(ja.b, "g1,g2"),
+	    "P: topic, partition, KEY, groups");
+	snprintf(a, sizeof a, "orders 3 %s -", key);
+	ok(mq_jargs_parse('P', a, &ja) == 0 && !strcmp(ja.b, "-"), "P: no group");
+	snprintf(a, sizeof a, "orders 0 g %s,a2,d1", key);
+	ok(mq_jargs_parse('D', a, &ja) == 0 && !strcmp(ja.a, "g"),
+	    "D: a dead letter's name");
 	ok(mq_jargs_parse('T', "orders", &ja) == 0 &&
 	    !strcmp(ja.topic, "orders"), "T: the topic alone");
 	ok(mq_jargs_parse('T', "orders 1", &ja) < 0 &&
@@ -96,9 +103,106 @@ main(void)
 	    mq_jargs_parse('A', "orders 1024 g KEY", &ja) < 0 &&
 	    mq_jargs_parse('A', "orders 1 g", &ja) < 0 &&
 	    mq_jargs_parse('A', "orders 1 g KEY more", &ja) < 0 &&
-	    mq_jargs_parse('Q', "orders 1 g KEY", &ja) < 0,
+	    mq_jargs_parse('Q', "orders 1 g KEY", &ja) < 0 &&
+	    mq_jargs_parse(0, "orders", &ja) < 0,
 	    "refused: extra words, a bad partition, a missing argument, an "
 	    "unknown type");
+	/* Every name exactly of its grammar: nothing else reaches a path. */
+	static const char *const bad[][2] = {
+		{ "P", "orders 0 %sXYZ g" },
+		{ "P", "orders 0 %s,a1,l5,r0badcafe:2, g" },
+		{ "P", "orders 0 %s g,,h" },
+		{ "P", "orders 0 %s g," },
+		{ "P", "orders 0 %s ../g" },
+		{ "P", "orders 0 %s " },
+		{ "P", "orders 00 %s g" },
+		{ "P", "orders +1 %s g" },
+		{ "P", "or/ders 0 %s g" },
+		{ "P", "..x 0 %s g" },
+		{ "L", "orders 0 g %sX" },
+		{ "A", "orders 0 g.. %s" },
+		{ "A", "orders 0 g %s,a1" },
+		{ "D", "orders 0 g %s" },
+		{ "D", "orders 0 g %s,a0" },
+		{ "D", "orders 0 g %s,a01" },
+		{ "R", "orders 0 g %s,a1,l5,r0badcafe:2," },
+		{ "X", "orders 0 g %s,a1\n" },
+	};
+	int refused = 0;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(a, sizeof a, bad[i][1], key);
+		if (mq_jargs_parse(bad[i][0][0], a, &ja) < 0)
+			refused++;
+		else
+			printf("# accepted: %c %s\n", bad[i][0][0], a);
+	}
+	ok(refused == (int)(sizeof bad / sizeof bad[0]),
+	    "refused: names with extra characters, of another grammar, or not "
+	    "canonical");
+	snprintf(a, sizeof a, "orders 0 g 18446744073709551615%s", key + 20);
+	ok(mq_jargs_parse('A', a, &ja) < 0, "refused: a KEY past MQ_SEQ_MAX");
+
+	/* A record's line: printable, an origin, a seq, a type, a time. */
+	struct mq_jrec jr;
+	char l[256];
+	snprintf(l, sizeof l, "@%s 18446744073709551614 Z 7 what ever", origin);
+	ok(mq_jrec_parse(l, strlen(l), &jr) == 0 && jr.seq == MQ_SEQ_MAX &&
+	    jr.type == 'Z' && jr.ms == 7 && !strcmp(jr.args, "what ever") &&
+	    !strcmp(jr.origin, origin), "a copied record of a later type");
+	static const char *const badl[] = {
+		"@0123456789abcdef0123456789abcdef 18446744073709551615 T 1 t",
+		"@0123456789ABCDEF0123456789abcdef 1 T 1 t",
+		"@0123456789abcdef0123456789abcde 1 T 1 t",
+		"@0123456789abcdef0123456789abcdef 01 T 1 t",
+		"@0123456789abcdef0123456789abcdef 1  T 1 t",
+		"t 1 t", "T x t", "T 1 ", "T 1", "T 1 t\x01", "T 1 t\n@",
+		"T 1 t\x80", "TT 1 t",
+	};
+	refused = 0;
+	for (size_t i = 0; i < sizeof badl / sizeof badl[0]; i++) {
+		snprintf(l, sizeof l, "%s", badl[i]);
+		if (mq_jrec_parse(l, strlen(l), &jr) < 0)
+			refused++;
+		else
+			printf("# accepted: %s\n", badl[i]);
+	}
+	ok(refused == (int)(sizeof badl / sizeof badl[0]),
+	    "refused: control characters, a bad origin or seq, a type not A-Z");
+	mq_jreader_close(&r);
+
+	/* A damaged line of 1 MB in which every other byte could start a
+	 * record: skipped in linear time (it was quadratic: a minute). */
+	char *big = malloc(1000010);
+	for (size_t i = 0; i < 1000000; i += 2)
+		memcpy(big + i, "P ", 2);
+	memcpy(big + 1000000, "00000000\n", 10);
+	uint64_t big_at = mq_journal_size(sp);
+	int bfd = mq_journal_fd(sp);
+	ok(write(bfd, big, 1000009) == 1000009, "a 1 MB damaged line");
+	for (size_t i = 0; i + 34 < 1000000; i += 34)
+		memcpy(big + i, "@0123456789abcdef0123456789abcdef ", 34);
+	ok(write(bfd, big, 1000009) == 1000009, "and one of copied starts");
+	ok(mq_journal_note(sp, 'T', "%s", "after") == 0, "a record after them");
+	ok(mq_jreader_open(sp, &r, big_at) == 0, "reader at them");
+	double t0 = mq_mono();
+	int got = mq_jreader_next(&r, &rec);
+	double took = mq_mono() - t0;
+	ok(got == 1 && rec.type == 'T' && !strcmp(rec.args, "after") &&
+	    r.skipped == 2, "both skipped, the record after them read");
+	ok(took < 0.5, "in %.3f s", took);
+	mq_jreader_close(&r);
+	free(big);
+
+	/* A copied record after a cut is found, and a cut one is not. */
+	ok(mq_jreader_open(sp, &r, mq_journal_size(sp)) == 0, "reader at the end");
+	append_raw(sp, "@0123456789abcdef0123456789abcdef 5 P 9 orders 0 ");
+	b.len = 0;
+	ok(mq_journal_raw(&b, origin, 77, "A 5 orders 1 g x", 16) == 0 &&
+	    mq_journal_write(sp, &b, NULL) == 0, "a copied record after a cut");
+	ok(mq_jreader_next(&r, &rec) == 1 && rec.seq == 77 && rec.type == 'A' &&
+	    !strcmp(rec.origin, origin), "found after the cut");
+	mq_jreader_close(&r);
+	mq_jbuf_free(&b);
 	mq_spool_close(sp);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", root);

@@ -57,10 +57,22 @@ test_entries(void)
 	    &e) < 0, "non-digit seq refused");
 	uint64_t seq;
 	ok(mq_seq_of(key, &seq) == 0 && seq == 42, "seq of key");
+	ok(mq_seq_of("18446744073709551614.0123456789abcdef0123456789abcdef",
+	    &seq) == 0 && seq == MQ_SEQ_MAX && MQ_SEQ_MAX + 1 == UINT64_MAX,
+	    "largest seq: UINT64_MAX - 1, so that seq + 1 fits");
 	ok(mq_seq_of("18446744073709551615.0123456789abcdef0123456789abcdef",
-	    &seq) == 0 && seq == UINT64_MAX, "largest seq");
-	ok(mq_seq_of("18446744073709551616.0123456789abcdef0123456789abcdef",
-	    &seq) == 0 && seq == UINT64_MAX, "seq past UINT64_MAX is UINT64_MAX");
+	    &seq) < 0 && mq_seq_of("18446744073709551616.0123456789abcdef"
+	    "0123456789abcdef", &seq) < 0 && mq_seq_of("99999999999999999999."
+	    "0123456789abcdef0123456789abcdef", &seq) < 0,
+	    "seq from UINT64_MAX on refused");
+	ok(!mq_is_key("18446744073709551615.0123456789abcdef0123456789abcdef") &&
+	    mq_is_key("18446744073709551614.0123456789abcdef0123456789abcdef") &&
+	    mq_entry_parse("18446744073709551615.0123456789abcdef"
+	    "0123456789abcdef,a1", &e) < 0, "nor is it a key, or an entry");
+	struct mq_head h = { MQ_SEQ_MAX, MQ_SEQ_MAX };
+	ok(mq_head_room(&h) == 1 && (h.committed = UINT64_MAX,
+	    mq_head_room(&h) == 0) && (h.committed = 0,
+	    mq_head_room(&h) == UINT64_MAX), "room left in a partition");
 	ok(mq_seq_of("00000000000000000042.0123456789ABCDEF0123456789abcdef",
 	    &seq) < 0, "upper-case id refused");
 	ok(mq_seq_of("000000000000000000042.0123456789abcdef0123456789abcde",
