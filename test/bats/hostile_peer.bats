@@ -215,16 +215,20 @@ EOF
 }
 
 @test "hostile peer: frames are parsed by their length, never read past (valgrind)" {
-	command -v valgrind >/dev/null || skip "no valgrind"
-	# Under the sanitizers (make check-sanitize) ASan watches instead.
-	if ldd "$MQ_BIN_DIR/mq-replicate" | grep -q libasan; then
-		skip "a sanitized build: ASan checks the reads"
-	fi
 	setup_b
 	mkdir "$TD/vg"
+	# Under the sanitizers (make check-sanitize) ASan watches the reads
+	# itself; else valgrind does, which CI installs.
+	local wrap='valgrind -q --error-exitcode=99'
+	if ldd "$MQ_BIN_DIR/mq-replicate" | grep -q libasan; then
+		wrap=
+	elif ! command -v valgrind >/dev/null; then
+		[[ -z ${CI:-} ]] || fail "CI must install valgrind"
+		skip "no valgrind"
+	fi
 	cat >"$TD/vg/mq-replicate" <<EOF
 #!/bin/sh
-exec valgrind -q --error-exitcode=99 "$MQ_BIN_DIR/mq-replicate" "\$@"
+exec $wrap "$MQ_BIN_DIR/mq-replicate" "\$@"
 EOF
 	chmod +x "$TD/vg/mq-replicate"
 	# Frames without a NUL anywhere: a batch, then an error.
