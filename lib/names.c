@@ -41,28 +41,45 @@ mq_shown(const char *s, char *buf, size_t len)
 	return buf;
 }
 
+#define STR(x) #x
+#define XSTR(x) STR(x)
+
+/* What is wrong with a topic or group name, or NULL. */
+static const char *
+name_fault(const char *name)
+{
+	if (!name || !*name)
+		return "empty";
+	size_t len = strlen(name);
+	if (len > MQ_NAME_MAX)
+		return "longer than " XSTR(MQ_NAME_MAX) " characters";
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if (!isalnum(c) && c != '_' && c != '.' && c != '-')
+			return "only A-Z a-z 0-9 _ . - are allowed";
+	}
+	if (name[0] == '.' || name[len - 1] == '.' || strstr(name, ".."))
+		return "empty level (leading, trailing or double '.')";
+	return NULL;
+}
+
 int
 mq_name_check(const char *kind, const char *name)
 {
 	char b[64];
+	const char *why = name_fault(name);
+	if (!why)
+		return 0;
 	if (!name || !*name)
-		return mq_err(EX_USAGE, "invalid %s name: empty", kind);
-	size_t len = strlen(name);
-	if (len > MQ_NAME_MAX)
-		return mq_err(EX_USAGE, "invalid %s name '%s': longer than %d "
-		    "characters", kind, mq_shown(name, b, sizeof b), MQ_NAME_MAX);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)name[i];
-		if (!isalnum(c) && c != '_' && c != '.' && c != '-')
-			return mq_err(EX_USAGE, "invalid %s name '%s': only "
-			    "A-Z a-z 0-9 _ . - are allowed", kind,
-			    mq_shown(name, b, sizeof b));
-	}
-	if (name[0] == '.' || name[len - 1] == '.' || strstr(name, ".."))
-		return mq_err(EX_USAGE, "invalid %s name '%s': empty level "
-		    "(leading, trailing or double '.')", kind,
-		    mq_shown(name, b, sizeof b));
-	return 0;
+		return mq_err(EX_USAGE, "invalid %s name: %s", kind, why);
+	return mq_err(EX_USAGE, "invalid %s name '%s': %s", kind,
+	    mq_shown(name, b, sizeof b), why);
+}
+
+bool
+mq_name_ok(const char *name)
+{
+	return !name_fault(name);
 }
 
 static bool
@@ -91,6 +108,12 @@ key_prefix(const char *s)
 	return strspn(s, "0123456789") >= MQ_SEQ_DIGITS &&
 	    s[MQ_SEQ_DIGITS] == '.' &&
 	    strspn(s + MQ_SEQ_DIGITS + 1, "0123456789abcdef") >= MQ_ID_LEN;
+}
+
+bool
+mq_is_id(const char *s, size_t len)
+{
+	return len == MQ_ID_LEN && lowhex(s, len);
 }
 
 bool

@@ -744,7 +744,7 @@ apply_record(struct receiver *r, char *line, size_t ll, const char *data,
 	origin[MQ_ID_LEN] = 0;
 	errno = 0;
 	seq = strtoull(line + MQ_ID_LEN + 2, &e, 10);
-	if (errno || *e != ' ' || !repl_is_id(origin, MQ_ID_LEN))
+	if (errno || *e != ' ' || !mq_is_id(origin, MQ_ID_LEN))
 		return mq_err(EX_PROTOCOL, "peer: bad record");
 	char *text = e + 1;
 	size_t tlen = ll - (size_t)(text - line);
@@ -1061,10 +1061,9 @@ lock_open(mq_spool *sp)
 	int dfd = repl_dir(sp, ".");
 	if (dfd < 0)
 		return -1;
-	int fd = openat(dfd, "lock-recv", O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0644);
+	int fd = mq_file_open(dfd, "lock-recv", O_RDWR | O_CREAT, 0644, NULL);
 	close(dfd);
-	return fd < 0 ? mq_err_sys("replicate/lock-recv") : fd;
+	return fd;
 }
 
 static int

@@ -86,19 +86,36 @@ main(void)
 
 	/* The arguments of a record, one parser for every reader. */
 	struct mq_jargs ja;
-	ok(mq_jargs_parse('P', "orders 3 KEY g1,g2", &ja) == 0 &&
-	    !strcmp(ja.topic, "orders") && ja.k == 3 && !strcmp(ja.a, "KEY") &&
+#define KEY "00000000000000000042.6616aff5f3e00a3f9c1e27b400000000"
+	ok(mq_jargs_parse('P', "orders 3 " KEY " g1,g2", &ja) == 0 &&
+	    !strcmp(ja.topic, "orders") && ja.k == 3 && !strcmp(ja.a, KEY) &&
 	    !strcmp(ja.b, "g1,g2"), "P: topic, partition, KEY, groups");
+	ok(mq_jargs_parse('P', "orders 3 " KEY " -", &ja) == 0 &&
+	    mq_jargs_parse('D', "orders 0 g " KEY ",a3,d1", &ja) == 0 &&
+	    !strcmp(ja.a, "g") && !strcmp(ja.b, KEY ",a3,d1"),
+	    "P for no group; D: group, dead letter");
 	ok(mq_jargs_parse('T', "orders", &ja) == 0 &&
 	    !strcmp(ja.topic, "orders"), "T: the topic alone");
 	ok(mq_jargs_parse('T', "orders 1", &ja) < 0 &&
-	    mq_jargs_parse('A', "orders x g KEY", &ja) < 0 &&
-	    mq_jargs_parse('A', "orders 1024 g KEY", &ja) < 0 &&
+	    mq_jargs_parse('A', "orders x g " KEY, &ja) < 0 &&
+	    mq_jargs_parse('A', "orders 1024 g " KEY, &ja) < 0 &&
 	    mq_jargs_parse('A', "orders 1 g", &ja) < 0 &&
-	    mq_jargs_parse('A', "orders 1 g KEY more", &ja) < 0 &&
-	    mq_jargs_parse('Q', "orders 1 g KEY", &ja) < 0,
+	    mq_jargs_parse('A', "orders 1 g " KEY " more", &ja) < 0 &&
+	    mq_jargs_parse('Q', "orders 1 g " KEY, &ja) < 0,
 	    "refused: extra words, a bad partition, a missing argument, an "
 	    "unknown type");
+	/* Readers build paths from them: nothing but what the names say. */
+	ok(mq_jargs_parse('T', "..", &ja) < 0 &&
+	    mq_jargs_parse('A', "../x 1 g " KEY, &ja) < 0 &&
+	    mq_jargs_parse('D', "orders 1 ../../.. " KEY ",a1", &ja) < 0 &&
+	    mq_jargs_parse('D', "orders 1 g ../../../etc/passwd", &ja) < 0 &&
+	    mq_jargs_parse('X', "orders 1 g " KEY "/../../x", &ja) < 0 &&
+	    mq_jargs_parse('A', "orders 1 g KEY", &ja) < 0 &&
+	    mq_jargs_parse('P', "orders 1 " KEY "/.. g", &ja) < 0 &&
+	    mq_jargs_parse('P', "orders 1 " KEY " g,../..", &ja) < 0 &&
+	    mq_jargs_parse('P', "orders 1 " KEY " g,", &ja) < 0,
+	    "refused: a topic, group, KEY or dead letter that is not one");
+#undef KEY
 	mq_spool_close(sp);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
