@@ -12,7 +12,10 @@
  * claim, so a tree that is removed (a trash tree, an abandoned staging
  * tree, an alter's leftover) only ever links to directories it built, and
  * removing it removes them too: the removers follow a symbolic link named
- * p<k> at the top of such a tree, and no other.
+ * p<k> at the top of such a tree, and no other, and only to a directory
+ * whose log/ has the link's owner: another user who may write in the
+ * spool can plant a link there, but can neither own it under our name nor
+ * make log/ in a directory of ours.
  *
  * Alter grows a topic under every existing partition's publish lock (which
  * subscribe and unsubscribe take too, so the group list cannot change
@@ -161,9 +164,48 @@ undo:
 	return -1;
 }
 
-/* Removes partition directory name of tfd; when it is a symbolic link, the
- * directory it points to is emptied and removed first (a mount point is
- * only emptied), then the link. */
+/* Empties the directory dfd that a link owned by owner points to, and
+ * says whether to remove it too, if the link may be followed at all: only
+ * when it holds the claim, log/, made by the link's owner (see the top),
+ * since anyone who may write in the spool can plant a link.  Of a
+ * directory that is not the owner's (a mount point, or an empty directory
+ * another user made) only the owner's entries go. */
+static int
+placed_empty(int dfd, uid_t owner, bool *remove)
+{
+	struct stat dst, lst;
+	*remove = false;
+	if (fstat(dfd, &dst) < 0)
+		return mq_err_sys("placed partition");
+	if (fstatat(dfd, "log", &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISDIR(lst.st_mode) || lst.st_uid != owner)
+		return 0;
+	bool all = dst.st_uid == owner;
+	struct mq_names l = { 0 };
+	int rc = 0;
+	/* mq_names_read skips dot names: remove those too. */
+	DIR *d = mq_dir_stream(dfd);
+	struct dirent *de;
+	struct stat st;
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    (all || (fstatat(dfd, de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == owner)) &&
+		    mq_names_push(&l, de->d_name, strlen(de->d_name)) < 0)
+			rc = -1;
+	if (d)
+		closedir(d);
+	for (size_t i = 0; i < l.n; i++)
+		if (mq_rmtree(dfd, l.v[i]) < 0)
+			rc = -1;
+	mq_names_free(&l);
+	*remove = all && rc == 0;
+	return rc;
+}
+
+/* Removes partition directory name of tfd; when it is a symbolic link to
+ * a directory it built, the directory is emptied and removed first (a
+ * mount point is only emptied), then the link. */
 int
 mq_partition_remove(int tfd, const char *name)
 {
@@ -178,24 +220,12 @@ mq_partition_remove(int tfd, const char *name)
 		return mq_err_sys("readlink %s", name);
 	target[len] = 0;
 	int rc = 0;
+	bool remove;
 	int dfd = openat(tfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
-		struct mq_names l = { 0 };
-		/* mq_names_read skips dot names: remove those too. */
-		DIR *d = mq_dir_stream(dfd);
-		struct dirent *de;
-		while (d && (de = readdir(d)))
-			if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-			    mq_names_push(&l, de->d_name, strlen(de->d_name)) < 0)
-				rc = -1;
-		if (d)
-			closedir(d);
-		for (size_t i = 0; i < l.n; i++)
-			if (mq_rmtree(dfd, l.v[i]) < 0)
-				rc = -1;
-		mq_names_free(&l);
+		rc = placed_empty(dfd, st.st_uid, &remove);
 		close(dfd);
-		if (rc == 0 && unlinkat(tfd, target, AT_REMOVEDIR) < 0 &&
+		if (remove && unlinkat(tfd, target, AT_REMOVEDIR) < 0 &&
 		    errno != ENOENT && errno != EBUSY)
 			rc = mq_err_sys("rmdir %s", target);
 	} else if (errno != ENOENT && errno != ENOTDIR) {
@@ -207,8 +237,12 @@ mq_partition_remove(int tfd, const char *name)
 }
 
 int
-mq_topic_tree_remove(int parent, const char *name)
+mq_topic_tree_remove(int dirfd, const char *path)
 {
+	const char *name;
+	int parent = mq_dir_walk(dirfd, path, &name);
+	if (parent < 0)
+		return errno == ENOENT ? 0 : -1;
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	int rc = 0;
@@ -222,6 +256,7 @@ mq_topic_tree_remove(int parent, const char *name)
 	}
 	if (rc == 0)
 		rc = mq_rmtree(parent, name);
+	close(parent);
 	return rc;
 }
 

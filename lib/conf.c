@@ -65,8 +65,10 @@ mq_conf_read(int dirfd, const char *path, struct mq_conf *c)
 {
 	char *buf;
 	size_t len;
+	/* Not a regular file, or too large: malformed, as a bad line
+	 * would be. */
 	if (mq_read_at(dirfd, path, MQ_CONF_MAX, &buf, &len) < 0)
-		return -1;
+		return mq_err_recode(EX_DATAERR, EX_CONFIG);
 	int rc = mq_conf_parse(buf, len, path, c);
 	free(buf);
 	return rc;

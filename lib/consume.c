@@ -215,22 +215,20 @@ mq_sub_polling(const mq_sub *s)
 /* Reads the claimed message cur/NAME into a new mq_msg. */
 int
 mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
-    struct mq_msg **out)
+    const char *key, struct mq_msg **out)
 {
 	/* Reading must not write: O_NOATIME spares an inode update per
 	 * message where we may use it (we own the file, or are root). */
-	int fd = openat(curfd, curname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
-	    O_NOATIME);
-	if (fd < 0 && errno == EPERM)
-		fd = openat(curfd, curname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return mq_err_sys("read message");
 	struct stat st;
+	int fd = mq_file_open(curfd, curname, O_RDONLY | O_NOATIME, 0, &st);
+	if (fd < 0 && errno == EPERM)
+		fd = mq_file_open(curfd, curname, O_RDONLY, 0, &st);
+	if (fd < 0)
+		return -1;
 	size_t limit = t->conf.max_message_size + MQ_HEADER_BLOCK_MAX;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size > limit) {
+	if ((uint64_t)st.st_size > limit) {
 		close(fd);
-		return mq_err(EX_DATAERR, "not a message file, or too large");
+		return mq_err(EX_DATAERR, "%s: too large", curname);
 	}
 	size_t size = (size_t)st.st_size;
 	struct mq_msg *m = calloc(1, sizeof *m);
@@ -253,7 +251,11 @@ mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
 	}
 	close(fd);
 	pv->buf[len] = 0;
-	if (mq_msg_parse(pv->buf, len, m) < 0) {
+	const char *base = strrchr(curname, '/');
+	if (!key)
+		key = base ? base + 1 : curname;
+	if (mq_msg_parse(pv->buf, len, m) < 0 ||
+	    mq_msg_check_name(m, key) < 0) {
 		mq_msg_free(m);
 		return -1;
 	}
@@ -368,7 +370,7 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 		return 0;
 	}
 	struct mq_msg *m;
-	if (mq_claim_read(p->t, p->d.curfd, cur, &m) < 0) {
+	if (mq_claim_read(p->t, p->d.curfd, cur, NULL, &m) < 0) {
 		/* Never deliver what cannot be proven whole; give back what
 		 * only failed to be read (out of memory, ...). */
 		if (mq_errcode() != EX_DATAERR) {

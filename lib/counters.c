@@ -215,13 +215,12 @@ counter_open(mq_spool *sp, struct mq_counter *c)
 	    (dfd = mq_dir_open(sp->topics, dir)) < 0)
 		return -1;
 	mq_hostname(host);
-	int fd = openat(dfd, host, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-	    0666);
+	struct stat sb;
+	int fd = mq_file_open(dfd, host, O_RDWR | O_CREAT, 0666, &sb);
 	close(dfd);
 	if (fd < 0)
 		return -1;
-	struct stat sb;
-	if (fstat(fd, &sb) == 0 && sb.st_size == 0) {
+	if (sb.st_size == 0) {
 		struct cfile h = { .order = ORDER, .size = sizeof h };
 		memcpy(h.magic, MAGIC, 8);
 		if (ftruncate(fd, sizeof h) < 0 ||
@@ -499,7 +498,7 @@ mq_counts_read(int dirfd, const char *path, bool latency, double now,
 	if (rc == 0 && (!w || !copy))
 		rc = mq_err_sys("malloc");
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
-		int ffd = openat(fd, l.v[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		int ffd = mq_file_open(fd, l.v[i], O_RDONLY, 0, NULL);
 		struct cfile *f = ffd < 0 ? NULL : map_file(ffd, PROT_READ);
 		if (ffd >= 0)
 			close(ffd);

@@ -118,7 +118,7 @@ message_check(char *buf, size_t len, const char *topic, unsigned k,
 	uint64_t seq = 0;
 	mq_seq_of(e->key, &seq);
 	int rc = mq_msg_parse(buf, len, m);
-	if (rc == 0 && (memcmp(m->id, e->key + MQ_SEQ_DIGITS + 1, MQ_ID_LEN) ||
+	if (rc == 0 && (mq_msg_check_name(m, e->key) < 0 ||
 	    m->seq != seq || m->partition != k || !m->topic ||
 	    strcmp(m->topic, topic)))
 		rc = mq_err(EX_DATAERR, "its headers do not match its name");
@@ -132,19 +132,12 @@ static int
 slurp(int dfd, const char *name, size_t max, char **bufp, size_t *lenp,
     struct stat *st)
 {
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = mq_file_open(dfd, name, O_RDONLY, 0, st);
 	if (fd < 0)
-		return errno == ENOENT ? 1 : mq_err_sys("%s", name);
-	int rc = 0;
-	if (fstat(fd, st) < 0)
-		rc = mq_err_sys("%s", name);
-	else if (!S_ISREG(st->st_mode))
-		rc = mq_err(EX_DATAERR, "%s: not a regular file", name);
-	else if ((uint64_t)st->st_size > max)
-		rc = mq_err(EX_DATAERR, "%s: too large", name);
-	if (rc < 0) {
+		return errno == ENOENT ? 1 : -1;
+	if ((uint64_t)st->st_size > max) {
 		close(fd);
-		return -1;
+		return mq_err(EX_DATAERR, "%s: too large", name);
 	}
 	size_t size = (size_t)st->st_size, len = 0;
 	char *buf = malloc(size + 1);

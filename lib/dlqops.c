@@ -133,10 +133,15 @@ list_one(const struct mq_topic *t, unsigned k, const char *group,
 		d->id[MQ_ID_LEN] = 0;
 		char why[MQ_KEY_LEN + 48], *text;
 		size_t len;
+		/* A record may be missing (see dlq.c); one that cannot be
+		 * read is an error. */
 		if (mq_path(why, sizeof why, "%s.why", l.v[i]) == 0 &&
 		    mq_read_at(dfd, why, 1 << 20, &text, &len) == 0) {
 			record_parse(text, len, d);
 			free(text);
+		} else if (mq_errcode() != EX_NOINPUT) {
+			rc = -1;
+			break;
 		}
 		/* No record (or one without a time): the name's change time
 		 * is when it became a dead letter. */
@@ -236,7 +241,7 @@ mq_dlq_read(mq_spool *sp, const struct mq_dead *d, struct mq_msg **out)
 		return -1;
 	int dfd = d->partition < t.conf.partitions ? dlq_dir(&t, d) :
 	    mq_err(EX_NOINPUT, "no partition %u", d->partition);
-	int rc = dfd < 0 ? -1 : mq_claim_read(&t, dfd, d->name, out);
+	int rc = dfd < 0 ? -1 : mq_claim_read(&t, dfd, d->name, NULL, out);
 	if (rc == 0)
 		(*out)->attempts = d->attempts;
 	if (dfd >= 0)
@@ -249,10 +254,10 @@ mq_dlq_read(mq_spool *sp, const struct mq_dead *d, struct mq_msg **out)
  * the same body, key and user headers. */
 static int
 copy_to(mq_spool *sp, const struct mq_topic *t, int dfd, const char *name,
-    const char *to)
+    const char *key, const char *to)
 {
 	struct mq_msg *m;
-	if (mq_claim_read(t, dfd, name, &m) < 0)
+	if (mq_claim_read(t, dfd, name, key, &m) < 0)
 		return -1;
 	mq_pub *p = mq_pub_open(sp, to, MQ_CREATE);
 	int rc = p ? 0 : -1;
@@ -297,7 +302,7 @@ mq_dlq_redrive(mq_spool *sp, const struct mq_dead *d, const char *to_topic)
 		snprintf(claim, sizeof claim, ".redrive.%s", d->name);
 		if (renameat(dfd, d->name, dfd, claim) < 0)
 			rc = errno == ENOENT ? 1 : mq_err_sys("redrive %s", d->id);
-		if (rc == 0 && copy_to(sp, &t, dfd, claim, to_topic) < 0) {
+		if (rc == 0 && copy_to(sp, &t, dfd, claim, d->name, to_topic) < 0) {
 			/* Not copied: it stays a dead letter. */
 			int code = mq_errcode();
 			char msg[1024];
@@ -328,12 +333,14 @@ mq_dlq_purge(mq_spool *sp, const struct mq_dead *d)
 		return -1;
 	int dfd = d->partition < t.conf.partitions ? dlq_dir(&t, d) : -1;
 	int rc = dfd < 0 ? -1 : 0;
+	/* A directory put in a queue was dead-lettered as one. */
 	if (rc == 0 && unlinkat(dfd, d->name, 0) < 0)
-		rc = errno == ENOENT ? 1 : mq_err_sys("purge %s", d->id);
-	else if (rc == 0)
+		rc = errno == EISDIR ? mq_rmtree(dfd, d->name) :
+		    errno == ENOENT ? 1 : mq_err_sys("purge %s", d->id);
+	if (rc == 0) {
 		mq_journal_change(&t, 'X', d->partition, d->group, d->name);
-	if (rc == 0)
 		drop_record(dfd, d->name);
+	}
 	if (dfd >= 0)
 		close(dfd);
 	mq_topic_close(&t);

@@ -80,3 +80,11 @@ mq_err_sys(const char *fmt, ...)
 	errno = e;
 	return -1;
 }
+
+int
+mq_err_recode(int from, int to)
+{
+	if (errcode == from)
+		errcode = to;
+	return -1;
+}

@@ -2,7 +2,11 @@
  * fs.c: file operations relative to directory descriptors.
  *
  * Every file is opened with openat and O_NOFOLLOW, so a symlink planted in
- * the spool is refused rather than followed.  Whole files are written to a
+ * the spool is refused rather than followed; a file that is read is also
+ * opened with O_NONBLOCK and must be a regular file, so a FIFO or a device
+ * put where a file belongs is an error, never a hang.  A path of several
+ * names is walked one directory at a time where a link on the way would
+ * do harm (removals).  Whole files are written to a
  * dot-prefixed temporary name in the target directory, synced if asked,
  * then linked (create-only) or renamed (replace) into place: readers see
  * the old file or the new one, never part of one.  Dot names are skipped by
@@ -97,8 +101,43 @@ mq_fsync_at(int dirfd, const char *path)
 	return rc;
 }
 
+/* Opens each directory on the way with O_NOFOLLOW: openat's O_NOFOLLOW
+ * only guards the last name. */
 int
-mq_rmtree(int parent, const char *name)
+mq_dir_walk(int dirfd, const char *path, const char **last)
+{
+	char buf[4096];
+	if (mq_path(buf, sizeof buf, "%s", path) < 0)
+		return -1;
+	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return mq_err_sys("%s", path);
+	char *name = buf, *slash;
+	while ((slash = strchr(name, '/'))) {
+		*slash = 0;
+		if (*name) {
+			int next = openat(fd, name, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			if (next < 0) {
+				mq_err_sys("%s", path);
+				int e = errno;
+				close(fd);
+				errno = e;
+				return -1;
+			}
+			close(fd);
+			fd = next;
+		}
+		name = slash + 1;
+	}
+	*last = path + (name - buf);
+	return fd;
+}
+
+/* Removes name of parent: a directory with all it holds, anything else
+ * as a name.  A symbolic link is a name: it is never followed. */
+static int
+rmtree_at(int parent, const char *name)
 {
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
@@ -123,7 +162,7 @@ mq_rmtree(int parent, const char *name)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) {
-			if (mq_rmtree(dirfd(d), de->d_name) < 0)
+			if (rmtree_at(dirfd(d), de->d_name) < 0)
 				rc = -1;
 		} else if (unlinkat(dirfd(d), de->d_name, 0) < 0 &&
 		    errno != ENOENT) {
@@ -137,20 +176,53 @@ mq_rmtree(int parent, const char *name)
 }
 
 int
-mq_read_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
+mq_rmtree(int dirfd, const char *path)
 {
-	int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return mq_err_sys("%s", path);
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		close(fd);
+	const char *name;
+	int parent = mq_dir_walk(dirfd, path, &name);
+	if (parent < 0)
+		return errno == ENOENT ? 0 : -1;
+	int rc = rmtree_at(parent, name);
+	close(parent);
+	return rc;
+}
+
+int
+mq_file_open(int dirfd, const char *path, int flags, mode_t mode,
+    struct stat *st)
+{
+	int fd = openat(dirfd, path, flags | O_NONBLOCK | O_NOFOLLOW |
+	    O_CLOEXEC, mode);
+	if (fd < 0) {
+		/* A link (ELOOP), a FIFO without a peer or a socket (ENXIO),
+		 * a directory opened to write (EISDIR). */
+		if (errno == ELOOP || errno == ENXIO || errno == EISDIR)
+			return mq_err(EX_DATAERR, "%s: not a regular file", path);
 		return mq_err_sys("%s", path);
 	}
-	if (!S_ISREG(st.st_mode)) {
+	struct stat own;
+	if (!st)
+		st = &own;
+	if (fstat(fd, st) < 0) {
+		mq_err_sys("%s", path);
 		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		errno = EINVAL;
 		return mq_err(EX_DATAERR, "%s: not a regular file", path);
 	}
+	return fd;
+}
+
+int
+mq_read_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
+{
+	struct stat st;
+	int fd = mq_file_open(dirfd, path, O_RDONLY, 0, &st);
+	if (fd < 0)
+		return -1;
 	if ((uint64_t)st.st_size > max) {
 		close(fd);
 		return mq_err(EX_DATAERR, "%s: file too large (%lld bytes)",

@@ -348,7 +348,7 @@ backfill_partition(const struct mq_topic *t, unsigned k, const char *group,
 		 * it; a message that cannot be read is linked (its consumer
 		 * dead-letters it as unreadable). */
 		struct mq_msg *m;
-		if (f && mq_claim_read(t, lfd, l.v[i], &m) == 0) {
+		if (f && mq_claim_read(t, lfd, l.v[i], NULL, &m) == 0) {
 			int match = mq_filter_match(f, m);
 			mq_msg_free(m);
 			if (match < 0)
@@ -356,11 +356,15 @@ backfill_partition(const struct mq_topic *t, unsigned k, const char *group,
 			if (match <= 0)
 				continue;
 		}
-		/* A link made by a run cut short is journaled again. */
+		/* A link made by a run cut short is journaled again.  A
+		 * directory, which cannot be linked (EPERM), is no message. */
+		struct stat st;
 		if (linkat(lfd, l.v[i], nfd, l.v[i], 0) == 0 ||
 		    mq_name_taken(nfd, l.v[i], errno))
 			mq_journal_change_add(&jb, t, 'L', k, group, l.v[i]);
-		else if (errno != ENOENT)
+		else if (errno != ENOENT && !(errno == EPERM &&
+		    fstatat(lfd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode)))
 			rc = mq_err_sys("backfill %s", l.v[i]);
 	}
 	if (rc == 0 && syncfs(nfd) < 0)
@@ -384,9 +388,10 @@ mq_group_backfill(const struct mq_topic *t, const char *group)
 	char p[MQ_NAME_MAX + 16];
 	if (conf_path(group, p, sizeof p) < 0)
 		return -1;
-	int fd = openat(t->fd, p, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	int fd = mq_file_open(t->fd, p, O_RDWR, 0, NULL);
 	if (fd < 0)
-		return mq_err_sys("group %s", group);
+		return mq_errcode() == EX_DATAERR ? -1 :
+		    mq_err_sys("group %s", group);
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	int rc = 0;
 	while (fcntl(fd, F_OFD_SETLKW, &fl) < 0)

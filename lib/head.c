@@ -146,9 +146,8 @@ mq_head_unlock(int fd)
 int
 mq_head_open(int pfd, int create)
 {
-	int fd = openat(pfd, "head", O_RDWR | O_NOFOLLOW | O_CLOEXEC |
-	    (create ? O_CREAT : 0), 0666);
-	if (fd < 0)
-		return mq_err_sys("head");
-	return fd;
+	int fd = mq_file_open(pfd, "head", O_RDWR | (create ? O_CREAT : 0), 0666,
+	    NULL);
+	/* A head that is no regular file is a damaged one. */
+	return fd < 0 ? mq_err_recode(EX_DATAERR, EX_CONFIG) : fd;
 }

@@ -5,6 +5,7 @@
 #define MQ_INTERNAL_H
 
 #include <sys/types.h>
+#include <sys/stat.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -26,6 +27,8 @@ int mq_err(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int mq_err_sys(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int mq_errno_code(int e);
+/* The last error, with code to instead of from; returns -1. */
+int mq_err_recode(int from, int to);
 
 /* beneath.c: openat(2) that resolves every component of path beneath
  * dirfd and follows no symbolic link, at any level. */
@@ -40,7 +43,19 @@ int mq_mkdir(int dirfd, const char *path);
 int mq_mkdirs(int dirfd, const char *path);
 int mq_fsync_fd(int fd);
 int mq_fsync_at(int dirfd, const char *path);      /* a directory */
-int mq_rmtree(int dirfd, const char *name);
+/* The directory holding the last name of path (*last), opened without
+ * following a link on the way; a descriptor to close. */
+int mq_dir_walk(int dirfd, const char *path, const char **last);
+/* Removes path and all it holds, following no link at any level. */
+int mq_rmtree(int dirfd, const char *path);
+/* Opens a spool file as openat does (flags, mode): never through a link,
+ * never waiting on a FIFO, and
+ * only a regular file (else EX_DATAERR, "not a regular file", errno not
+ * ENOENT).  st, if
+ * not NULL, gets its stat.  O_NONBLOCK stays set, which changes nothing
+ * for a regular file. */
+int mq_file_open(int dirfd, const char *path, int flags, mode_t mode,
+    struct stat *st);
 int mq_read_at(int dirfd, const char *path, size_t max, char **buf,
     size_t *len);
 int mq_write_file(int dirfd, const char *path, const void *data, size_t len,
@@ -131,6 +146,8 @@ int mq_counts_read(int dirfd, const char *path, bool latency, double now,
 
 /* names.c: entry names inside a partition. */
 const char *mq_shown(const char *s, char *buf, size_t len);
+bool mq_name_ok(const char *name);    /* mq_name_check, silent */
+bool mq_is_id(const char *s, size_t len);  /* 32 lowercase hex digits */
 bool mq_is_key(const char *name);
 bool mq_is_entry(const char *name);   /* new/ or cur/ name */
 /* A number in decimal at p, without sign or leading zero, at most max,
@@ -311,7 +328,7 @@ int mq_partition_build(int tfd, unsigned k, const char *place);
 int mq_places_check(const char *const *place, unsigned from, unsigned n);
 int mq_place_make(int tfd, const char *name, const char *dir);
 int mq_partition_remove(int tfd, const char *name);
-int mq_topic_tree_remove(int parent, const char *name);
+int mq_topic_tree_remove(int dirfd, const char *path);
 int mq_topic_partitions_now(const struct mq_topic *, unsigned *n);
 int mq_topic_conf_now(const struct mq_topic *, struct mq_topic_conf *);
 
@@ -327,6 +344,9 @@ int mq_msg_render(const struct mq_topic *, unsigned k, uint64_t seq,
     const char *id, const struct mq_pub_msg *, double now, char **out,
     size_t *len);
 int mq_msg_parse(char *buf, size_t len, struct mq_msg *);
+/* EX_DATAERR unless name (a KEY, or a queue name starting with one) has
+ * the message's id. */
+int mq_msg_check_name(const struct mq_msg *, const char *name);
 
 /* dedup.c */
 int mq_dedup_claim(int dedupfd, const char *ikey, uint64_t seq, double window,
@@ -454,8 +474,11 @@ const char *mq_sub_group(const mq_sub *);
 int mq_sub_wake_fd(const mq_sub *);
 double mq_sub_grace(const mq_sub *);
 double mq_sub_beat_every(const mq_sub *);
+/* Reads a message file, checked (EX_DATAERR when it is no whole message
+ * file of the message key names, or of the KEY that curname's last part
+ * starts with when key is NULL). */
 int mq_claim_read(const struct mq_topic *, int curfd, const char *curname,
-    struct mq_msg **out);
+    const char *key, struct mq_msg **out);
 
 /* wildcard.c: subscriptions to topic patterns. */
 bool mq_pattern_match(const char *pattern, const char *topic);

@@ -263,10 +263,10 @@ mq_journal_lock(mq_spool *sp)
 {
 	if (mkdirat(sp->fd, "journals", 0755) < 0 && errno != EEXIST)
 		return mq_err_sys("journals");
-	int fd = openat(sp->fd, "journals/.lock", O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0644);
+	int fd = mq_file_open(sp->fd, "journals/.lock", O_RDWR | O_CREAT, 0644,
+	    NULL);
 	if (fd < 0)
-		return mq_err_sys("journals/.lock");
+		return -1;
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	while (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
 		if (errno != EINTR) {

@@ -45,10 +45,10 @@ mq_journal_fd(mq_spool *sp)
 		if (mkdirat(sp->fd, "journals", 0755) < 0 && errno != EEXIST)
 			return mq_err_sys("journals");
 	}
-	int fd = openat(sp->fd, path, O_WRONLY | O_APPEND | O_CREAT |
-	    O_NOFOLLOW | O_CLOEXEC, 0644);
+	int fd = mq_file_open(sp->fd, path, O_WRONLY | O_APPEND | O_CREAT, 0644,
+	    NULL);
 	if (fd < 0)
-		return mq_err_sys("%s", path);
+		return -1;
 	sp->jfd = fd;
 	sp->jhost = host;
 	return fd;
@@ -183,20 +183,19 @@ int
 mq_journal_append_main(mq_spool *sp, const char *buf, size_t len,
     uint64_t *end)
 {
-	int fd = openat(sp->fd, "journal", O_WRONLY | O_APPEND | O_CREAT |
-	    O_NOFOLLOW | O_CLOEXEC, 0644);
+	int fd = mq_file_open(sp->fd, "journal", O_WRONLY | O_APPEND | O_CREAT,
+	    0644, NULL);
 	if (fd < 0)
-		return mq_err_sys("journal");
+		return -1;
 	uint64_t at = 0;
 	int rc = 0;
 	if (mq_fs_shared(fd)) {
 		/* Our writes go where the server's end is, not where this
 		 * client believes it is; the lock keeps other hosts out. */
 		close(fd);
-		fd = openat(sp->fd, "journal", O_WRONLY | O_NOFOLLOW |
-		    O_CLOEXEC);
+		fd = mq_file_open(sp->fd, "journal", O_WRONLY, 0, NULL);
 		if (fd < 0)
-			return mq_err_sys("journal");
+			return -1;
 		rc = mq_fresh_size(fd, &at);
 		for (size_t done = 0; rc == 0 && done < len; ) {
 			ssize_t w = pwrite(fd, buf + done, len - done,
@@ -368,17 +367,9 @@ mq_jreader_open(mq_spool *sp, struct mq_jreader *r, uint64_t from)
 static int
 jopen(struct mq_jreader *r)
 {
-	/* O_NONBLOCK: a FIFO put there must not block the open. */
-	r->fd = openat(r->dirfd, r->path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW |
-	    O_CLOEXEC);
+	r->fd = mq_file_open(r->dirfd, r->path, O_RDONLY, 0, NULL);
 	if (r->fd < 0)
-		return errno == ENOENT ? 0 : mq_err_sys("%s", r->path);
-	struct stat st;
-	if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(r->fd);
-		r->fd = -1;
-		return mq_err(EX_DATAERR, "%s: not a regular file", r->path);
-	}
+		return errno == ENOENT ? 0 : -1;
 	if (r->fresh) {
 		int fd = mq_fresh_fd(r->fd);
 		close(r->fd);
@@ -436,7 +427,7 @@ mq_journal_size(mq_spool *sp)
 		return fstatat(sp->fd, "journal", &st, AT_SYMLINK_NOFOLLOW) < 0 ?
 		    0 : (uint64_t)st.st_size;
 	/* Another host's merge may have grown it. */
-	int fd = openat(sp->fd, "journal", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = mq_file_open(sp->fd, "journal", O_RDONLY, 0, NULL);
 	uint64_t size = 0;
 	if (fd >= 0 && mq_fresh_size(fd, &size) < 0)
 		size = 0;

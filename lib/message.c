@@ -5,7 +5,8 @@
  * body.  The reserved headers come first, in a fixed order; user headers
  * follow in the order given.  Content-Length and Content-Hash (XXH3-128
  * of the body) let a reader prove it holds the whole message: a file that
- * does not match them is never delivered.
+ * does not match them is never delivered, and neither is one whose
+ * Message-Id is not the id its file's name says.
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -257,7 +258,7 @@ mq_msg_parse(char *buf, size_t len, struct mq_msg *m)
 			v++;
 #define IS(s) (nlen == sizeof(s) - 1 && !strncasecmp(p, s, nlen))
 		if (IS("Message-Id")) {
-			if (strlen(v) != MQ_ID_LEN)
+			if (!mq_is_id(v, strlen(v)))
 				return mq_err(EX_DATAERR, "bad Message-Id");
 			memcpy(m->id, v, MQ_ID_LEN + 1);
 			have_id = 1;
@@ -309,6 +310,20 @@ mq_msg_parse(char *buf, size_t len, struct mq_msg *m)
 		return mq_err(EX_DATAERR, "body does not match Content-Hash");
 	m->body = (const unsigned char *)p;
 	m->len = (size_t)clen;
+	return 0;
+}
+
+/* The id in a file's name is the one the consumers trust (the ledger
+ * takes it for a file name): a message file that says another is not
+ * that message. */
+int
+mq_msg_check_name(const struct mq_msg *m, const char *name)
+{
+	uint64_t seq;
+	if (mq_seq_of(name, &seq) < 0 ||
+	    memcmp(name + MQ_SEQ_DIGITS + 1, m->id, MQ_ID_LEN))
+		return mq_err(EX_DATAERR, "Message-Id %s is not the id of %.*s",
+		    m->id, MQ_KEY_LEN, name);
 	return 0;
 }
 

@@ -129,7 +129,7 @@ parse_time(const char *s)
 static double
 expires_of(int dirfd, const char *name)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = mq_file_open(dirfd, name, O_RDONLY, 0, NULL);
 	if (fd < 0)
 		return 0;
 	char *buf = malloc(MQ_HEADER_BLOCK_MAX + 1);
@@ -297,7 +297,7 @@ found_msg(struct found *fo)
 {
 	if (!fo->read)
 		fo->read = mq_claim_read(fo->t, fo->t->pfd[fo->k], fo->path,
-		    &fo->m) == 0 ? 1 : -1;
+		    NULL, &fo->m) == 0 ? 1 : -1;
 	return fo->read > 0 ? fo->m : NULL;
 }
 

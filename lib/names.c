@@ -135,6 +135,12 @@ seq_fits(const char *s)
 }
 
 bool
+mq_is_id(const char *s, size_t len)
+{
+	return len == MQ_ID_LEN && lowhex(s, len);
+}
+
+bool
 mq_is_key(const char *name)
 {
 	return key_prefix(name) && name[MQ_KEY_LEN] == 0 && seq_fits(name);
@@ -312,4 +318,10 @@ mq_entry_delay_name(const struct mq_entry *e, uint64_t due_ms, char *buf,
 	char n[MQ_KEY_LEN + 32];
 	return mq_entry_new_name(e, n, sizeof n) < 0 ? -1 :
 	    mq_path(buf, len, "%020" PRIu64 ".%s", due_ms, n);
+}
+
+bool
+mq_name_ok(const char *name)
+{
+	return name && mq_is_name(name, strlen(name));
 }

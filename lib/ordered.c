@@ -61,10 +61,11 @@ mq_owner_init(const struct mq_topic *t, unsigned k, const char *group)
 	    mq_mkdir(t->pfd[k], stage) < 0)
 		return -1;
 	int dfd = mq_dir_open(t->pfd[k], stage), rc = dfd < 0 ? -1 : 0;
-	int fd = dfd < 0 ? -1 : openat(dfd, MQ_OWNER_FREE, O_WRONLY | O_CREAT |
-	    O_NOFOLLOW | O_CLOEXEC, 0666);
+	int fd = dfd < 0 ? -1 : mq_file_open(dfd, MQ_OWNER_FREE, O_WRONLY |
+	    O_CREAT, 0666, NULL);
 	if (rc == 0 && fd < 0)
-		rc = mq_err_sys("ownership token");
+		rc = mq_errcode() == EX_DATAERR ? -1 :
+		    mq_err_sys("ownership token");
 	if (fd >= 0)
 		close(fd);
 	if (dfd >= 0)
@@ -128,10 +129,11 @@ member_file(mq_sub *s)
 {
 	snprintf(s->member_name, sizeof s->member_name, "%s,l%llu", s->member,
 	    (unsigned long long)(now_ms() + session_ms(s)));
-	int fd = openat(s->membersfd, s->member_name, O_WRONLY | O_CREAT |
-	    O_NOFOLLOW | O_CLOEXEC, 0666);
+	int fd = mq_file_open(s->membersfd, s->member_name, O_WRONLY | O_CREAT,
+	    0666, NULL);
 	if (fd < 0)
-		return mq_err_sys("join group %s", s->group);
+		return mq_errcode() == EX_DATAERR ? -1 :
+		    mq_err_sys("join group %s", s->group);
 	close(fd);
 	return 0;
 }

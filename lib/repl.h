@@ -48,7 +48,6 @@ int repl_seen_parse(const char *text, size_t len, struct repl_seen *);
 int repl_seen_load(mq_spool *, struct repl_seen *, uint64_t *covered);
 int repl_seen_save(mq_spool *, const struct repl_seen *);
 
-bool repl_is_id(const char *s, size_t len);
 /* XXH3-128 of data as 32 lowercase hexadecimal digits, high half first:
  * how messages are named in frames. */
 void repl_hash_hex(const void *data, size_t len, char out[33]);

@@ -1197,10 +1197,9 @@ lock_open(mq_spool *sp)
 	int dfd = repl_dir(sp, ".");
 	if (dfd < 0)
 		return -1;
-	int fd = openat(dfd, "lock-recv", O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0644);
+	int fd = mq_file_open(dfd, "lock-recv", O_RDWR | O_CREAT, 0644, NULL);
 	close(dfd);
-	return fd < 0 ? mq_err_sys("replicate/lock-recv") : fd;
+	return fd;
 }
 
 static int

@@ -257,16 +257,17 @@ conf_for(struct sender *s, const char *topic, const char *groups)
 static int
 add_file(struct sender *s, int dirfd, const char *name, size_t *len)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 1 : mq_err_sys("%s", name);
+	/* What is not a regular file is no message: sent as one gone. */
 	struct stat st;
-	int rc = fstat(fd, &st) < 0 ? mq_err_sys("%s", name) : 0;
+	int fd = mq_file_open(dirfd, name, O_RDONLY, 0, &st);
+	if (fd < 0)
+		return errno == ENOENT || mq_errcode() == EX_DATAERR ? 1 : -1;
+	int rc = 0;
 	/* The largest message file (a 64 KiB header block, the largest
 	 * body) fits in a frame with its record. */
-	if (rc == 0 && (uint64_t)st.st_size > MQ_FRAME_MAX - 65536)
+	if ((uint64_t)st.st_size > MQ_FRAME_MAX - 65536)
 		rc = mq_err(EX_DATAERR, "%s: too large to replicate", name);
-	else if (rc == 0 && s->nrec > 0 &&
+	else if (s->nrec > 0 &&
 	    s->len + (uint64_t)st.st_size > MQ_FRAME_MAX - 65536)
 		rc = 3;
 	size_t want = rc == 0 ? (size_t)st.st_size : 0, got = 0;
@@ -862,7 +863,7 @@ watch_journal(mq_spool *sp, int *watched)
 		return -1;
 	/* The journal may not exist yet: its creation wakes us too. */
 	mq_watch(ifd, sp->fd, IN_CREATE | IN_MOVED_TO);
-	int jfd = openat(sp->fd, "journal", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int jfd = mq_file_open(sp->fd, "journal", O_RDONLY, 0, NULL);
 	if (jfd >= 0) {
 		*watched = mq_watch(ifd, jfd, IN_MODIFY) >= 0;
 		close(jfd);

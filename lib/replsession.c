@@ -108,7 +108,7 @@ hello_parse(const char *rest, size_t len, enum mq_repl_role *role,
 	    f1, f2);
 	*follow = !strcmp(f1, "follow") || !strcmp(f2, "follow");
 	*compare = !strcmp(f1, "compare") || !strcmp(f2, "compare");
-	if (n < 2 || !repl_is_id(i, strlen(i)) ||
+	if (n < 2 || !mq_is_id(i, strlen(i)) ||
 	    (strcmp(r, "send") && strcmp(r, "recv")))
 		return mq_err(EX_PROTOCOL, "not an mq-replicate peer, or another "
 		    "version");

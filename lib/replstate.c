@@ -53,18 +53,6 @@ repl_next_group(const char **g, const char **name, size_t *len)
 	return true;
 }
 
-/* 32 lowercase hexadecimal digits: a spool id, and so a file name. */
-bool
-repl_is_id(const char *s, size_t len)
-{
-	if (len != MQ_ID_LEN)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
-}
-
 int
 repl_spool_id(mq_spool *sp, char id[MQ_ID_LEN + 1])
 {
@@ -72,7 +60,7 @@ repl_spool_id(mq_spool *sp, char id[MQ_ID_LEN + 1])
 	size_t len;
 	if (mq_read_at(sp->fd, "ID", 4096, &buf, &len) < 0)
 		return -1;
-	int ok = len >= MQ_ID_LEN && repl_is_id(buf, MQ_ID_LEN);
+	int ok = len >= MQ_ID_LEN && mq_is_id(buf, MQ_ID_LEN);
 	if (ok) {
 		memcpy(id, buf, MQ_ID_LEN);
 		id[MQ_ID_LEN] = 0;
@@ -201,7 +189,7 @@ seen_line(const char *l, struct repl_seen *s)
 	const char *p;
 	uint64_t next, hole;
 	char id[MQ_ID_LEN + 1];
-	if (!repl_is_id(l, strcspn(l, " ")) || l[MQ_ID_LEN] != ' ' ||
+	if (!mq_is_id(l, strcspn(l, " ")) || l[MQ_ID_LEN] != ' ' ||
 	    !(p = mq_decimal(l + MQ_ID_LEN + 1, MQ_SEQ_MAX + 1, &next)))
 		return mq_err(EX_PROTOCOL, "bad vector line");
 	int with_hole = *p == ' ';
@@ -259,15 +247,9 @@ repl_seen_load(mq_spool *sp, struct repl_seen *s, uint64_t *covered_out)
 	char *buf;
 	size_t len;
 	memset(s, 0, sizeof *s);
-	int fd = openat(sp->fd, "replicate/seen", O_RDONLY | O_NOFOLLOW |
-	    O_CLOEXEC);
 	*covered_out = 0;
-	if (fd < 0)
-		return errno == ENOENT ? seen_from_journal(sp, s, 0) :
-		    mq_err_sys("replicate/seen");
-	close(fd);
 	if (mq_read_at(sp->fd, "replicate/seen", 1 << 20, &buf, &len) < 0)
-		return -1;
+		return errno == ENOENT ? seen_from_journal(sp, s, 0) : -1;
 	/* "journal <offset>" first, then the vector. */
 	uint64_t covered = 0;
 	char *nl = memchr(buf, '\n', len);
@@ -354,7 +336,7 @@ peer_read(int dfd, const char *id, struct mq_peer_status *p)
 static bool
 is_peer_file(const char *name)
 {
-	return repl_is_id(name, strlen(name));
+	return mq_is_id(name, strlen(name));
 }
 
 int

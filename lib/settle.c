@@ -206,10 +206,9 @@ mq_claim_extend(const struct mq_gdirs *d, const char *curname, double seconds,
 int
 mq_ledger_add(int donefd, const char *id, int sync)
 {
-	int fd = openat(donefd, id, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-	    0666);
+	int fd = mq_file_open(donefd, id, O_WRONLY | O_CREAT, 0666, NULL);
 	if (fd < 0)
-		return mq_err_sys("ledger");
+		return mq_errcode() == EX_DATAERR ? -1 : mq_err_sys("ledger");
 	close(fd);
 	return sync ? mq_fsync_fd(donefd) : 0;
 }

@@ -282,19 +282,13 @@ mq_topic_delete(mq_spool *sp, const char *name)
 	return 0;
 }
 
-static bool
-is_topic_name(const char *name)
-{
-	return mq_name_check("topic", name) == 0;
-}
-
 int
 mq_topic_list(mq_spool *sp, char ***names, size_t *n)
 {
 	struct mq_names l = { 0 };
 	*names = NULL;
 	*n = 0;
-	if (mq_names_read(sp->topics, is_topic_name, &l) < 0)
+	if (mq_names_read(sp->topics, mq_name_ok, &l) < 0)
 		return -1;
 	*names = l.v;
 	*n = l.n;
@@ -320,7 +314,7 @@ is_group_conf(const char *name)
 		return false;
 	memcpy(stem, name, len - 5);
 	stem[len - 5] = 0;
-	return mq_name_check("group", stem) == 0;
+	return mq_name_ok(stem);
 }
 
 /* The groups whose <group>.conf is in a directory (a topic's groups/,

@@ -99,8 +99,8 @@ main(void)
 	ok(mq_jargs_parse('T', "orders", &ja) == 0 &&
 	    !strcmp(ja.topic, "orders"), "T: the topic alone");
 	ok(mq_jargs_parse('T', "orders 1", &ja) < 0 &&
-	    mq_jargs_parse('A', "orders x g KEY", &ja) < 0 &&
-	    mq_jargs_parse('A', "orders 1024 g KEY", &ja) < 0 &&
+	    mq_jargs_parse('A', "orders x g " KEY, &ja) < 0 &&
+	    mq_jargs_parse('A', "orders 1024 g " KEY, &ja) < 0 &&
 	    mq_jargs_parse('A', "orders 1 g", &ja) < 0 &&
 	    mq_jargs_parse('A', "orders 1 g KEY more", &ja) < 0 &&
 	    mq_jargs_parse('Q', "orders 1 g KEY", &ja) < 0 &&
