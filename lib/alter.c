@@ -243,7 +243,7 @@ mq_topic_tree_remove(int dirfd, const char *path)
 	int parent = mq_dir_walk(dirfd, path, &name);
 	if (parent < 0)
 		return errno == ENOENT ? 0 : -1;
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	int fd = mq_openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	int rc = 0;
 	if (fd >= 0) {

@@ -23,16 +23,18 @@ int
 mq_openat(int dirfd, const char *path, int flags, ...)
 {
 	mode_t mode = 0;
-	if (flags & (O_CREAT | O_TMPFILE)) {
+	/* O_TMPFILE holds O_DIRECTORY: all its bits, or it is not there. */
+	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
 		va_list ap;
 		va_start(ap, flags);
 		mode = (mode_t)va_arg(ap, int);
 		va_end(ap);
 	}
 	/* Kernels before 5.6 have no openat2: the last component is all
-	 * that can be checked there. */
+	 * that can be checked there.  A path relative to the working
+	 * directory is the user's (mq-stat -o FILE), and may go anywhere. */
 	static int missing;
-	if (!missing) {
+	if (!missing && dirfd != AT_FDCWD) {
 		struct open_how how = {
 			.flags = (uint64_t)(unsigned)flags,
 			.mode = mode,

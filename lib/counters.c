@@ -486,7 +486,7 @@ mq_counts_read(int dirfd, const char *path, bool latency, double now,
 	memset(out, 0, sizeof *out);
 	for (unsigned i = 0; i < 4; i++)
 		out->latency[i] = -1;
-	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	int fd = mq_openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("%s", path);

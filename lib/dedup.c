@@ -64,7 +64,7 @@ mq_dedup_claim(int dfd, const char *ikey, uint64_t seq, double window,
 int
 mq_dedup_sweep(int pfd, bool (*drop)(const char *key, void *ctx), void *ctx)
 {
-	int fd = openat(pfd, "dedup", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	int fd = mq_openat(pfd, "dedup", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("dedup");

@@ -101,7 +101,7 @@ list_one(const struct mq_topic *t, unsigned k, const char *group,
 	char dir[MQ_NAME_MAX + 16];
 	if (mq_path(dir, sizeof dir, "dlq/%s", group) < 0)
 		return -1;
-	int dfd = openat(t->pfd[k], dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	int dfd = mq_openat(t->pfd[k], dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("%s", dir);

@@ -39,7 +39,7 @@ mq_path(char *buf, size_t len, const char *fmt, ...)
 int
 mq_dir_open(int dirfd, const char *path)
 {
-	int fd = openat(dirfd, path,
+	int fd = mq_openat(dirfd, path,
 	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return mq_err_sys("%s", path);
@@ -60,9 +60,26 @@ mq_dir_open_partition(int dirfd, const char *path)
 int
 mq_mkdir(int dirfd, const char *path)
 {
-	if (mkdirat(dirfd, path, 0777) < 0 && errno != EEXIST)
-		return mq_err_sys("mkdir %s", path);
-	return 0;
+	/* In the spool, the parent is opened beneath dirfd first: mkdirat
+	 * would follow a link on the way (a user's own path, relative to
+	 * the working directory, may have links). */
+	const char *slash = strrchr(path, '/');
+	int pfd = dirfd;
+	if (slash && dirfd != AT_FDCWD) {
+		char parent[4096];
+		if (mq_path(parent, sizeof parent, "%.*s", (int)(slash - path),
+		    path) < 0)
+			return -1;
+		if ((pfd = mq_openat(dirfd, parent, O_PATH | O_DIRECTORY |
+		    O_CLOEXEC)) < 0)
+			return mq_err_sys("%s", parent);
+	}
+	const char *name = pfd != dirfd ? slash + 1 : path;
+	int rc = mkdirat(pfd, name, 0777) < 0 && errno != EEXIST ?
+	    mq_err_sys("mkdir %s", path) : 0;
+	if (pfd != dirfd)
+		close(pfd);
+	return rc;
 }
 
 int
@@ -116,7 +133,7 @@ mq_dir_walk(int dirfd, const char *path, const char **last)
 	while ((slash = strchr(name, '/'))) {
 		*slash = 0;
 		if (*name) {
-			int next = openat(fd, name, O_RDONLY | O_DIRECTORY |
+			int next = mq_openat(fd, name, O_RDONLY | O_DIRECTORY |
 			    O_NOFOLLOW | O_CLOEXEC);
 			if (next < 0) {
 				mq_err_sys("%s", path);
@@ -139,7 +156,7 @@ mq_dir_walk(int dirfd, const char *path, const char **last)
 static int
 rmtree_at(int parent, const char *name)
 {
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	int fd = mq_openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT)
@@ -191,7 +208,7 @@ int
 mq_file_open(int dirfd, const char *path, int flags, mode_t mode,
     struct stat *st)
 {
-	int fd = openat(dirfd, path, flags | O_NONBLOCK | O_NOFOLLOW |
+	int fd = mq_openat(dirfd, path, flags | O_NONBLOCK | O_NOFOLLOW |
 	    O_CLOEXEC, mode);
 	if (fd < 0) {
 		/* A link (ELOOP), a FIFO without a peer or a socket (ENXIO),
@@ -270,7 +287,7 @@ write_whole(int dirfd, const char *path, const void *data, size_t len,
 	mq_hex_random(rnd, 16);
 	if (mq_path(tmp, sizeof tmp, "%.*s.tmp.%s", (int)dirlen, path, rnd) < 0)
 		return -1;
-	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	int fd = mq_openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0666);
 	if (fd < 0)
 		return mq_err_sys("create %s", path);
@@ -377,7 +394,7 @@ mq_names_free(struct mq_names *l)
 static DIR *
 open_listing(int dirfd)
 {
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = mq_openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	DIR *d = fdopendir(fd);

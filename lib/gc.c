@@ -39,7 +39,7 @@ static uint64_t
 each_stale(int dirfd, bool any_name, double now,
     void (*f)(int dirfd, const char *name))
 {
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = mq_openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	DIR *d = fdopendir(fd);
@@ -99,14 +99,14 @@ static void
 expire_ledgers(int pfd, double now, double window)
 {
 	struct mq_names groups = { 0 };
-	int gfd = openat(pfd, "g", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	int gfd = mq_openat(pfd, "g", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (gfd < 0 || mq_names_read(gfd, NULL, &groups) < 0)
 		goto out;
 	for (size_t i = 0; i < groups.n; i++) {
 		char path[MQ_NAME_MAX + 8];
 		snprintf(path, sizeof path, "%s/done", groups.v[i]);
-		int dfd = openat(gfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		int dfd = mq_openat(gfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
 		struct mq_names l = { 0 };
 		if (dfd < 0 || mq_names_read(dfd, NULL, &l) < 0) {

@@ -238,7 +238,7 @@ mq_journal_list(mq_spool *sp, struct mq_names *out)
 {
 	memset(out, 0, sizeof *out);
 	int rc = mq_names_push(out, "journal", 7);
-	int dfd = openat(sp->fd, "journals", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	int dfd = mq_openat(sp->fd, "journals", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (rc < 0 || dfd < 0)
 		return rc < 0 || errno != ENOENT ? mq_err_sys("journals") : 0;
@@ -494,7 +494,7 @@ mq_journal_merge(mq_spool *sp, uint64_t upto, uint64_t *size, uint64_t *held)
 	int lfd = mq_journal_lock(sp);
 	if (lfd < 0)
 		return -1;
-	m.dfd = openat(sp->fd, "journals", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	m.dfd = mq_openat(sp->fd, "journals", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	int rc = m.dfd < 0 ? mq_err_sys("journals") :
 	    merge_locked(&m, upto, size, held);
@@ -510,7 +510,7 @@ mq_journal_unmerged(mq_spool *sp, uint64_t *records, uint64_t *bytes,
 	*records = *bytes = 0;
 	*oldest = UINT64_MAX;
 	struct merge m = { .sp = sp };
-	m.dfd = openat(sp->fd, "journals", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	m.dfd = mq_openat(sp->fd, "journals", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (m.dfd < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("journals");

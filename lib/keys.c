@@ -52,7 +52,7 @@ write_private(mq_spool *sp, const char *path, const char *text, mode_t mode,
 	char tmp[64], rnd[17];
 	mq_hex_random(rnd, 16);
 	snprintf(tmp, sizeof tmp, "tmp/key.%s", rnd);
-	int fd = openat(sp->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	int fd = mq_openat(sp->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, mode);
 	if (fd < 0)
 		return mq_err_sys("create %s", path);
@@ -85,7 +85,7 @@ replicate_dir(mq_spool *sp)
 	if (faccessat(sp->fd, "replicate", F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
 	    (mq_mkdir(sp->fd, "replicate") < 0 || mq_fsync_fd(sp->fd) < 0))
 		return -1;
-	int fd = openat(sp->fd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	int fd = mq_openat(sp->fd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	struct mq_names l = { 0 };
 	if (fd >= 0 && mq_names_read(fd, NULL, &l) == 0)

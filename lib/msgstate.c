@@ -74,7 +74,7 @@ static int
 scan(int pfd, const char *dir, const char *id, size_t off,
     bool (*keep)(const char *), char *out, size_t len)
 {
-	int fd = openat(pfd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	int fd = mq_openat(pfd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("%s", dir);
@@ -246,7 +246,7 @@ group_state(const struct mq_topic *t, unsigned k, const char *group,
 				w->state = MQ_MSG_EXPIRED;
 		}
 		if (w->state == MQ_MSG_DEAD) {
-			int dfd = openat(pfd, dir, O_RDONLY | O_DIRECTORY |
+			int dfd = mq_openat(pfd, dir, O_RDONLY | O_DIRECTORY |
 			    O_NOFOLLOW | O_CLOEXEC);
 			if (dfd < 0)
 				return mq_err_sys("%s", dir);

@@ -235,7 +235,7 @@ stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
 	snprintf(key, sizeof key, "%020" PRIu64 ".%s", seq, id);
 	if (mq_msg_render(&p->t, k, seq, id, m, now, &hdr, &hlen) < 0)
 		return -1;
-	int fd = openat(p->logfd[k], key, O_WRONLY | O_CREAT | O_EXCL |
+	int fd = mq_openat(p->logfd[k], key, O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (fd < 0) {
 		free(hdr);

@@ -20,7 +20,7 @@
 static int
 sweep(int dirfd, const char *path, uint64_t from, uint64_t to)
 {
-	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	int fd = mq_openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("%s", path);

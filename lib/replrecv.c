@@ -263,7 +263,7 @@ group_of(struct rtopic *rt, unsigned k, struct rpart *p, const char *name,
 			break;
 		if (i == 3)
 			mq_mkdir(rt->t.pfd[k], path);
-		*fds[i] = openat(rt->t.pfd[k], path, O_RDONLY | O_DIRECTORY |
+		*fds[i] = mq_openat(rt->t.pfd[k], path, O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC);
 		if (*fds[i] >= 0)
 			continue;
@@ -354,12 +354,12 @@ raise_next(struct rpart *p, uint64_t seq)
 static int
 write_file(int dirfd, const char *name, const void *data, size_t len)
 {
-	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	int fd = mq_openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0666);
 	if (fd < 0 && errno == EEXIST) {
 		/* Left by an apply that did not finish. */
 		unlinkat(dirfd, name, 0);
-		fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL |
+		fd = mq_openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL |
 		    O_NOFOLLOW | O_CLOEXEC, 0666);
 	}
 	if (fd < 0)
@@ -591,7 +591,7 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 		return -1;
 	if (type == 'D' && mq_mkdirs(rt->t.pfd[k], dir) < 0)
 		return -1;
-	int dfd = openat(rt->t.pfd[k], dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	int dfd = mq_openat(rt->t.pfd[k], dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("%s", dir);

@@ -356,7 +356,7 @@ add_dead(struct sender *s, const struct mq_jargs *ra, size_t *len,
 	if (mq_path(dir, sizeof dir, "dlq/%s", ra->a) < 0 ||
 	    mq_path(why, sizeof why, "%s.why", ra->b) < 0)
 		return -1;
-	int dfd = openat(st->t.pfd[ra->k], dir, O_RDONLY | O_DIRECTORY |
+	int dfd = mq_openat(st->t.pfd[ra->k], dir, O_RDONLY | O_DIRECTORY |
 	    O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 1 : mq_err_sys("%s", dir);
@@ -621,7 +621,7 @@ keys_of(int pfd, const char *group, const char *sub, size_t skip,
 	char p[MQ_NAME_MAX + 16];
 	if (mq_path(p, sizeof p, "g/%s/%s", group, sub) < 0)
 		return -1;
-	int fd = openat(pfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = mq_openat(pfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("%s", p);
 	struct mq_names l = { 0 };
@@ -794,7 +794,7 @@ compare_partition(struct sender *s, struct stopic *st, unsigned k)
 			rc = -1;
 			break;
 		}
-		int dfd = openat(pfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		int dfd = mq_openat(pfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
 		if (dfd < 0)
 			continue;

@@ -343,7 +343,7 @@ int
 repl_peer_confirmed(mq_spool *sp, const char *peer_id, uint64_t *pos)
 {
 	*pos = 0;
-	int dfd = openat(sp->fd, "replicate/peers", O_RDONLY | O_DIRECTORY |
+	int dfd = mq_openat(sp->fd, "replicate/peers", O_RDONLY | O_DIRECTORY |
 	    O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("replicate/peers");
@@ -482,7 +482,7 @@ mq_repl_status(mq_spool *sp, struct mq_peer_status **v, size_t *n,
 		lag_of(sp, &(*v)[i], u);
 	}
 	*quarantined = 0;
-	int qfd = openat(sp->fd, "replicate/quarantine", O_RDONLY |
+	int qfd = mq_openat(sp->fd, "replicate/quarantine", O_RDONLY |
 	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (qfd >= 0) {
 		*quarantined = (size_t)mq_dir_count(qfd, NULL);

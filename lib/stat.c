@@ -29,7 +29,7 @@
 static int
 dir_at(int dirfd, const char *path)
 {
-	return openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	return mq_openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 }
 

@@ -74,7 +74,7 @@ mq_topic_conf_parse(const struct mq_conf *kv, struct mq_topic_conf *c)
 static void
 sweep_spool_tmp(mq_spool *sp)
 {
-	int fd = openat(sp->fd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	int fd = mq_openat(sp->fd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (fd < 0)
 		return;
@@ -192,7 +192,7 @@ mq_topic_open(mq_spool *sp, const char *name, int create, struct mq_topic *t)
 		return -1;
 	t->sp = sp;
 	for (int tries = 0; t->fd < 0; tries++) {
-		t->fd = openat(sp->topics, name, O_RDONLY | O_DIRECTORY |
+		t->fd = mq_openat(sp->topics, name, O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC);
 		if (t->fd >= 0)
 			break;
@@ -375,7 +375,7 @@ mq_unlock_all(const struct mq_topic *t, int *fds)
 static uint64_t
 count_committed(int dirfd, const char *path, uint64_t committed)
 {
-	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	int fd = mq_openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (fd < 0)
 		return 0;

@@ -273,7 +273,7 @@ mq_wildcard_exists(mq_spool *sp, const char *pattern, const char *group)
 int
 mq_wildcard_topic_created(mq_spool *sp, const char *topic)
 {
-	int wfd = openat(sp->fd, "wildcards", O_RDONLY | O_DIRECTORY |
+	int wfd = mq_openat(sp->fd, "wildcards", O_RDONLY | O_DIRECTORY |
 	    O_NOFOLLOW | O_CLOEXEC);
 	if (wfd < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("wildcards");

@@ -322,3 +322,32 @@ socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \
 	assert_equal "$status" 78
 	assert_one_line_error mq-sub
 }
+
+@test "a symbolic link at any level under a partition is not followed: mq-sub and mq-ack --reject refuse (71) and touch nothing outside" {
+	mq-sub -g g -t 0 t || [[ $? == 1 ]]
+	echo inside | mq-pub -q t
+	local p0=$MQ_SPOOL/topics/t/p0 out=$TD/outside
+	mkdir "$out"
+	# The group's directory moved out, a link left in its place.
+	mv "$p0/g/g" "$out/g"
+	ln -s "$out/g" "$p0/g/g"
+	local before; before=$(cd "$out" && find . | LC_ALL=C sort)
+	run --separate-stderr mq-sub -g g t
+	assert_equal "$status" 71
+	assert_one_line_error mq-sub
+	assert_output ''
+	assert_equal "$(cd "$out" && find . | LC_ALL=C sort)" "$before"
+	rm "$p0/g/g"
+	mv "$out/g" "$p0/g/g"
+	# The dead letters' directory a link: a reject writes nothing there.
+	local receipt; receipt=$(mq-sub --manual -g g -F '%r' t)
+	rm -r "$p0/dlq"
+	mkdir "$out/dlq"
+	ln -s "$out/dlq" "$p0/dlq"
+	run --separate-stderr mq-ack --reject -g g t "$receipt"
+	assert_equal "$status" 71
+	assert_one_line_error mq-ack
+	assert_equal "$(find "$out/dlq" | wc -l)" 1
+	# The claim is still there, to be acked or given back.
+	assert_equal "$(count_entries "$p0/g/g/cur")" 1
+}

@@ -84,7 +84,8 @@ main(void)
 	ok(mq_jreader_next(&r, &rec) == 1 && rec.type == 'R', "then it is read");
 
 	/* The arguments of a record, one parser for every reader. */
-	const char *key = "00000000000000000042.6616aff5f3e00a3f9c1e27b400000000";
+#define KEY "00000000000000000042.6616aff5f3e00a3f9c1e27b400000000"
+	const char *key = KEY;
 	char a[512];
 	struct mq_jargs ja;
 	snprintf(a, sizeof a, "orders 3 %s g1,g2", key);
