@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,14 +23,9 @@ static char file[4200];
 static int
 setup(void)
 {
-	static char dir[4096];
-	const char *tmp = getenv("TMPDIR");
-	if (snprintf(dir, sizeof dir, "%s/mq-fuzz-archive.XXXXXX",
-	    tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir || !mkdtemp(dir))
+	if (!(sp = fuzz_scratch("archive")))
 		return -1;
-	snprintf(file, sizeof file, "%s.tar", dir);
-	if (!(sp = mq_spool_open(dir, MQ_CREATE)))
-		return -1;
+	snprintf(file, sizeof file, "%s.tar", fuzz_dir);
 	struct mq_topic_conf tc;
 	mq_topic_conf_default(&tc);
 	tc.partitions = 2;

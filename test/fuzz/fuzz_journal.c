@@ -16,21 +16,9 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static mq_spool *
-scratch(void)
-{
-	static mq_spool *sp;
-	static char dir[4096];
-	/* Under TMPDIR, which test/fuzz/run points into the build. */
-	const char *tmp = getenv("TMPDIR");
-	if (!sp && snprintf(dir, sizeof dir, "%s/mq-fuzz-journal.XXXXXX",
-	    tmp && *tmp ? tmp : "/tmp") < (int)sizeof dir && mkdtemp(dir))
-		sp = mq_spool_open(dir, MQ_CREATE);
-	return sp;
-}
 
 static void
 put(mq_spool *sp, const char *path, const uint8_t *data, size_t size)
@@ -60,7 +48,7 @@ read_all(mq_spool *sp)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	mq_spool *sp = scratch();
+	mq_spool *sp = fuzz_scratch("journal");
 	if (!sp || size == 0)
 		return 0;
 	int dfd = sp->fd;

@@ -14,22 +14,9 @@
 #include <unistd.h>
 
 #include "repl.h"
+#include "scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* A spool of its own for the receipts, made once. */
-static mq_spool *
-scratch(void)
-{
-	static mq_spool *sp;
-	static char dir[4096];
-	/* Under TMPDIR, which test/fuzz/run points into the build. */
-	const char *tmp = getenv("TMPDIR");
-	if (!sp && snprintf(dir, sizeof dir, "%s/mq-fuzz-text.XXXXXX",
-	    tmp && *tmp ? tmp : "/tmp") < (int)sizeof dir && mkdtemp(dir))
-		sp = mq_spool_open(dir, MQ_CREATE);
-	return sp;
-}
 
 static void
 head(const uint8_t *data, size_t size)
@@ -67,7 +54,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	mq_sync_parse(s, &sync);
 	mq_pubkey_parse(s, pk);
-	mq_spool *sp = scratch();
+	mq_spool *sp = fuzz_scratch("text");
 	if (sp)
 		mq_receipt_ack(sp, "t", "g", s);
 	struct repl_seen seen = { 0 };
