@@ -456,6 +456,23 @@ mq_filter_from_conf(const struct mq_conf *kv, const char *what,
 	return 0;
 }
 
+/* The same for a group conf as a file holds it. */
+int
+mq_filter_conf_check(const struct mq_conf *kv, const char *what)
+{
+	mq_filter *f;
+	if (mq_filter_from_conf(kv, what, &f) < 0)
+		return -1;
+	int rc = 0;
+	if (f && f->expr && !(f->jq = jq_program(f->expr))) {
+		char pre[MQ_NAME_MAX + 64];
+		snprintf(pre, sizeof pre, "%s: filter: ", what);
+		rc = err_prefix(EX_CONFIG, pre);
+	}
+	mq_filter_free(f);
+	return rc;
+}
+
 /* Checks the filter of a group to be made: -1 with jq's message (or what
  * is wrong with a header condition) if it does not compile. */
 int

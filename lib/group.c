@@ -505,6 +505,13 @@ mq_group_adopt(mq_spool *sp, const char *topic, const char *group,
 	    mq_conf_parse(text, len, path, &kv) < 0)
 		return -1;
 	int rc = mq_group_conf_parse(&kv, &c);
+	/* A filter that does not compile would stop every publish into
+	 * the topic here (78): not adopted. */
+	if (rc == 0 && mq_filter_conf_check(&kv, path) < 0) {
+		char why[1024];
+		snprintf(why, sizeof why, "%s", mq_errmsg());
+		rc = mq_err(EX_DATAERR, "topic %s: %s", topic, why);
+	}
 	if (rc == 0 && mq_conf_get(&kv, "state"))
 		rc = mq_conf_set(&kv, "state", "ready");
 	if (rc == 0)

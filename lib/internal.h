@@ -390,6 +390,8 @@ bool mq_filter_has_jq(const mq_filter *);
 int mq_filter_from_conf(const struct mq_conf *, const char *what,
     mq_filter **out);
 int mq_filter_check(const struct mq_group_conf *);
+/* The filter of a group conf (its keys in kv) compiles: 0, or -1 (78). */
+int mq_filter_conf_check(const struct mq_conf *, const char *what);
 /* The jq filters of several groups, run as one program. */
 struct jq_state;
 struct mq_filterset {

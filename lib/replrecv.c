@@ -684,6 +684,13 @@ apply_conf(struct receiver *r, const char *buf, size_t len)
 			rc = mq_err(EX_PROTOCOL, "peer: bad group name in CONF");
 		} else if (mq_group_exists(r->sp, topic, name) == 0) {
 			rc = mq_group_adopt(r->sp, topic, name, p, flen);
+			/* A configuration no tool writes: the peer's fault. */
+			if (rc < 0 && (mq_errcode() == EX_DATAERR ||
+			    mq_errcode() == EX_CONFIG)) {
+				char why[1024];
+				snprintf(why, sizeof why, "%s", mq_errmsg());
+				rc = mq_err(EX_PROTOCOL, "peer: %s", why);
+			}
 			topic_forget(r, topic);
 		}
 		p += flen;

@@ -329,3 +329,18 @@ EOF
 	assert_success
 	assert_equal "$(MQ_SPOOL=$B mq-sub -g g t -n 1)" two
 }
+
+@test "hostile peer: a group filter that does not compile is refused on receipt (76); the replica goes on publishing" {
+	pair
+	mq-sub -g g -t 0 t || [[ $? == 1 ]]
+	mq-sub -g h -t 0 --group-filter '.a == 1' t || [[ $? == 1 ]]
+	echo x | mq-pub -q t
+	# What no tool writes: a stored filter that does not compile.
+	sed -i 's/^filter=.*/filter=.a ==/' "$A/topics/t/groups/h.conf"
+	run --separate-stderr push_ab
+	assert_equal "$status" 76
+	assert_one_line_error mq-replicate
+	[[ $stderr == *"groups/h.conf: filter"* ]] || fail "$stderr"
+	[[ ! -e $B/topics/t/groups/h.conf ]] || fail "the group was adopted"
+	run -0 mq-pub -s "$B" t y
+}
