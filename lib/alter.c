@@ -152,7 +152,7 @@ mq_place_make(int tfd, const char *name, const char *dir)
 	}
 	if (symlinkat(dir, tfd, name) < 0) {
 		mq_err_sys("symlink %s", name);
-		unlinkat(dfd, "log", AT_REMOVEDIR);
+		mq_unlinkat(dfd, "log", AT_REMOVEDIR);
 		goto undo;
 	}
 	return dfd;
@@ -177,7 +177,7 @@ placed_empty(int dfd, uid_t owner, bool *remove)
 	*remove = false;
 	if (fstat(dfd, &dst) < 0)
 		return mq_err_sys("placed partition");
-	if (fstatat(dfd, "log", &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
+	if (mq_fstatat(dfd, "log", &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISDIR(lst.st_mode) || lst.st_uid != owner)
 		return 0;
 	bool all = dst.st_uid == owner;
@@ -189,7 +189,7 @@ placed_empty(int dfd, uid_t owner, bool *remove)
 	struct stat st;
 	while (d && (de = readdir(d)))
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-		    (all || (fstatat(dfd, de->d_name, &st,
+		    (all || (mq_fstatat(dfd, de->d_name, &st,
 		    AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == owner)) &&
 		    mq_names_push(&l, de->d_name, strlen(de->d_name)) < 0)
 			rc = -1;
@@ -210,7 +210,7 @@ int
 mq_partition_remove(int tfd, const char *name)
 {
 	struct stat st;
-	if (fstatat(tfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (mq_fstatat(tfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("%s", name);
 	if (!S_ISLNK(st.st_mode))
 		return mq_rmtree(tfd, name);
@@ -225,13 +225,13 @@ mq_partition_remove(int tfd, const char *name)
 	if (dfd >= 0) {
 		rc = placed_empty(dfd, st.st_uid, &remove);
 		close(dfd);
-		if (remove && unlinkat(tfd, target, AT_REMOVEDIR) < 0 &&
+		if (remove && mq_unlinkat(tfd, target, AT_REMOVEDIR) < 0 &&
 		    errno != ENOENT && errno != EBUSY)
 			rc = mq_err_sys("rmdir %s", target);
 	} else if (errno != ENOENT && errno != ENOTDIR) {
 		rc = mq_err_sys("%s", target);
 	}
-	if (rc == 0 && unlinkat(tfd, name, 0) < 0 && errno != ENOENT)
+	if (rc == 0 && mq_unlinkat(tfd, name, 0) < 0 && errno != ENOENT)
 		rc = mq_err_sys("unlink %s", name);
 	return rc;
 }

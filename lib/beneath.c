@@ -14,6 +14,8 @@
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -47,4 +49,100 @@ mq_openat(int dirfd, const char *path, int flags, ...)
 		missing = 1;
 	}
 	return openat(dirfd, path, flags | O_NOFOLLOW, mode);
+}
+
+/* The directory that holds path's last component, opened beneath dirfd
+ * (dirfd itself for a name without '/', and for the user's own paths,
+ * relative to the working directory or absolute); *name: that component.
+ * The calls below use it so that a link on the way stops them as it
+ * stops mq_openat. */
+static int
+parent(int dirfd, const char *path, const char **name, int *fd)
+{
+	const char *slash = strrchr(path, '/');
+	*name = path;
+	*fd = dirfd;                    /* AT_FDCWD is negative too */
+	if (!slash || dirfd == AT_FDCWD || path[0] == '/')
+		return 0;
+	char dir[4096];
+	size_t len = (size_t)(slash - path);
+	if (len >= sizeof dir) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(dir, path, len);
+	dir[len] = 0;
+	*name = slash + 1;
+	*fd = mq_openat(dirfd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return *fd < 0 ? -1 : 0;
+}
+
+static void
+parent_close(int dirfd, int fd)
+{
+	if (fd != dirfd && fd >= 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+}
+
+int
+mq_unlinkat(int dirfd, const char *path, int flags)
+{
+	const char *name;
+	int fd;
+	int rc = parent(dirfd, path, &name, &fd) < 0 ? -1 :
+	    unlinkat(fd, name, flags);
+	parent_close(dirfd, fd);
+	return rc;
+}
+
+int
+mq_fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	const char *name;
+	int fd;
+	int rc = parent(dirfd, path, &name, &fd) < 0 ? -1 :
+	    fstatat(fd, name, st, flags);
+	parent_close(dirfd, fd);
+	return rc;
+}
+
+int
+mq_faccessat(int dirfd, const char *path, int mode, int flags)
+{
+	const char *name;
+	int fd;
+	int rc = parent(dirfd, path, &name, &fd) < 0 ? -1 :
+	    faccessat(fd, name, mode, flags);
+	parent_close(dirfd, fd);
+	return rc;
+}
+
+int
+mq_renameat(int olddir, const char *oldpath, int newdir, const char *newpath)
+{
+	const char *oname, *nname = NULL;
+	int ofd, nfd = -1;
+	int rc = parent(olddir, oldpath, &oname, &ofd) < 0 ||
+	    parent(newdir, newpath, &nname, &nfd) < 0 ? -1 :
+	    renameat(ofd, oname, nfd, nname);
+	parent_close(olddir, ofd);
+	parent_close(newdir, nfd);
+	return rc;
+}
+
+int
+mq_linkat(int olddir, const char *oldpath, int newdir, const char *newpath,
+    int flags)
+{
+	const char *oname, *nname = NULL;
+	int ofd, nfd = -1;
+	int rc = parent(olddir, oldpath, &oname, &ofd) < 0 ||
+	    parent(newdir, newpath, &nname, &nfd) < 0 ? -1 :
+	    linkat(ofd, oname, nfd, nname, flags);
+	parent_close(olddir, ofd);
+	parent_close(newdir, nfd);
+	return rc;
 }

@@ -52,7 +52,7 @@ ack_below(const struct mq_topic *t, unsigned k, const char *group, int dirfd,
 		if (strlen(l.v[i]) <= skip || mq_seq_of(l.v[i] + skip, &seq) < 0 ||
 		    seq >= offset)
 			continue;
-		if (unlinkat(dirfd, l.v[i], 0) == 0) {
+		if (mq_unlinkat(dirfd, l.v[i], 0) == 0) {
 			(*acked)++;
 			mq_journal_change(t, 'A', k, group, l.v[i] + skip);
 			mq_count_acked(t->sp, t->name, group, mq_now(),

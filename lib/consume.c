@@ -63,7 +63,7 @@ group_settings(mq_sub *s, const struct mq_sub_opts *o)
 		return -1;
 	char path[MQ_NAME_MAX + 16];
 	int rc = mq_path(path, sizeof path, "groups/%s.conf", s->group);
-	if (rc == 0 && faccessat(t.fd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (rc == 0 && mq_faccessat(t.fd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (!o->create)
 			rc = mq_err(EX_NOINPUT, "no group '%s' on topic '%s'",
 			    s->group, t.name);
@@ -332,7 +332,7 @@ promote_due(struct part *p, double now)
 			break;
 		}
 		if (mq_entry_new_name(&e, name, sizeof name) == 0 &&
-		    renameat(p->d.delayfd, l.v[i], p->d.newfd, name) == 0)
+		    mq_renameat(p->d.delayfd, l.v[i], p->d.newfd, name) == 0)
 			moved++;
 	}
 	mq_names_free(&l);
@@ -363,9 +363,9 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 {
 	struct part *p = &s->ps[i];
 	/* Processed before (the ack was lost): settle it unseen. */
-	if (p->donefd >= 0 && faccessat(p->donefd, e->key + MQ_SEQ_DIGITS + 1,
+	if (p->donefd >= 0 && mq_faccessat(p->donefd, e->key + MQ_SEQ_DIGITS + 1,
 	    F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (unlinkat(p->d.curfd, cur, 0) == 0)
+		if (mq_unlinkat(p->d.curfd, cur, 0) == 0)
 			mq_journal_change(p->t, 'A', p->k, s->group, cur);
 		return 0;
 	}
@@ -378,7 +378,7 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 			e->attempts--;
 			if (!s->gc.ordered &&
 			    mq_entry_new_name(e, back, sizeof back) == 0)
-				renameat(p->d.curfd, cur, p->d.newfd, back);
+				mq_renameat(p->d.curfd, cur, p->d.newfd, back);
 			return -1;
 		}
 		struct mq_why why = { "unreadable", mq_errmsg(), -1, NULL, 0 };
@@ -393,7 +393,7 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 		mq_msg_free(m);
 		struct mq_why why = { "expired", NULL, -1, NULL, 0 };
 		bool drop = p->t->conf.expired_drop;
-		int rc = drop ? unlinkat(p->d.curfd, cur, 0) :
+		int rc = drop ? mq_unlinkat(p->d.curfd, cur, 0) :
 		    mq_dlq_put(p->t, p->k, s->group, p->d.curfd, cur, e, &why);
 		if (rc < 0 && drop)
 			return mq_err_sys("drop expired message");
@@ -753,10 +753,10 @@ unlink_claim(mq_sub *s, const struct mq_msg *m, struct mq_jbuf *jb)
 	struct msg_priv *pv = priv_of(m);
 	struct part *p = part_of(s, m);
 	int fd = p->d.curfd;
-	if (unlinkat(fd, pv->cur, 0) < 0) {
+	if (mq_unlinkat(fd, pv->cur, 0) < 0) {
 		if (errno != ENOENT)
 			return mq_err_sys("ack");
-		if (refresh_claim(s, pv) < 0 || unlinkat(fd, pv->cur, 0) < 0)
+		if (refresh_claim(s, pv) < 0 || mq_unlinkat(fd, pv->cur, 0) < 0)
 			goto gone;
 	}
 	/* Journaled with the rest of the batch (best effort, as every

@@ -55,7 +55,7 @@ mq_dedup_claim(int dfd, const char *ikey, uint64_t seq, double window,
 			}
 		}
 		/* Expired (or not ours): the key may be used again. */
-		if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+		if (mq_unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
 			return mq_err_sys("dedup index");
 	}
 	return mq_err(EX_TEMPFAIL, "dedup index busy");
@@ -77,7 +77,7 @@ mq_dedup_sweep(int pfd, bool (*drop)(const char *key, void *ctx), void *ctx)
 			continue;
 		key[n] = 0;
 		if (mq_is_key(key) && drop(key, ctx) &&
-		    unlinkat(fd, l.v[i], 0) < 0 && errno != ENOENT)
+		    mq_unlinkat(fd, l.v[i], 0) < 0 && errno != ENOENT)
 			rc = mq_err_sys("unlink dedup/%s", l.v[i]);
 	}
 	mq_names_free(&l);

@@ -52,7 +52,7 @@ mq_dlq_put(const struct mq_topic *t, unsigned k, const char *group,
 	int rc = n < 0 ? mq_err_sys("malloc") :
 	    mq_write_file(dfd, wname, text, (size_t)n, 1, 1);
 	free(text);
-	if (rc == 0 && renameat(curfd, curname, dfd, name) < 0)
+	if (rc == 0 && mq_renameat(curfd, curname, dfd, name) < 0)
 		rc = errno == ENOENT ? mq_err(EX_NOINPUT, "message %s is no longer "
 		    "claimed (its lease expired)", e->key + MQ_SEQ_DIGITS + 1) :
 		    mq_err_sys("dead-letter %s", name);

@@ -736,8 +736,8 @@ place(const struct import *im, const struct file *f, int dfd,
 {
 	char src[32];
 	snprintf(src, sizeof src, "%zu", f->idx);
-	if (replace ? renameat(im->stagefd, src, dfd, name) == 0 :
-	    linkat(im->stagefd, src, dfd, name, 0) == 0)
+	if (replace ? mq_renameat(im->stagefd, src, dfd, name) == 0 :
+	    mq_linkat(im->stagefd, src, dfd, name, 0) == 0)
 		return 0;
 	if (!replace && errno == EEXIST)
 		return 1;
@@ -777,7 +777,7 @@ place_letters(const struct import *im, const struct mq_topic *t, size_t from,
 	int rc = 0;
 	for (size_t i = from; rc == 0 && i < to; i += 2) {
 		const struct file *m = &im->f[i], *r = m + 1;
-		if (faccessat(dfd, m->name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		if (mq_faccessat(dfd, m->name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 			continue;
 		rc = mq_path(why, sizeof why, "%s.why", m->name);
 		if (rc == 0)

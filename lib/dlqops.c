@@ -77,18 +77,18 @@ sweep_leftovers(int dfd)
 		bool claim = !strncmp(n, ".redrive.", 9) && is_dead(n + 9);
 		bool why = len > 4 && !strcmp(n + len - 4, ".why");
 		if ((!claim && !why) ||
-		    fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    mq_fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    mq_now() - (double)st.st_ctime < MQ_STALE_TMP)
 			continue;
 		if (claim) {
-			renameat(dfd, n, dfd, n + 9);
+			mq_renameat(dfd, n, dfd, n + 9);
 		} else {
 			char msg[MQ_KEY_LEN + 48];
 			snprintf(msg, sizeof msg, "%.*s", (int)(len - 4), n);
 			if (is_dead(msg) &&
-			    faccessat(dfd, msg, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+			    mq_faccessat(dfd, msg, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
 			    errno == ENOENT)
-				unlinkat(dfd, n, 0);
+				mq_unlinkat(dfd, n, 0);
 		}
 	}
 	closedir(d);
@@ -146,7 +146,7 @@ list_one(const struct mq_topic *t, unsigned k, const char *group,
 		/* No record (or one without a time): the name's change time
 		 * is when it became a dead letter. */
 		struct stat st;
-		if (d->when == 0 && fstatat(dfd, l.v[i], &st,
+		if (d->when == 0 && mq_fstatat(dfd, l.v[i], &st,
 		    AT_SYMLINK_NOFOLLOW) == 0)
 			d->when = (double)st.st_ctim.tv_sec +
 			    (double)st.st_ctim.tv_nsec / 1e9;
@@ -230,7 +230,7 @@ drop_record(int dfd, const char *name)
 {
 	char why[MQ_KEY_LEN + 48];
 	if (mq_path(why, sizeof why, "%s.why", name) == 0)
-		unlinkat(dfd, why, 0);
+		mq_unlinkat(dfd, why, 0);
 }
 
 int
@@ -292,7 +292,7 @@ mq_dlq_redrive(mq_spool *sp, const struct mq_dead *d, const char *to_topic)
 		rc = mq_err(EX_DATAERR, "bad dead letter name %s", d->name);
 	if (rc == 0 && !to_topic) {
 		/* Attempts start again: the name in new/ is the bare KEY. */
-		if (renameat(dfd, d->name, g.newfd, e.key) < 0)
+		if (mq_renameat(dfd, d->name, g.newfd, e.key) < 0)
 			rc = errno == ENOENT ? 1 : mq_err_sys("redrive %s", d->id);
 		else
 			mq_journal_change(&t, 'R', d->partition, d->group,
@@ -300,18 +300,18 @@ mq_dlq_redrive(mq_spool *sp, const struct mq_dead *d, const char *to_topic)
 	} else if (rc == 0) {
 		char claim[MQ_KEY_LEN + 48];
 		snprintf(claim, sizeof claim, ".redrive.%s", d->name);
-		if (renameat(dfd, d->name, dfd, claim) < 0)
+		if (mq_renameat(dfd, d->name, dfd, claim) < 0)
 			rc = errno == ENOENT ? 1 : mq_err_sys("redrive %s", d->id);
 		if (rc == 0 && copy_to(sp, &t, dfd, claim, d->name, to_topic) < 0) {
 			/* Not copied: it stays a dead letter. */
 			int code = mq_errcode();
 			char msg[1024];
 			snprintf(msg, sizeof msg, "%s", mq_errmsg());
-			renameat(dfd, claim, dfd, d->name);
+			mq_renameat(dfd, claim, dfd, d->name);
 			rc = mq_err(code, "%s", msg);
 		}
 		if (rc == 0) {
-			unlinkat(dfd, claim, 0);
+			mq_unlinkat(dfd, claim, 0);
 			mq_journal_change(&t, 'X', d->partition, d->group,
 			    d->name);
 		}
@@ -334,7 +334,7 @@ mq_dlq_purge(mq_spool *sp, const struct mq_dead *d)
 	int dfd = d->partition < t.conf.partitions ? dlq_dir(&t, d) : -1;
 	int rc = dfd < 0 ? -1 : 0;
 	/* A directory put in a queue was dead-lettered as one. */
-	if (rc == 0 && unlinkat(dfd, d->name, 0) < 0)
+	if (rc == 0 && mq_unlinkat(dfd, d->name, 0) < 0)
 		rc = errno == EISDIR ? mq_rmtree(dfd, d->name) :
 		    errno == ENOENT ? 1 : mq_err_sys("purge %s", d->id);
 	if (rc == 0) {

@@ -162,7 +162,7 @@ rmtree_at(int parent, const char *name)
 		if (errno == ENOENT)
 			return 0;
 		if (errno == ENOTDIR || errno == ELOOP) {
-			if (unlinkat(parent, name, 0) < 0 && errno != ENOENT)
+			if (mq_unlinkat(parent, name, 0) < 0 && errno != ENOENT)
 				return mq_err_sys("unlink %s", name);
 			return 0;
 		}
@@ -181,13 +181,13 @@ rmtree_at(int parent, const char *name)
 		if (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) {
 			if (rmtree_at(dirfd(d), de->d_name) < 0)
 				rc = -1;
-		} else if (unlinkat(dirfd(d), de->d_name, 0) < 0 &&
+		} else if (mq_unlinkat(dirfd(d), de->d_name, 0) < 0 &&
 		    errno != ENOENT) {
 			rc = mq_err_sys("unlink %s", de->d_name);
 		}
 	}
 	closedir(d);
-	if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+	if (mq_unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 		return mq_err_sys("rmdir %s", name);
 	return rc;
 }
@@ -314,15 +314,15 @@ write_whole(int dirfd, const char *path, const void *data, size_t len,
 	fd = -1;
 	int rc = 0;
 	if (replace) {
-		if (renameat(dirfd, tmp, dirfd, path) < 0)
+		if (mq_renameat(dirfd, tmp, dirfd, path) < 0)
 			goto fail;
 	} else {
-		if (linkat(dirfd, tmp, dirfd, path, 0) < 0) {
+		if (mq_linkat(dirfd, tmp, dirfd, path, 0) < 0) {
 			if (!mq_name_taken(dirfd, path, errno))
 				goto fail;
 			rc = 1;
 		}
-		unlinkat(dirfd, tmp, 0);
+		mq_unlinkat(dirfd, tmp, 0);
 	}
 	return rc;
 fail:
@@ -330,7 +330,7 @@ fail:
 	int e = errno;
 	if (fd >= 0)
 		close(fd);
-	unlinkat(dirfd, tmp, 0);
+	mq_unlinkat(dirfd, tmp, 0);
 	errno = e;
 	return -1;
 }

@@ -29,7 +29,7 @@ bool
 mq_tmp_stale(int dirfd, const char *name, double now)
 {
 	struct stat st;
-	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	return mq_fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    now - (double)st.st_mtime > MQ_STALE_TMP;
 }
 
@@ -66,7 +66,7 @@ each_stale(int dirfd, bool any_name, double now,
 static void
 unlink_file(int dirfd, const char *name)
 {
-	unlinkat(dirfd, name, 0);
+	mq_unlinkat(dirfd, name, 0);
 }
 
 static void
@@ -116,9 +116,9 @@ expire_ledgers(int pfd, double now, double window)
 		}
 		struct stat st;
 		for (size_t j = 0; j < l.n; j++)
-			if (fstatat(dfd, l.v[j], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			if (mq_fstatat(dfd, l.v[j], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    now - (double)st.st_mtime > window)
-				unlinkat(dfd, l.v[j], 0);
+				mq_unlinkat(dfd, l.v[j], 0);
 		mq_names_free(&l);
 		close(dfd);
 	}
@@ -158,7 +158,7 @@ mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 				continue;
 			/* A directory put there is no message, but goes
 			 * as one. */
-			if (unlinkat(lfd, l.v[i], 0) == 0 || (errno == EISDIR &&
+			if (mq_unlinkat(lfd, l.v[i], 0) == 0 || (errno == EISDIR &&
 			    mq_rmtree(lfd, l.v[i]) == 0))
 				(*removed)++;
 			else if (errno != ENOENT)

@@ -237,7 +237,7 @@ subscribe_locked(const struct mq_topic *t, const char *group,
 	char p[MQ_NAME_MAX + 16];
 	if (conf_path(group, p, sizeof p) < 0)
 		return -1;
-	if (faccessat(t->fd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+	if (mq_faccessat(t->fd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0;
 	if (conf_check(t, c) < 0)
 		return -1;
@@ -359,11 +359,11 @@ backfill_partition(const struct mq_topic *t, unsigned k, const char *group,
 		/* A link made by a run cut short is journaled again.  A
 		 * directory, which cannot be linked (EPERM), is no message. */
 		struct stat st;
-		if (linkat(lfd, l.v[i], nfd, l.v[i], 0) == 0 ||
+		if (mq_linkat(lfd, l.v[i], nfd, l.v[i], 0) == 0 ||
 		    mq_name_taken(nfd, l.v[i], errno))
 			mq_journal_change_add(&jb, t, 'L', k, group, l.v[i]);
 		else if (errno != ENOENT && !(errno == EPERM &&
-		    fstatat(lfd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    mq_fstatat(lfd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISDIR(st.st_mode)))
 			rc = mq_err_sys("backfill %s", l.v[i]);
 	}
@@ -451,7 +451,7 @@ mq_group_unsubscribe(mq_spool *sp, const char *topic, const char *group)
 	int rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
 	if (rc == 0) {
 		rc = conf_path(group, p, sizeof p);
-		if (rc == 0 && unlinkat(t.fd, p, 0) < 0)
+		if (rc == 0 && mq_unlinkat(t.fd, p, 0) < 0)
 			rc = errno == ENOENT ? mq_err(EX_NOINPUT,
 			    "no group '%s' on topic '%s'", group, topic) :
 			    mq_err_sys("unsubscribe %s", group);
@@ -486,7 +486,7 @@ mq_group_exists(mq_spool *sp, const char *topic, const char *group)
 	char p[MQ_NAME_MAX + 16];
 	int rc = conf_path(group, p, sizeof p);
 	if (rc == 0)
-		rc = faccessat(t.fd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+		rc = mq_faccessat(t.fd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	mq_topic_close(&t);
 	return rc;
 }
@@ -524,7 +524,7 @@ mq_group_adopt(mq_spool *sp, const char *topic, const char *group,
 	}
 	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
 	rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
-	if (rc == 0 && faccessat(t.fd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (rc == 0 && mq_faccessat(t.fd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
 		for (unsigned k = 0; rc == 0 && k < t.conf.partitions; k++)
 			rc = mq_group_dirs_make(&t, k, group, c.ordered);
 		if (rc == 0)

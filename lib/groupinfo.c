@@ -68,7 +68,7 @@ mq_log_bytes(int pfd, uint64_t committed)
 	if (mq_names_read(fd, NULL, &l) == 0)
 		for (size_t i = 0; i < l.n; i++)
 			if (mq_seq_of(l.v[i], &seq) == 0 && seq < committed &&
-			    fstatat(fd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
+			    mq_fstatat(fd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
 				bytes += (uint64_t)st.st_size;
 	mq_names_free(&l);
 	close(fd);

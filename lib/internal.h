@@ -33,6 +33,14 @@ int mq_err_recode(int from, int to);
 /* beneath.c: openat(2) that resolves every component of path beneath
  * dirfd and follows no symbolic link, at any level. */
 int mq_openat(int dirfd, const char *path, int flags, ...);
+/* The same for these calls: a path's directories opened beneath dirfd. */
+int mq_unlinkat(int dirfd, const char *path, int flags);
+int mq_fstatat(int dirfd, const char *path, struct stat *, int flags);
+int mq_faccessat(int dirfd, const char *path, int mode, int flags);
+int mq_renameat(int olddir, const char *oldpath, int newdir,
+    const char *newpath);
+int mq_linkat(int olddir, const char *oldpath, int newdir,
+    const char *newpath, int flags);
 
 /* fs.c: files relative to directory descriptors, never following links. */
 int mq_path(char *buf, size_t len, const char *fmt, ...)

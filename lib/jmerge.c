@@ -210,7 +210,7 @@ list(struct merge *m)
 		close(fd);
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
 		struct stat st;
-		if (!host_name_ok(l.v[i]) || fstatat(m->dfd, l.v[i], &st,
+		if (!host_name_ok(l.v[i]) || mq_fstatat(m->dfd, l.v[i], &st,
 		    AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
 			continue;
 		if (!host_of(m, l.v[i], strlen(l.v[i])))
@@ -247,7 +247,7 @@ mq_journal_list(mq_spool *sp, struct mq_names *out)
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
 		char path[MQ_HOST_MAX + 16];
 		struct stat st;
-		if (fstatat(dfd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		if (mq_fstatat(dfd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode))
 			continue;
 		int n = snprintf(path, sizeof path, "journals/%s", l.v[i]);
@@ -485,7 +485,7 @@ mq_journal_merge(mq_spool *sp, uint64_t upto, uint64_t *size, uint64_t *held)
 {
 	*held = UINT64_MAX;
 	struct stat st;
-	if (fstatat(sp->fd, "journals", &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+	if (mq_fstatat(sp->fd, "journals", &st, AT_SYMLINK_NOFOLLOW) < 0 &&
 	    errno == ENOENT) {
 		*size = mq_journal_size(sp);
 		return 0;

@@ -424,7 +424,7 @@ mq_journal_size(mq_spool *sp)
 {
 	struct stat st;
 	if (!mq_fs_shared(sp->fd))
-		return fstatat(sp->fd, "journal", &st, AT_SYMLINK_NOFOLLOW) < 0 ?
+		return mq_fstatat(sp->fd, "journal", &st, AT_SYMLINK_NOFOLLOW) < 0 ?
 		    0 : (uint64_t)st.st_size;
 	/* Another host's merge may have grown it. */
 	int fd = mq_file_open(sp->fd, "journal", O_RDONLY, 0, NULL);

@@ -60,17 +60,17 @@ write_private(mq_spool *sp, const char *path, const char *text, mode_t mode,
 	int rc = write(fd, text, len) == (ssize_t)len && fsync(fd) == 0 ? 0 : -1;
 	if (close(fd) < 0)
 		rc = -1;
-	if (rc == 0 && !replace && faccessat(sp->fd, path, F_OK,
+	if (rc == 0 && !replace && mq_faccessat(sp->fd, path, F_OK,
 	    AT_SYMLINK_NOFOLLOW) == 0) {
-		unlinkat(sp->fd, tmp, 0);
+		mq_unlinkat(sp->fd, tmp, 0);
 		return mq_err(EX_CANTCREAT, "%s exists (--force replaces it)",
 		    path);
 	}
-	if (rc == 0 && renameat(sp->fd, tmp, sp->fd, path) < 0)
+	if (rc == 0 && mq_renameat(sp->fd, tmp, sp->fd, path) < 0)
 		rc = -1;
 	if (rc < 0) {
 		int e = errno;
-		unlinkat(sp->fd, tmp, 0);
+		mq_unlinkat(sp->fd, tmp, 0);
 		errno = e;
 		return mq_err_sys("write %s", path);
 	}
@@ -82,7 +82,7 @@ write_private(mq_spool *sp, const char *path, const char *text, mode_t mode,
 static int
 replicate_dir(mq_spool *sp)
 {
-	if (faccessat(sp->fd, "replicate", F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+	if (mq_faccessat(sp->fd, "replicate", F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
 	    (mq_mkdir(sp->fd, "replicate") < 0 || mq_fsync_fd(sp->fd) < 0))
 		return -1;
 	int fd = mq_openat(sp->fd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
@@ -92,9 +92,9 @@ replicate_dir(mq_spool *sp)
 		for (size_t i = 0; i < l.n; i++) {
 			struct stat st;
 			if (!strncmp(l.v[i], "key.", 4) &&
-			    fstatat(fd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    mq_fstatat(fd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    mq_now() - (double)st.st_mtime > 60)
-				unlinkat(fd, l.v[i], 0);
+				mq_unlinkat(fd, l.v[i], 0);
 		}
 	mq_names_free(&l);
 	if (fd >= 0)

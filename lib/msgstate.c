@@ -505,7 +505,7 @@ in_topic(mq_spool *sp, const char *topic, int named, const char *id,
 		bool held = true;
 		struct stat st;
 		/* sshfs says 1 link whatever the server has. */
-		if (inlog && !mq_fs_shared(t.pfd[k]) && fstatat(t.pfd[k],
+		if (inlog && !mq_fs_shared(t.pfd[k]) && mq_fstatat(t.pfd[k],
 		    fo.path, &st, AT_SYMLINK_NOFOLLOW) == 0)
 			held = st.st_nlink > 1;
 		size_t first = *n;

@@ -54,7 +54,7 @@ mq_owner_init(const struct mq_topic *t, unsigned k, const char *group)
 	char p[MQ_NAME_MAX + 32], stage[MQ_NAME_MAX + 64], rnd[17];
 	if (mq_path(p, sizeof p, "g/%s/own", group) < 0)
 		return -1;
-	if (faccessat(t->pfd[k], p, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+	if (mq_faccessat(t->pfd[k], p, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0;
 	mq_hex_random(rnd, 16);
 	if (mq_path(stage, sizeof stage, "g/%s/tmp/own.%s", group, rnd) < 0 ||
@@ -70,7 +70,7 @@ mq_owner_init(const struct mq_topic *t, unsigned k, const char *group)
 		close(fd);
 	if (dfd >= 0)
 		close(dfd);
-	if (rc == 0 && renameat(t->pfd[k], stage, t->pfd[k], p) < 0 &&
+	if (rc == 0 && mq_renameat(t->pfd[k], stage, t->pfd[k], p) < 0 &&
 	    !mq_name_taken(t->pfd[k], p, errno))
 		rc = mq_err_sys("ownership token");
 	mq_rmtree(t->pfd[k], stage);
@@ -202,7 +202,7 @@ token_move(mq_sub *s, struct part *p, const char *member, uint64_t deadline)
 	    (unsigned long long)p->own_deadline);
 	snprintf(to, sizeof to, "%s,l%llu", member,
 	    (unsigned long long)deadline);
-	if (renameat(p->ownfd, from, p->ownfd, to) < 0) {
+	if (mq_renameat(p->ownfd, from, p->ownfd, to) < 0) {
 		p->owned = false;
 		return errno == ENOENT ? 0 : mq_err_sys("ownership token");
 	}
@@ -219,7 +219,7 @@ mq_member_leave(mq_sub *s)
 			token_move(s, &s->ps[i], "-", 0);
 	if (s->membersfd >= 0) {
 		if (*s->member_name)
-			unlinkat(s->membersfd, s->member_name, 0);
+			mq_unlinkat(s->membersfd, s->member_name, 0);
 		close(s->membersfd);
 		s->membersfd = -1;
 	}
@@ -279,7 +279,7 @@ live_members(mq_sub *s, struct mq_names *live, uint64_t *next)
 			continue;
 		if (dl <= now) {
 			if (dl + 10 * session_ms(s) < now)
-				unlinkat(s->membersfd, l.v[i], 0);
+				mq_unlinkat(s->membersfd, l.v[i], 0);
 			continue;
 		}
 		if (dl < *next)
@@ -326,7 +326,7 @@ settle_owner(mq_sub *s, struct part *p, bool mine, uint64_t *next)
 	char to[MQ_MEMBER_MAX + 32];
 	snprintf(to, sizeof to, "%s,l%llu", s->member,
 	    (unsigned long long)(now + session_ms(s)));
-	if (renameat(p->ownfd, name, p->ownfd, to) < 0)
+	if (mq_renameat(p->ownfd, name, p->ownfd, to) < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("ownership token");
 	p->owned = true;
 	p->own_deadline = now + session_ms(s);
@@ -349,7 +349,7 @@ mq_member_beat(mq_sub *s, bool force)
 	memcpy(old, s->member_name, sizeof old);
 	snprintf(s->member_name, sizeof s->member_name, "%s,l%llu", s->member,
 	    (unsigned long long)(now_ms() + session_ms(s)));
-	if (renameat(s->membersfd, old, s->membersfd, s->member_name) < 0 &&
+	if (mq_renameat(s->membersfd, old, s->membersfd, s->member_name) < 0 &&
 	    (errno != ENOENT || member_file(s) < 0)) {
 		/* A shared group's is only counted: try again later. */
 		if (s->gc.ordered)

@@ -263,7 +263,7 @@ stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
 	    .nheaders = m->nheaders, .body = m->body, .len = m->len };
 	rc = mq_filterset_eval(&p->set, p->gflt, ng, &fm, p->in);
 	for (size_t g = 0; rc == 0 && g < ng; g++)
-		if (p->in[g] && linkat(p->logfd[k], key, gfd[later ? ng + g : g],
+		if (p->in[g] && mq_linkat(p->logfd[k], key, gfd[later ? ng + g : g],
 		    later ? dname : key, 0) < 0)
 			rc = mq_err_sys("link message into group");
 	mq_fmsg_done(&fm);
@@ -347,7 +347,7 @@ group_filter(mq_pub *p, const char *group, size_t at, mq_filter **out)
 	struct stat st;
 	if (mq_path(path, sizeof path, "groups/%s.conf", group) < 0)
 		return -1;
-	if (fstatat(p->t.fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (mq_fstatat(p->t.fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return mq_err_sys("group %s", group);
 	struct pub_filter *c = at < p->nflt && !strcmp(p->flt[at].group, group) ?
 	    &p->flt[at] : NULL;

@@ -122,7 +122,7 @@ receipt_settle(mq_spool *sp, const char *topic, const char *group,
 			if (gc.exactly_once && (rc = mq_ledger_record(&t, r.k,
 			    group, r.e.key + MQ_SEQ_DIGITS + 1)) < 0)
 				break;
-			if (unlinkat(d.curfd, cur, 0) < 0)
+			if (mq_unlinkat(d.curfd, cur, 0) < 0)
 				rc = errno == ENOENT ? mq_err(EX_NOINPUT, "message "
 				    "%s is gone (its lease expired and it was "
 				    "claimed again)", r.e.key + MQ_SEQ_DIGITS + 1) :

@@ -34,7 +34,7 @@ sweep(int dirfd, const char *path, uint64_t from, uint64_t to)
 		    (mq_delay_parse(l.v[i], &due, &e) < 0 ||
 		    mq_seq_of(e.key, &seq) < 0))
 			continue;
-		if (seq >= from && seq < to && unlinkat(fd, l.v[i], 0) < 0 &&
+		if (seq >= from && seq < to && mq_unlinkat(fd, l.v[i], 0) < 0 &&
 		    errno != ENOENT)
 			rc = mq_err_sys("unlink %s/%s", path, l.v[i]);
 	}

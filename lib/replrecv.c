@@ -316,7 +316,7 @@ unstage(struct rgroup *g, const char *key, double due)
 	if (later)
 		snprintf(dname, sizeof dname, "%020" PRIu64 ".%s",
 		    (uint64_t)ceil(due * 1000), key);
-	if (renameat(g->tmpfd, key, later ? g->delayfd : g->newfd,
+	if (mq_renameat(g->tmpfd, key, later ? g->delayfd : g->newfd,
 	    later ? dname : key) < 0 && errno != ENOENT)
 		return mq_err_sys("replicate %s", key);
 	return 0;
@@ -358,7 +358,7 @@ write_file(int dirfd, const char *name, const void *data, size_t len)
 	    O_CLOEXEC, 0666);
 	if (fd < 0 && errno == EEXIST) {
 		/* Left by an apply that did not finish. */
-		unlinkat(dirfd, name, 0);
+		mq_unlinkat(dirfd, name, 0);
 		fd = mq_openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL |
 		    O_NOFOLLOW | O_CLOEXEC, 0666);
 	}
@@ -372,7 +372,7 @@ write_file(int dirfd, const char *name, const void *data, size_t len)
 		if (w < 0) {
 			int e = errno;
 			close(fd);
-			unlinkat(dirfd, name, 0);
+			mq_unlinkat(dirfd, name, 0);
 			errno = e;
 			return mq_err_sys("replicate %s", name);
 		}
@@ -387,10 +387,10 @@ write_file(int dirfd, const char *name, const void *data, size_t len)
 static int
 link_over(int fromfd, const char *from, int tofd, const char *to)
 {
-	if (linkat(fromfd, from, tofd, to, 0) == 0)
+	if (mq_linkat(fromfd, from, tofd, to, 0) == 0)
 		return 0;
-	if (errno == EEXIST && unlinkat(tofd, to, 0) == 0 &&
-	    linkat(fromfd, from, tofd, to, 0) == 0)
+	if (errno == EEXIST && mq_unlinkat(tofd, to, 0) == 0 &&
+	    mq_linkat(fromfd, from, tofd, to, 0) == 0)
 		return 0;
 	return mq_err_sys("replicate %s", to);
 }
@@ -456,7 +456,7 @@ apply_publish(struct receiver *r, struct rtopic *rt, unsigned k,
 	}
 	if (rc < 0)
 		goto out;
-	int have = faccessat(p->logfd, key, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	int have = mq_faccessat(p->logfd, key, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	if (len == 0) {
 		/* A relay's record without its message (every message file
 		 * has a header): finish what is here, else a hole. */
@@ -485,14 +485,14 @@ apply_publish(struct receiver *r, struct rtopic *rt, unsigned k,
 		rc = write_file(p->logfd, tmp, data, len);
 		if (rc == 0)
 			rc = link_over(p->logfd, tmp, p->logfd, key);
-		unlinkat(p->logfd, tmp, 0);
+		mq_unlinkat(p->logfd, tmp, 0);
 		goto out;
 	}
 	rc = write_file(gp[0]->tmpfd, key, data, len);
 	for (size_t i = 1; rc == 0 && i < ng; i++)
 		rc = link_over(gp[0]->tmpfd, key, gp[i]->tmpfd, key);
 	/* The commit point. */
-	if (rc == 0 && linkat(gp[0]->tmpfd, key, p->logfd, key, 0) < 0)
+	if (rc == 0 && mq_linkat(gp[0]->tmpfd, key, p->logfd, key, 0) < 0)
 		rc = mq_err_sys("replicate %s", key);
 	for (size_t i = 0; rc == 0 && i < ng; i++)
 		rc = stage(r, gp[i], key, due);
@@ -508,12 +508,12 @@ out:
 static int
 find_entry(struct rgroup *g, const char *key, int *fd, char *name, size_t len)
 {
-	if (faccessat(g->newfd, key, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (mq_faccessat(g->newfd, key, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
 		*fd = g->newfd;
 		snprintf(name, len, "%s", key);
 		return 1;
 	}
-	if (faccessat(g->tmpfd, key, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (mq_faccessat(g->tmpfd, key, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
 		*fd = g->tmpfd;         /* staged by this batch */
 		snprintf(name, len, "%s", key);
 		return 1;
@@ -565,14 +565,14 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 		 * unlink: look again. */
 		for (int tries = 0; tries < 5; tries++) {
 			rc = find_entry(g, key, &fd, found, sizeof found);
-			if (rc != 1 || unlinkat(fd, found, 0) == 0)
+			if (rc != 1 || mq_unlinkat(fd, found, 0) == 0)
 				break;
 			if (errno != ENOENT)
 				return mq_err_sys("replicate ack of %s", key);
 		}
 		return rc < 0 ? -1 : 0;
 	case 'L':
-		if (linkat(p->logfd, key, g->tmpfd, key, 0) < 0 &&
+		if (mq_linkat(p->logfd, key, g->tmpfd, key, 0) < 0 &&
 		    errno != EEXIST)
 			return errno == ENOENT ? 0 : mq_err_sys("replicate %s",
 			    key);
@@ -598,28 +598,28 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 	r->wrote = 1;
 	if (type == 'R') {
 		/* Staged like a publish; a repeat finds it staged already. */
-		if (renameat(dfd, name, g->tmpfd, key) < 0 && (errno != ENOENT ||
-		    faccessat(g->tmpfd, key, F_OK, AT_SYMLINK_NOFOLLOW) < 0)) {
+		if (mq_renameat(dfd, name, g->tmpfd, key) < 0 && (errno != ENOENT ||
+		    mq_faccessat(g->tmpfd, key, F_OK, AT_SYMLINK_NOFOLLOW) < 0)) {
 			if (errno != ENOENT)
 				rc = mq_err_sys("replicate redrive of %s", name);
 		} else {
 			rc = stage(r, g, key, 0);
 		}
-		unlinkat(dfd, wname, 0);
+		mq_unlinkat(dfd, wname, 0);
 	} else if (type == 'X') {
-		if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+		if (mq_unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
 			rc = mq_err_sys("replicate purge of %s", name);
-		unlinkat(dfd, wname, 0);
-	} else if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+		mq_unlinkat(dfd, wname, 0);
+	} else if (mq_faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
 		/* D: the record first, as mq_dlq_put does; then the
 		 * message, from the queue, the log, or as sent. */
 		rc = mq_write_file(dfd, wname, why, wlen, 0, 1) < 0 ? -1 : 0;
 		int f = rc == 0 ? find_entry(g, key, &fd, found, sizeof found) : -1;
 		if (f < 0)
 			rc = -1;
-		else if (f == 1 && renameat(fd, found, dfd, name) == 0)
+		else if (f == 1 && mq_renameat(fd, found, dfd, name) == 0)
 			;
-		else if (linkat(p->logfd, key, dfd, name, 0) == 0)
+		else if (mq_linkat(p->logfd, key, dfd, name, 0) == 0)
 			;
 		else if (dlen) {
 			char tmp[MQ_KEY_LEN + 72];
@@ -627,7 +627,7 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 			rc = write_file(dfd, tmp, data, dlen);
 			if (rc == 0)
 				rc = link_over(dfd, tmp, dfd, name);
-			unlinkat(dfd, tmp, 0);
+			mq_unlinkat(dfd, tmp, 0);
 		}
 	}
 	close(dfd);
@@ -1175,7 +1175,7 @@ finish_cut(struct receiver *r, uint64_t covered)
 			struct rgroup *rg = group_of(rt, k, &rt->pv[k], name, gl);
 			if (!rg && mq_errcode() != EX_NOINPUT)
 				rc = -1;
-			if (rg && faccessat(rg->tmpfd, kbuf, F_OK,
+			if (rg && mq_faccessat(rg->tmpfd, kbuf, F_OK,
 			    AT_SYMLINK_NOFOLLOW) == 0) {
 				/* Rare: a sync for each (placed partitions
 				 * may be on other file systems). */
@@ -1364,9 +1364,9 @@ unstage_all(mq_spool *sp, const char *topic, size_t *n)
 			for (size_t j = 0; rc == 0 && j < l.n; j++) {
 				if (!mq_is_key(l.v[j]))
 					continue;
-				if (faccessat(lfd, l.v[j], F_OK,
+				if (mq_faccessat(lfd, l.v[j], F_OK,
 				    AT_SYMLINK_NOFOLLOW) < 0) {
-					unlinkat(g->tmpfd, l.v[j], 0);
+					mq_unlinkat(g->tmpfd, l.v[j], 0);
 					continue;
 				}
 				char *buf;

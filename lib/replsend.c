@@ -320,7 +320,7 @@ add_message(struct sender *s, const struct mq_jargs *ra, size_t *len)
 			if (h.next > h.committed &&
 			    mq_partition_repair_try(&st->t, k) < 0)
 				return -1;
-			if (faccessat(st->logfd[k], ra->a, F_OK,
+			if (mq_faccessat(st->logfd[k], ra->a, F_OK,
 			    AT_SYMLINK_NOFOLLOW) < 0)
 				return 1;
 			if (mq_head_read(st->hfd[k], &h) < 0)

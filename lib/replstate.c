@@ -74,7 +74,7 @@ int
 repl_dir(mq_spool *sp, const char *sub)
 {
 	char p[64];
-	int made = faccessat(sp->fd, "replicate", F_OK, AT_SYMLINK_NOFOLLOW) < 0;
+	int made = mq_faccessat(sp->fd, "replicate", F_OK, AT_SYMLINK_NOFOLLOW) < 0;
 	if (mq_path(p, sizeof p, "replicate/%s", sub) < 0 ||
 	    mq_mkdirs(sp->fd, p) < 0 || (made && mq_fsync_fd(sp->fd) < 0))
 		return -1;
@@ -349,7 +349,7 @@ repl_peer_confirmed(mq_spool *sp, const char *peer_id, uint64_t *pos)
 		return errno == ENOENT ? 0 : mq_err_sys("replicate/peers");
 	struct mq_peer_status p;
 	int rc = 0;
-	if (faccessat(dfd, peer_id, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (mq_faccessat(dfd, peer_id, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
 		rc = peer_read(dfd, peer_id, &p);
 		if (rc == 0)
 			*pos = p.confirmed;

@@ -35,7 +35,7 @@ mq_gdirs_open(const struct mq_topic *t, unsigned k, const char *group,
 		/* delay/ came with a later version than some groups: it is
 		 * made when first needed, so an ack works on a read-only
 		 * spool. */
-		if (i == 2 && faccessat(t->pfd[k], path, F_OK,
+		if (i == 2 && mq_faccessat(t->pfd[k], path, F_OK,
 		    AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
 			continue;
 		if ((*fd[i] = mq_dir_open(t->pfd[k], path)) < 0) {
@@ -87,7 +87,7 @@ mq_claim_move(int fromfd, const char *from, int curfd, struct mq_entry *e,
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	return renameat(fromfd, from, curfd, out);
+	return mq_renameat(fromfd, from, curfd, out);
 }
 
 int
@@ -127,7 +127,7 @@ mq_claim_return(const struct mq_topic *t, unsigned k, const char *group,
 		if (d->delayfd < 0 && mq_gdirs_delay(t, k, group, &dd) < 0)
 			return -1;
 		rc = mq_entry_delay_name(&e, due, name, sizeof name);
-		if (rc == 0 && renameat(d->curfd, curname, dd.delayfd, name) < 0)
+		if (rc == 0 && mq_renameat(d->curfd, curname, dd.delayfd, name) < 0)
 			rc = -1;
 		if (dd.delayfd != d->delayfd) {
 			int saved = errno;
@@ -136,7 +136,7 @@ mq_claim_return(const struct mq_topic *t, unsigned k, const char *group,
 		}
 	} else {
 		rc = mq_entry_new_name(&e, name, sizeof name);
-		if (rc == 0 && renameat(d->curfd, curname, d->newfd, name) < 0)
+		if (rc == 0 && mq_renameat(d->curfd, curname, d->newfd, name) < 0)
 			rc = -1;
 	}
 	if (rc < 0 && errno == ENOENT)
@@ -164,7 +164,7 @@ mq_claim_find(const struct mq_gdirs *d, const char *curname, char *out,
 	struct mq_entry want, e;
 	if (mq_entry_parse(curname, &want) < 0 || !want.claimed)
 		return mq_err(EX_SOFTWARE, "bad claim name %s", curname);
-	if (faccessat(d->curfd, curname, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+	if (mq_faccessat(d->curfd, curname, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		return mq_path(out, len, "%s", curname);
 	struct mq_names l = { 0 };
 	int rc = mq_names_read(d->curfd, NULL, &l), found = 0;

@@ -165,7 +165,7 @@ mq_name_taken(int dirfd, const char *path, int err)
 	/* sshfs answers a link, a rename or an exclusive create onto a name
 	 * that exists with EPERM (the sftp server's "failure"). */
 	return err == EPERM &&
-	    faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	    mq_faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 /* The type of the mount fd is on, as /proc/self/mountinfo names it. */

@@ -109,7 +109,7 @@ mq_spool_open(const char *dir, int flags)
 		mq_err_sys("spool %s", path);
 		goto fail;
 	}
-	if (faccessat(sp->fd, "VERSION", F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (mq_faccessat(sp->fd, "VERSION", F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno != ENOENT) {
 			mq_err_sys("spool %s", path);
 			goto fail;

@@ -333,7 +333,7 @@ mq_stat_read(mq_spool *sp, const char *topic, const char *group,
 	free(devs);
 	wilds_free(&w);
 	struct stat sb;
-	if (rc == 0 && fstatat(sp->fd, "replicate/peers", &sb,
+	if (rc == 0 && mq_fstatat(sp->fd, "replicate/peers", &sb,
 	    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode)) {
 		size_t quarantined;
 		st->replication = 1;

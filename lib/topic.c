@@ -82,7 +82,7 @@ sweep_spool_tmp(mq_spool *sp)
 	if (mq_names_read(fd, NULL, &l) == 0) {
 		for (size_t i = 0; i < l.n; i++) {
 			struct stat st;
-			int old = fstatat(fd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			int old = mq_fstatat(fd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    mq_now() - (double)st.st_mtime > MQ_STALE_TMP;
 			if (!strncmp(l.v[i], "trash.", 6) ||
 			    (old && !strncmp(l.v[i], "topic.", 6)))
@@ -132,7 +132,7 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 	}
 	if (mq_name_check("topic", name) < 0 || conf_check(c) < 0)
 		return -1;
-	if (faccessat(sp->topics, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+	if (mq_faccessat(sp->topics, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0;
 	sweep_spool_tmp(sp);
 	if (mq_places_check(c->place, 0, c->partitions) < 0)
@@ -165,7 +165,7 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 		char dst[MQ_NAME_MAX + 8];
 		if (mq_path(dst, sizeof dst, "topics/%s", name) < 0)
 			rc = -1;
-		else if (renameat(sp->fd, stage, sp->fd, dst) == 0)
+		else if (mq_renameat(sp->fd, stage, sp->fd, dst) == 0)
 			rc = mq_fsync_fd(sp->topics) < 0 ? -1 : 1;
 		else if (mq_name_taken(sp->fd, dst, errno))
 			rc = 0;
@@ -272,7 +272,7 @@ mq_topic_delete(mq_spool *sp, const char *name)
 	if (mq_path(src, sizeof src, "topics/%s", name) < 0 ||
 	    mq_path(dst, sizeof dst, "tmp/trash.%s", rnd) < 0)
 		return -1;
-	if (renameat(sp->fd, src, sp->fd, dst) < 0) {
+	if (mq_renameat(sp->fd, src, sp->fd, dst) < 0) {
 		if (errno == ENOENT)
 			return mq_err(EX_NOINPUT, "no topic '%s'", name);
 		return mq_err_sys("delete topic %s", name);

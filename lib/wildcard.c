@@ -204,7 +204,7 @@ mq_wildcard_unsubscribe(mq_spool *sp, const char *pattern, const char *group)
 	char p[2 * MQ_NAME_MAX + 32];
 	if (checked_conf_path(pattern, group, p, sizeof p) < 0)
 		return -1;
-	if (unlinkat(sp->fd, p, 0) < 0)
+	if (mq_unlinkat(sp->fd, p, 0) < 0)
 		return errno == ENOENT ? mq_err(EX_NOINPUT, "no group '%s' on "
 		    "pattern '%s'", group, pattern) :
 		    mq_err_sys("unsubscribe %s", group);
@@ -266,7 +266,7 @@ mq_wildcard_exists(mq_spool *sp, const char *pattern, const char *group)
 	char p[2 * MQ_NAME_MAX + 32];
 	if (checked_conf_path(pattern, group, p, sizeof p) < 0)
 		return -1;
-	return faccessat(sp->fd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	return mq_faccessat(sp->fd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 /* Joins a new topic to every subscription whose pattern matches it. */

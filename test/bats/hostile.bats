@@ -351,3 +351,17 @@ socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \
 	# The claim is still there, to be acked or given back.
 	assert_equal "$(count_entries "$p0/g/g/cur")" 1
 }
+
+@test "renames, links, unlinks and stats follow no link on the way either: an unsubscribe with groups/ a link removes nothing outside (71)" {
+	mq-sub -g g -t 0 t || [[ $? == 1 ]]
+	local topic=$MQ_SPOOL/topics/t out=$TD/outside
+	mkdir "$out"
+	mv "$topic/groups" "$out/groups"
+	ln -s "$out/groups" "$topic/groups"
+	local before; before=$(cd "$out" && find . | LC_ALL=C sort)
+	run --separate-stderr mq-sub --unsubscribe -g g t
+	assert_equal "$status" 71
+	assert_one_line_error mq-sub
+	assert_equal "$(cd "$out" && find . | LC_ALL=C sort)" "$before"
+	[[ -f $out/groups/g.conf ]] || fail "g.conf outside the spool was removed"
+}
