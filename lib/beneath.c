@@ -56,8 +56,8 @@ mq_openat(int dirfd, const char *path, int flags, ...)
  * relative to the working directory or absolute); *name: that component.
  * The calls below use it so that a link on the way stops them as it
  * stops mq_openat. */
-static int
-parent(int dirfd, const char *path, const char **name, int *fd)
+int
+mq_parent_open(int dirfd, const char *path, const char **name, int *fd)
 {
 	const char *slash = strrchr(path, '/');
 	*name = path;
@@ -77,8 +77,8 @@ parent(int dirfd, const char *path, const char **name, int *fd)
 	return *fd < 0 ? -1 : 0;
 }
 
-static void
-parent_close(int dirfd, int fd)
+void
+mq_parent_close(int dirfd, int fd)
 {
 	if (fd != dirfd && fd >= 0) {
 		int e = errno;
@@ -87,62 +87,58 @@ parent_close(int dirfd, int fd)
 	}
 }
 
+enum op { UNLINK, FSTAT, FACCESS, RENAME, LINK };
+
+/* One call of op on path (and path2) beneath their directories. */
+static int
+beneath(enum op op, int dir, const char *path, int dir2, const char *path2,
+    struct stat *st, int arg, int flags)
+{
+	const char *name, *name2 = NULL;
+	int fd, fd2 = -1, rc = -1;
+	if (mq_parent_open(dir, path, &name, &fd) == 0 && (op < RENAME ||
+	    mq_parent_open(dir2, path2, &name2, &fd2) == 0)) {
+		switch (op) {
+		case UNLINK: rc = unlinkat(fd, name, flags); break;
+		case FSTAT: rc = fstatat(fd, name, st, flags); break;
+		case FACCESS: rc = faccessat(fd, name, arg, flags); break;
+		case RENAME: rc = renameat(fd, name, fd2, name2); break;
+		case LINK: rc = linkat(fd, name, fd2, name2, flags); break;
+		}
+	}
+	mq_parent_close(dir, fd);
+	if (op >= RENAME)
+		mq_parent_close(dir2, fd2);
+	return rc;
+}
+
 int
 mq_unlinkat(int dirfd, const char *path, int flags)
 {
-	const char *name;
-	int fd;
-	int rc = parent(dirfd, path, &name, &fd) < 0 ? -1 :
-	    unlinkat(fd, name, flags);
-	parent_close(dirfd, fd);
-	return rc;
+	return beneath(UNLINK, dirfd, path, -1, NULL, NULL, 0, flags);
 }
 
 int
 mq_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-	const char *name;
-	int fd;
-	int rc = parent(dirfd, path, &name, &fd) < 0 ? -1 :
-	    fstatat(fd, name, st, flags);
-	parent_close(dirfd, fd);
-	return rc;
+	return beneath(FSTAT, dirfd, path, -1, NULL, st, 0, flags);
 }
 
 int
 mq_faccessat(int dirfd, const char *path, int mode, int flags)
 {
-	const char *name;
-	int fd;
-	int rc = parent(dirfd, path, &name, &fd) < 0 ? -1 :
-	    faccessat(fd, name, mode, flags);
-	parent_close(dirfd, fd);
-	return rc;
+	return beneath(FACCESS, dirfd, path, -1, NULL, NULL, mode, flags);
 }
 
 int
 mq_renameat(int olddir, const char *oldpath, int newdir, const char *newpath)
 {
-	const char *oname, *nname = NULL;
-	int ofd, nfd = -1;
-	int rc = parent(olddir, oldpath, &oname, &ofd) < 0 ||
-	    parent(newdir, newpath, &nname, &nfd) < 0 ? -1 :
-	    renameat(ofd, oname, nfd, nname);
-	parent_close(olddir, ofd);
-	parent_close(newdir, nfd);
-	return rc;
+	return beneath(RENAME, olddir, oldpath, newdir, newpath, NULL, 0, 0);
 }
 
 int
 mq_linkat(int olddir, const char *oldpath, int newdir, const char *newpath,
     int flags)
 {
-	const char *oname, *nname = NULL;
-	int ofd, nfd = -1;
-	int rc = parent(olddir, oldpath, &oname, &ofd) < 0 ||
-	    parent(newdir, newpath, &nname, &nfd) < 0 ? -1 :
-	    linkat(ofd, oname, nfd, nname, flags);
-	parent_close(olddir, ofd);
-	parent_close(newdir, nfd);
-	return rc;
+	return beneath(LINK, olddir, oldpath, newdir, newpath, NULL, 0, flags);
 }

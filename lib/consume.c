@@ -120,7 +120,7 @@ mq_sub_open(mq_spool *sp, const char *topic, const char *group,
 		goto fail;
 	s->lease = o->lease > 0 ? o->lease : s->gc.lease;
 	s->poll = o->poll;
-	if (s->poll <= 0 && (mq_fs_shared(sp->fd) || mq_fs_shared(sp->topics)))
+	if (s->poll <= 0 && (sp->shared || mq_fs_shared(sp->topics)))
 		s->poll = 1.0;
 	if (s->poll <= 0 &&
 	    (s->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {

@@ -463,12 +463,8 @@ mq_filter_conf_check(const struct mq_conf *kv, const char *what)
 	mq_filter *f;
 	if (mq_filter_from_conf(kv, what, &f) < 0)
 		return -1;
-	int rc = 0;
-	if (f && f->expr && !(f->jq = jq_program(f->expr))) {
-		char pre[MQ_NAME_MAX + 64];
-		snprintf(pre, sizeof pre, "%s: filter: ", what);
-		rc = err_prefix(EX_CONFIG, pre);
-	}
+	int rc = f && f->expr && !(f->jq = jq_program(f->expr)) ?
+	    compile_failed(f) : 0;
 	mq_filter_free(f);
 	return rc;
 }

@@ -61,24 +61,13 @@ int
 mq_mkdir(int dirfd, const char *path)
 {
 	/* In the spool, the parent is opened beneath dirfd first: mkdirat
-	 * would follow a link on the way (a user's own path, relative to
-	 * the working directory, may have links). */
-	const char *slash = strrchr(path, '/');
-	int pfd = dirfd;
-	if (slash && dirfd != AT_FDCWD) {
-		char parent[4096];
-		if (mq_path(parent, sizeof parent, "%.*s", (int)(slash - path),
-		    path) < 0)
-			return -1;
-		if ((pfd = mq_openat(dirfd, parent, O_PATH | O_DIRECTORY |
-		    O_CLOEXEC)) < 0)
-			return mq_err_sys("%s", parent);
-	}
-	const char *name = pfd != dirfd ? slash + 1 : path;
-	int rc = mkdirat(pfd, name, 0777) < 0 && errno != EEXIST ?
+	 * would follow a link on the way. */
+	const char *name;
+	int fd;
+	int rc = mq_parent_open(dirfd, path, &name, &fd) < 0 ||
+	    (mkdirat(fd, name, 0777) < 0 && errno != EEXIST) ?
 	    mq_err_sys("mkdir %s", path) : 0;
-	if (pfd != dirfd)
-		close(pfd);
+	mq_parent_close(dirfd, fd);
 	return rc;
 }
 

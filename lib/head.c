@@ -122,7 +122,7 @@ mq_head_write(int hfd, const struct mq_head *h, int sync)
 }
 
 int
-mq_head_lock(int fd, int wait)
+mq_file_lock(int fd, int wait, const char *what)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	for (;;) {
@@ -132,8 +132,14 @@ mq_head_lock(int fd, int wait)
 			continue;
 		if (!wait && (errno == EAGAIN || errno == EACCES))
 			return 0;
-		return mq_err_sys("lock head");
+		return mq_err_sys("lock %s", what);
 	}
+}
+
+int
+mq_head_lock(int fd, int wait)
+{
+	return mq_file_lock(fd, wait, "head");
 }
 
 void

@@ -62,6 +62,14 @@ mq_hex_random(char *out, size_t nhex)
 	out[nhex] = 0;
 }
 
+/* The characters of a host's name as the spool holds it. */
+static bool
+host_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || c == '-';
+}
+
 void
 mq_hostname(char out[MQ_HOST_MAX])
 {
@@ -73,7 +81,18 @@ mq_hostname(char out[MQ_HOST_MAX])
 	else if (gethostname(out, MQ_HOST_MAX - 1) < 0 || !*out)
 		snprintf(out, MQ_HOST_MAX, "host");
 	for (char *c = out; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-		    (*c >= '0' && *c <= '9') || *c == '-'))
+		if (!host_char(*c))
 			*c = '-';
+}
+
+bool
+mq_is_host(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n >= MQ_HOST_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!host_char(s[i]))
+			return false;
+	return true;
 }

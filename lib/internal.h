@@ -33,6 +33,11 @@ int mq_err_recode(int from, int to);
 /* beneath.c: openat(2) that resolves every component of path beneath
  * dirfd and follows no symbolic link, at any level. */
 int mq_openat(int dirfd, const char *path, int flags, ...);
+/* The directory of path's last component opened beneath dirfd (*fd;
+ * dirfd itself for a single name), *name that component; -1 with errno.
+ * mq_parent_close(dirfd, *fd) after. */
+int mq_parent_open(int dirfd, const char *path, const char **name, int *fd);
+void mq_parent_close(int dirfd, int fd);
 /* The same for these calls: a path's directories opened beneath dirfd. */
 int mq_unlinkat(int dirfd, const char *path, int flags);
 int mq_fstatat(int dirfd, const char *path, struct stat *, int flags);
@@ -130,6 +135,7 @@ void mq_hex_random(char *out, size_t nhex);
 /* This host's name, with every character but A-Za-z0-9- made '-'. */
 #define MQ_HOST_MAX 64
 void mq_hostname(char out[MQ_HOST_MAX]);
+bool mq_is_host(const char *);          /* a name mq_hostname may make */
 
 /* counters.c: publish and ack counters and publish-to-ack latencies,
  * one file per host (mq-spool(5), COUNTERS).  Counting never fails. */
@@ -194,6 +200,9 @@ struct mq_head {
 int mq_head_read(int fd, struct mq_head *);
 int mq_head_write(int fd, const struct mq_head *, int sync);
 int mq_head_lock(int fd, int wait);
+/* An open file description write lock on all of fd: 1 taken, 0 held by
+ * another (without wait), -1 an error naming what. */
+int mq_file_lock(int fd, int wait, const char *what);
 void mq_head_unlock(int fd);
 int mq_head_open(int pfd, int create);
 int mq_head_format(const struct mq_head *, char buf[MQ_HEAD_SIZE + 1]);
@@ -206,7 +215,7 @@ struct mq_spool {
 	int fd;
 	int topics;
 	int jfd;                        /* the journal, opened on first use */
-	bool jhost;                     /* jfd is this host's, journals/<host> */
+	bool shared;                    /* on a file system hosts share */
 	struct mq_counter *counters;    /* counters.c, opened on first use */
 };
 
@@ -229,8 +238,8 @@ int mq_journal_text(struct mq_jbuf *, const char *text, size_t len);
  * to; *end: the offset after it there. */
 int mq_journal_write(mq_spool *, struct mq_jbuf *, uint64_t *end);
 /* Writes it to SPOOL/journal itself, synced (a replication receiver's
- * records); *end: the offset after it. */
-int mq_journal_write_main(mq_spool *, struct mq_jbuf *, uint64_t *end);
+ * records). */
+int mq_journal_write_main(mq_spool *, struct mq_jbuf *);
 /* The same without the lock: the caller holds mq_journal_lock. */
 int mq_journal_append_main(mq_spool *, const char *buf, size_t len,
     uint64_t *end);

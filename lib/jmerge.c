@@ -75,20 +75,6 @@ struct merge {
 	size_t npubs;
 };
 
-/* A host's name as journals/ holds it: what mq_hostname makes. */
-static bool
-host_name_ok(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n >= MQ_HOST_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')
-		    || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return false;
-	return true;
-}
-
 static struct host *
 host_of(struct merge *m, const char *name, size_t len)
 {
@@ -100,7 +86,7 @@ host_of(struct merge *m, const char *name, size_t len)
 	char copy[MQ_HOST_MAX];
 	memcpy(copy, name, len);
 	copy[len] = 0;
-	if (!host_name_ok(copy))
+	if (!mq_is_host(copy))
 		return NULL;
 	struct host *v = reallocarray(m->v, m->n + 1, sizeof *v);
 	if (!v) {
@@ -120,13 +106,11 @@ static void
 mark(struct merge *m, const char *args)
 {
 	size_t len = strcspn(args, " ");
-	char *end;
-	if (args[len] != ' ' || args[len + 1] < '0' || args[len + 1] > '9')
-		return;
-	errno = 0;
-	uint64_t off = strtoull(args + len + 1, &end, 10);
+	uint64_t off;
+	const char *end;
 	struct host *h;
-	if (errno || *end || !(h = host_of(m, args, len)))
+	if (args[len] != ' ' || !(end = mq_decimal(args + len + 1, UINT64_MAX,
+	    &off)) || *end || !(h = host_of(m, args, len)))
 		return;
 	if (off > h->from)
 		h->from = off;
@@ -149,9 +133,9 @@ load(struct merge *m)
 	if (got == 0) {
 		char *save = NULL, *line = strtok_r(buf, "\n", &save);
 		uint64_t cov;
-		char *end;
-		if (line && !strncmp(line, "journal ", 8) && (errno = 0,
-		    cov = strtoull(line + 8, &end, 10), !errno && !*end)) {
+		const char *end;
+		if (line && !strncmp(line, "journal ", 8) &&
+		    (end = mq_decimal(line + 8, UINT64_MAX, &cov)) && !*end) {
 			m->covered = cov;
 			while ((line = strtok_r(NULL, "\n", &save))) {
 				char args[MQ_HOST_MAX + 48];
@@ -199,24 +183,43 @@ save(struct merge *m, uint64_t covered)
 	return rc;
 }
 
-/* The hosts whose journals are there. */
+/* The names of the hosts' journals in journals/ (dfd), listed afresh:
+ * regular files named as mq_hostname names, nothing else. */
 static int
-list(struct merge *m)
+hosts_read(int dfd, struct mq_names *out)
 {
 	struct mq_names l = { 0 };
-	int fd = mq_reopen(m->dfd, O_RDONLY | O_DIRECTORY);
-	int rc = fd < 0 ? -1 : mq_names_read(fd, NULL, &l);
+	int fd = mq_reopen(dfd, O_RDONLY | O_DIRECTORY);
+	int rc = fd < 0 ? -1 : mq_names_read(fd, mq_is_host, &l);
 	if (fd >= 0)
 		close(fd);
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
 		struct stat st;
-		if (!host_name_ok(l.v[i]) || mq_fstatat(m->dfd, l.v[i], &st,
-		    AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (!host_of(m, l.v[i], strlen(l.v[i])))
-			rc = -1;
+		if (mq_fstatat(dfd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			rc = mq_names_push(out, l.v[i], strlen(l.v[i]));
 	}
 	mq_names_free(&l);
+	return rc;
+}
+
+/* Every host's journal, from where it is merged. */
+static int
+hosts_open(struct merge *m)
+{
+	struct mq_names l = { 0 };
+	int rc = load(m) < 0 || hosts_read(m->dfd, &l) < 0 ? -1 : 0;
+	for (size_t i = 0; rc == 0 && i < l.n; i++)
+		if (!host_of(m, l.v[i], strlen(l.v[i])))
+			rc = -1;
+	mq_names_free(&l);
+	for (size_t i = 0; rc == 0 && i < m->n; i++) {
+		struct host *h = &m->v[i];
+		char path[MQ_HOST_MAX + 16];
+		snprintf(path, sizeof path, "journals/%s", h->name);
+		h->to = h->from;
+		rc = mq_jreader_open_at(m->sp, &h->r, path, h->from);
+	}
 	return rc;
 }
 
@@ -237,24 +240,21 @@ int
 mq_journal_list(mq_spool *sp, struct mq_names *out)
 {
 	memset(out, 0, sizeof *out);
-	int rc = mq_names_push(out, "journal", 7);
-	int dfd = mq_openat(sp->fd, "journals", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (rc < 0 || dfd < 0)
-		return rc < 0 || errno != ENOENT ? mq_err_sys("journals") : 0;
 	struct mq_names l = { 0 };
-	rc = mq_names_read(dfd, host_name_ok, &l);
+	int dfd = mq_openat(sp->fd, "journals", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC);
+	int rc = dfd < 0 && errno != ENOENT ? mq_err_sys("journals") :
+	    mq_names_push(out, "journal", 7);
+	if (rc == 0 && dfd >= 0)
+		rc = hosts_read(dfd, &l);
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
 		char path[MQ_HOST_MAX + 16];
-		struct stat st;
-		if (mq_fstatat(dfd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISREG(st.st_mode))
-			continue;
 		int n = snprintf(path, sizeof path, "journals/%s", l.v[i]);
 		rc = mq_names_push(out, path, (size_t)n);
 	}
 	mq_names_free(&l);
-	close(dfd);
+	if (dfd >= 0)
+		close(dfd);
 	return rc;
 }
 
@@ -265,16 +265,10 @@ mq_journal_lock(mq_spool *sp)
 		return mq_err_sys("journals");
 	int fd = mq_file_open(sp->fd, "journals/.lock", O_RDWR | O_CREAT, 0644,
 	    NULL);
-	if (fd < 0)
+	if (fd >= 0 && mq_file_lock(fd, 1, "journals/.lock") < 0) {
+		close(fd);
 		return -1;
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	while (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
-		if (errno != EINTR) {
-			int e = errno;
-			close(fd);
-			errno = e;
-			return mq_err_sys("lock journals/.lock");
-		}
+	}
 	return fd;
 }
 
@@ -286,9 +280,8 @@ key_of(const struct mq_jrec *rec)
 	struct mq_jargs ja;
 	if (rec->type == 'T' || mq_jargs_parse(rec->type, rec->args, &ja) < 0)
 		return NULL;
+	/* Its arguments read, the name starts with a whole KEY. */
 	const char *key = rec->type == 'P' ? ja.a : ja.b;
-	if (strlen(key) < MQ_KEY_LEN)
-		return NULL;
 	char *out;
 	if (asprintf(&out, "%s %u %.*s", ja.topic, ja.k, MQ_KEY_LEN, key) < 0)
 		return NULL;
@@ -412,16 +405,11 @@ pick(struct merge *m, uint64_t upto)
 static int
 merge_locked(struct merge *m, uint64_t upto, uint64_t *size, uint64_t *held)
 {
-	if (load(m) < 0 || list(m) < 0)
+	if (hosts_open(m) < 0)
 		return -1;
-	for (size_t i = 0; i < m->n; i++) {
-		char path[MQ_HOST_MAX + 16];
-		snprintf(path, sizeof path, "journals/%s", m->v[i].name);
-		m->v[i].to = m->v[i].from;
-		if (mq_jreader_open_at(m->sp, &m->v[i].r, path, m->v[i].from) < 0 ||
-		    read_ahead(&m->v[i]) < 0)
+	for (size_t i = 0; i < m->n; i++)
+		if (read_ahead(&m->v[i]) < 0)
 			return -1;
-	}
 	if (index_pubs(m) < 0)
 		return -1;
 	struct mq_jbuf b = { 0 };
@@ -515,13 +503,10 @@ mq_journal_unmerged(mq_spool *sp, uint64_t *records, uint64_t *bytes,
 	if (m.dfd < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("journals");
 	/* Read only: no lock, and a merge under way counts as not done. */
-	int rc = load(&m) < 0 || list(&m) < 0 ? -1 : 0;
+	int rc = hosts_open(&m);
 	for (size_t i = 0; rc == 0 && i < m.n; i++) {
 		struct host *h = &m.v[i];
-		char path[MQ_HOST_MAX + 16];
-		snprintf(path, sizeof path, "journals/%s", h->name);
-		rc = mq_jreader_open_at(sp, &h->r, path, h->from);
-		while (rc == 0 && (rc = next(h)) == 0 && h->have) {
+		while ((rc = next(h)) == 0 && h->have) {
 			(*records)++;
 			*bytes += h->rec.end - h->rec.at;
 			if (h->rec.ms < *oldest)

@@ -37,8 +37,7 @@ mq_journal_fd(mq_spool *sp)
 	if (sp->jfd >= 0)
 		return sp->jfd;
 	char path[MQ_HOST_MAX + 16] = "journal";
-	bool host = mq_fs_shared(sp->fd);
-	if (host) {
+	if (sp->shared) {
 		char name[MQ_HOST_MAX];
 		mq_hostname(name);
 		snprintf(path, sizeof path, "journals/%s", name);
@@ -50,7 +49,6 @@ mq_journal_fd(mq_spool *sp)
 	if (fd < 0)
 		return -1;
 	sp->jfd = fd;
-	sp->jhost = host;
 	return fd;
 }
 
@@ -136,36 +134,50 @@ mq_journal_text(struct mq_jbuf *b, const char *text, size_t len)
 	return seal(b->buf, start, &b->len, b->cap);
 }
 
+/* One write at the end of fd: where O_APPEND puts it, or on a shared
+ * file system (the caller holding journals/.lock) where the server's end
+ * is, not where this client believes it is.  *end: the offset after it
+ * (in SPOOL/journal only once merged, for a host's journal). */
+static int
+append(int fd, bool fresh, const char *buf, size_t len, uint64_t *end)
+{
+	uint64_t at = 0;
+	if (fresh && mq_fresh_size(fd, &at) < 0)
+		return -1;
+	ssize_t w = fresh ? pwrite(fd, buf, len, (off_t)at) :
+	    write(fd, buf, len);
+	if (w < 0)
+		return mq_err_sys("journal");
+	if ((size_t)w != len)
+		return mq_err(EX_IOERR, "journal: short write");
+	if (end && fresh) {
+		*end = at + len;
+	} else if (end) {
+		off_t o = lseek(fd, 0, SEEK_CUR);
+		*end = o < 0 ? 0 : (uint64_t)o;
+	}
+	return 0;
+}
+
 int
 mq_journal_write(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
 {
 	if (b->len == 0)
 		return 0;
 	int fd = mq_journal_fd(sp);
-	if (fd < 0)
+	if (fd < 0 || append(fd, false, b->buf, b->len, end) < 0)
 		return -1;
-	ssize_t w = write(fd, b->buf, b->len);
-	if (w < 0)
-		return mq_err_sys("journal");
-	if ((size_t)w != b->len)
-		return mq_err(EX_IOERR, "journal: short write");
-	if (end) {
-		/* After an O_APPEND write the offset is the end of ours (in
-		 * SPOOL/journal only once merged, for a host's journal). */
-		off_t o = lseek(fd, 0, SEEK_CUR);
-		*end = o < 0 ? 0 : (uint64_t)o;
-	}
 	b->len = 0;
 	return 0;
 }
 
 int
-mq_journal_write_main(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
+mq_journal_write_main(mq_spool *sp, struct mq_jbuf *b)
 {
 	if (b->len == 0)
 		return 0;
-	if (!mq_fs_shared(sp->fd)) {
-		int rc = mq_journal_write(sp, b, end);
+	if (!sp->shared) {
+		int rc = mq_journal_write(sp, b, NULL);
 		if (rc == 0 && fdatasync(mq_journal_fd(sp)) < 0)
 			rc = mq_err_sys("sync journal");
 		return rc;
@@ -173,7 +185,7 @@ mq_journal_write_main(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
 	int lfd = mq_journal_lock(sp);
 	if (lfd < 0)
 		return -1;
-	int rc = mq_journal_append_main(sp, b->buf, b->len, end);
+	int rc = mq_journal_append_main(sp, b->buf, b->len, NULL);
 	close(lfd);
 	b->len = 0;
 	return rc;
@@ -183,44 +195,14 @@ int
 mq_journal_append_main(mq_spool *sp, const char *buf, size_t len,
     uint64_t *end)
 {
-	int fd = mq_file_open(sp->fd, "journal", O_WRONLY | O_APPEND | O_CREAT,
-	    0644, NULL);
+	int fd = mq_file_open(sp->fd, "journal", O_WRONLY | O_CREAT |
+	    (sp->shared ? 0 : O_APPEND), 0644, NULL);
 	if (fd < 0)
 		return -1;
-	uint64_t at = 0;
-	int rc = 0;
-	if (mq_fs_shared(fd)) {
-		/* Our writes go where the server's end is, not where this
-		 * client believes it is; the lock keeps other hosts out. */
-		close(fd);
-		fd = mq_file_open(sp->fd, "journal", O_WRONLY, 0, NULL);
-		if (fd < 0)
-			return -1;
-		rc = mq_fresh_size(fd, &at);
-		for (size_t done = 0; rc == 0 && done < len; ) {
-			ssize_t w = pwrite(fd, buf + done, len - done,
-			    (off_t)(at + done));
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				rc = mq_err_sys("journal");
-			else
-				done += (size_t)w;
-		}
-		at += len;
-	} else {
-		ssize_t w = write(fd, buf, len);
-		if (w < 0 || (size_t)w != len)
-			rc = w < 0 ? mq_err_sys("journal") :
-			    mq_err(EX_IOERR, "journal: short write");
-		off_t o = lseek(fd, 0, SEEK_CUR);
-		at = o < 0 ? 0 : (uint64_t)o;
-	}
+	int rc = append(fd, sp->shared, buf, len, end);
 	if (rc == 0 && fdatasync(fd) < 0)
 		rc = mq_err_sys("sync journal");
 	close(fd);
-	if (rc == 0 && end)
-		*end = at;
 	return rc;
 }
 
@@ -317,7 +299,7 @@ jrec_split(char *line, struct mq_jrec *rec)
 	rec->seq = 0;
 	char *p = line;
 	if (*p == '@') {
-		if (strspn(p + 1, "0123456789abcdef") != MQ_ID_LEN ||
+		if (!mq_is_id(p + 1, strcspn(p + 1, " ")) ||
 		    p[1 + MQ_ID_LEN] != ' ')
 			return -1;
 		memcpy(rec->origin, p + 1, MQ_ID_LEN);
@@ -388,7 +370,7 @@ mq_jreader_open_at(mq_spool *sp, struct mq_jreader *r, const char *path,
 	r->dirfd = sp->fd;
 	r->fd = -1;
 	snprintf(r->path, sizeof r->path, "%s", path);
-	r->fresh = mq_fs_shared(sp->fd);
+	r->fresh = sp->shared;
 	if (jopen(r) < 0)
 		return -1;
 	r->pos = from;
@@ -423,7 +405,7 @@ uint64_t
 mq_journal_size(mq_spool *sp)
 {
 	struct stat st;
-	if (!mq_fs_shared(sp->fd))
+	if (!sp->shared)
 		return mq_fstatat(sp->fd, "journal", &st, AT_SYMLINK_NOFOLLOW) < 0 ?
 		    0 : (uint64_t)st.st_size;
 	/* Another host's merge may have grown it. */

@@ -717,7 +717,8 @@ struct mq_peer_status {
 	int connected;                  /* in contact within 15 s */
 	double contact;                 /* last confirmation or ping */
 	uint64_t confirmed, journal;    /* offsets in this spool's journal */
-	uint64_t unmerged;              /* bytes in hosts' journals, not in it */
+	uint64_t lag_bytes;             /* after confirmed, with what the
+					 * hosts' journals hold unmerged */
 	uint64_t records;               /* records not yet confirmed */
 	double lag;                     /* age of the oldest of them, s */
 };

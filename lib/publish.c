@@ -302,7 +302,7 @@ mq_pub_journal_end(const mq_pub *p, uint64_t *end)
 {
 	/* Nothing journaled (every message a repeat of an idempotency
 	 * key): the first one's record is somewhere before the end. */
-	if (!mq_fs_shared(p->sp->fd)) {
+	if (!p->sp->shared) {
 		*end = p->jend ? p->jend : mq_journal_size(p->sp);
 		return 0;
 	}
@@ -459,7 +459,7 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 	/* next bounds what this chunk may create; a repeat of an
 	 * idempotency key takes no sequence number, so fewer may commit.
 	 * Sequence numbers never wrap: past the last, a partition is full. */
-	if (rc == 0 && mq_head_room(&h) < n)
+	if (mq_head_room(&h) < n)
 		rc = mq_err(EX_DATAERR, "topic %s partition %u is full: no "
 		    "sequence number is left for %zu message%s", p->t.name, k, n,
 		    n == 1 ? "" : "s");

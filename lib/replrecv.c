@@ -741,10 +741,8 @@ finish(struct receiver *r)
 			}
 		}
 	}
-	uint64_t end;
-	if (rc == 0 && r->jb.len) {
-		rc = mq_journal_write_main(r->sp, &r->jb, &end);
-	}
+	if (rc == 0 && r->jb.len)
+		rc = mq_journal_write_main(r->sp, &r->jb);
 	for (size_t i = 0; rc == 0 && i < r->ns; i++)
 		rc = unstage(r->sv[i].g, r->sv[i].key, r->sv[i].due);
 	if (rc == 0 && r->ns)
@@ -911,8 +909,7 @@ brec_head(const char *p, size_t left, struct brec *b, size_t *used)
 	    !(q = mq_decimal(q + 1, SIZE_MAX, &wlen)) || *q != ' ')
 		return -1;
 	q++;
-	if (strcmp(q, "-") && (strlen(q) != 32 ||
-	    strspn(q, "0123456789abcdef") != 32))
+	if (strcmp(q, "-") && !mq_is_id(q, strlen(q)))
 		return -1;
 	b->at = at;
 	b->ll = (size_t)ll;

@@ -475,6 +475,41 @@ ship(struct sender *s, const char *tag)
 	return mq_link_send(s->l, s->buf + 128 - fl, s->len - 128 + (size_t)fl);
 }
 
+/* Adds the journal's records to the batch: 1 when it reached the end of
+ * what is there whole, 0 when the batch is full or waits for a publish
+ * to commit, -1. */
+static int
+fill(struct sender *s)
+{
+	struct mq_jrec rec;
+	int rc = 1;                     /* full before it read anything */
+	while (s->nrec < REPL_BATCH_RECORDS && s->len < REPL_BATCH_BYTES) {
+		if ((rc = mq_jreader_next(&s->r, &rec)) != 1)
+			break;
+		rc = add_record(s, &rec);
+		if (rc == 2 || rc == 3) {
+			/* Read it again once its publish has committed, or in
+			 * the next batch. */
+			mq_jreader_seek(&s->r, rec.at);
+			s->blocked = rc == 2;
+			return 0;
+		}
+		if (rc < 0)
+			return -1;
+		s->pos = rec.end;
+	}
+	if (rc < 0)
+		return -1;
+	/* At the end of the whole lines, the batch covers the damaged lines
+	 * the reader skipped there; a line still without its newline (being
+	 * written, or torn by a full disk or a crash) is not there yet. */
+	bool eof = rc == 0;
+	if (eof && s->r.pos > s->pos)
+		s->pos = s->r.pos;
+	s->drained = eof;
+	return eof;
+}
+
 /* Fills a batch from the journal and sends it; 1 if there was nothing
  * to send. */
 static int
@@ -487,43 +522,12 @@ send_batch(struct sender *s)
 	if (rc < 0)
 		return -1;
 	s->len = 128;                   /* room for the frame's first line */
-	struct mq_jrec rec;
-	for (int merged = 0;; merged = 1) {
-		int eof = 0;
-		while (s->nrec < REPL_BATCH_RECORDS && s->len < REPL_BATCH_BYTES) {
-			if ((rc = mq_jreader_next(&s->r, &rec)) != 1) {
-				eof = rc == 0;
-				break;
-			}
-			rc = add_record(s, &rec);
-			if (rc == 2 || rc == 3) {
-				/* Read it again once its publish has committed,
-				 * or in the next batch. */
-				mq_jreader_seek(&s->r, rec.at);
-				s->blocked = rc == 2;
-				rc = 0;
-				break;
-			}
-			if (rc < 0)
-				return -1;
-			s->pos = rec.end;
-		}
-		/* At the end of the whole lines, the batch covers the damaged
-		 * lines the reader skipped there; a line still without its
-		 * newline (being written, or torn by a full disk or a crash)
-		 * is not there yet. */
-		if (eof && s->r.pos > s->pos)
-			s->pos = s->r.pos;
-		s->drained = eof;
-		/* At the end: what the hosts' journals have that is old
-		 * enough goes into ours, once per batch. */
-		uint64_t size, held;
-		if (!eof || merged)
-			break;
-		if ((rc = mq_journal_merge(s->sp, mq_journal_merge_upto(), &size,
-		    &held)) < 0)
-			return -1;
-	}
+	/* At the end: what the hosts' journals have that is old enough
+	 * goes into ours, and on into this batch. */
+	uint64_t size, held;
+	if ((rc = fill(s)) == 1 && (rc = mq_journal_merge(s->sp,
+	    mq_journal_merge_upto(), &size, &held)) >= 0)
+		rc = fill(s);
 	if (rc < 0)
 		return -1;
 	if (s->pos == s->start) {

@@ -253,7 +253,9 @@ repl_seen_load(mq_spool *sp, struct repl_seen *s, uint64_t *covered_out)
 	/* "journal <offset>" first, then the vector. */
 	uint64_t covered = 0;
 	char *nl = memchr(buf, '\n', len);
-	int rc = nl && sscanf(buf, "journal %" SCNu64, &covered) == 1 ? 0 : -1;
+	const char *end = nl && !strncmp(buf, "journal ", 8) ?
+	    mq_decimal(buf + 8, UINT64_MAX, &covered) : NULL;
+	int rc = end == nl ? 0 : -1;
 	if (rc == 0)
 		rc = repl_seen_parse(nl + 1, len - (size_t)(nl + 1 - buf), s);
 	free(buf);
@@ -452,7 +454,8 @@ lag_of(mq_spool *sp, struct mq_peer_status *p, const uint64_t unmerged[3])
 	struct mq_jreader r;
 	struct mq_jrec rec;
 	p->records = unmerged[0];
-	p->unmerged = unmerged[1];
+	p->lag_bytes = (p->journal > p->confirmed ? p->journal - p->confirmed :
+	    0) + unmerged[1];
 	double oldest = unmerged[2] == UINT64_MAX ? 0 :
 	    (double)unmerged[2] / 1000;
 	if (p->confirmed < p->journal &&

@@ -164,8 +164,14 @@ mq_name_taken(int dirfd, const char *path, int err)
 		return true;
 	/* sshfs answers a link, a rename or an exclusive create onto a name
 	 * that exists with EPERM (the sftp server's "failure"). */
-	return err == EPERM &&
-	    mq_faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	if (err != EPERM)
+		return false;
+	/* The look must not stand for the error: a caller that reports
+	 * err, or tests errno, sees the EPERM of a real refusal. */
+	int e = errno;
+	bool taken = mq_faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	errno = e;
+	return taken;
 }
 
 /* The type of the mount fd is on, as /proc/self/mountinfo names it. */

@@ -123,6 +123,7 @@ mq_spool_open(const char *dir, int flags)
 	}
 	if (spool_check(sp->fd) < 0)
 		goto fail;
+	sp->shared = mq_fs_shared(sp->fd);
 	sp->topics = mq_dir_open(sp->fd, "topics");
 	if (sp->topics < 0)
 		goto fail;

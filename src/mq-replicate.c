@@ -370,8 +370,7 @@ status(mq_spool *sp)
 			    "idle", "contact", v[i].contact, "confirmed",
 			    (json_int_t)v[i].confirmed, "journal",
 			    (json_int_t)v[i].journal, "lag_bytes",
-			    (json_int_t)(v[i].journal - v[i].confirmed +
-			    v[i].unmerged),
+			    (json_int_t)v[i].lag_bytes,
 			    "lag_records", (json_int_t)v[i].records,
 			    "lag_seconds", v[i].lag));
 		json_t *root = json_pack("{s:o,s:I}", "peers", peers,
@@ -388,8 +387,7 @@ status(mq_spool *sp)
 			printf("%-20s %-13s %-12s %12llu %10llu %9.3f\n",
 			    v[i].name[0] ? v[i].name : v[i].id,
 			    v[i].connected ? "connected" : "idle", when,
-			    (unsigned long long)(v[i].journal - v[i].confirmed +
-			    v[i].unmerged),
+			    (unsigned long long)v[i].lag_bytes,
 			    (unsigned long long)v[i].records, v[i].lag);
 		}
 		if (q)

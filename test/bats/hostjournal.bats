@@ -405,3 +405,23 @@ jline() {
 	run -0 mq-sub -g g t -n 2 -t 0
 	assert_output $'kept twice\nkept once'
 }
+
+@test "mq-stat --message reads the hosts' journals: an ack on another host, not merged yet, tells acked from expired" {
+	shared
+	MQ_HOST=h1 mq-topic create --expired drop t
+	MQ_HOST=h1 mq-group create t a
+	MQ_HOST=h1 mq-group create t e
+	local t0 m
+	t0=$(date +%s)
+	m=$(MQ_HOST=h1 MQ_NOW=$t0 mq-pub --ttl 1h t m)
+	# On h2: a acknowledges it in time; e claims it 2 h later and drops
+	# it.  Their A records are in journals/h2 only.
+	run -0 env MQ_HOST=h2 mq-sub -g a -n 1 t
+	run -1 env MQ_HOST=h2 MQ_NOW=$((t0 + 7200)) mq-sub -g e -t 0 t
+	[[ ! -e $MQ_SPOOL/journal ]] || ! grep -q '^A ' "$MQ_SPOOL/journal" ||
+	    fail "the acks were merged already"
+	run --separate-stderr env MQ_NOW=$((t0 + 7300)) mq-stat --message "$m"
+	assert_success
+	assert_output "t/a acked
+t/e expired expires=$(date -u -d "@$((t0 + 3600))" +%FT%T.000Z) time=$(date -u -d "@$((t0 + 7200))" +%FT%T.000Z)"
+}
