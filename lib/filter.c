@@ -8,19 +8,21 @@
  * a header Name (compared without case) whose value the glob matches; the
  * headers it sees are the user headers and Key (a message without a key
  * has no Key).  The jq program never matches a body that is not one JSON
- * value (an empty body included), nor when it fails or outputs nothing;
- * header conditions alone work on any body.  See mq-sub(1), FILTERS.
+ * value (an empty body included), nor when it fails, outputs nothing or
+ * breaks its bounds; header conditions alone work on any body.  See
+ * mq-sub(1), FILTERS.
  *
  * The publisher evaluates filters (publish.c), so a message that does not
  * match never enters the group's queue; mq-sub --filter evaluates one at
- * consume time.  The body is parsed once per message, however many
- * filters look at it (struct mq_fmsg).
+ * consume time.
  *
  * jq (1.6) spends some 20 ms compiling any program, most of it on its
  * builtins, so the publisher compiles the jq filters of all of a chunk's
  * groups as one program that yields an array of booleans, one per
  * filter (struct mq_filterset): one compile per process and one jq run
- * per message, whatever the number of groups.  Each filter sits on lines
+ * per message, whatever the number of groups.  Programs run in a worker
+ * process, bounded in time and memory (jqrun.c): a filter is code from
+ * whoever may write a group's conf.  Each filter sits on lines
  * of its own inside [try ... catch null] | .[0], so it keeps its meaning
  * (first output; an error is no match) and cannot reach its neighbours.
  * Not first(): in jq 1.6 a try also catches the break that first() uses
@@ -28,6 +30,7 @@
  * output is computed.  A result that is not that array (a filter that
  * halts) falls back to running the filters one by one.
  */
+#include <errno.h>
 #include <fnmatch.h>
 #include <jq.h>
 #include <limits.h>
@@ -35,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/uio.h>
 #include <sysexits.h>
 
 #include "internal.h"
@@ -43,6 +47,8 @@ struct mq_filter {
 	char *expr;                     /* the jq program; NULL: none */
 	char *what;                     /* where it came from, for errors */
 	jq_state *jq;                   /* compiled when first run alone */
+	struct mq_jqrun run;            /* and run there */
+	bool warned;                    /* it broke a bound: said once */
 	char **name, **glob;            /* header conditions */
 	size_t n;
 };
@@ -184,6 +190,7 @@ mq_filter_free(mq_filter *f)
 {
 	if (!f)
 		return;
+	mq_jqrun_stop(&f->run);
 	if (f->jq)
 		jq_teardown(&f->jq);
 	free(f->expr);
@@ -233,50 +240,53 @@ headers_hold(const mq_filter *f, const struct mq_fmsg *m)
 	return true;
 }
 
-/* The body as JSON, parsed once: NULL when it is not one JSON value. */
-static jv *
-body_json(struct mq_fmsg *m)
+/* A run that broke its bounds does not match; the tool says so once per
+ * filter, as it cannot be told per message without flooding. */
+static void
+broke(mq_filter *f)
 {
-	if (!m->parsed) {
-		jv v = m->len > 0 && m->len <= INT_MAX ?
-		    jv_parse_sized((const char *)m->body, (int)m->len) :
-		    jv_invalid();
-		jv *p = jv_is_valid(v) ? malloc(sizeof *p) : NULL;
-		m->parsed = -1;
-		if (p) {
-			*p = v;
-			m->json = p;
-			m->parsed = 1;
-		} else {
-			jv_free(v);
-		}
-	}
-	return m->parsed > 0 ? m->json : NULL;
-}
-
-/* The first output of a program is neither false nor null. */
-static bool
-truthy(jv r)
-{
-	jv_kind k = jv_get_kind(r);
-	jv_free(r);
-	return k != JV_KIND_INVALID && k != JV_KIND_NULL && k != JV_KIND_FALSE;
+	if (!f->warned)
+		fprintf(stderr, "%s: %s; a message it cannot judge does not "
+		    "match\n", program_invocation_short_name, mq_errmsg());
+	f->warned = true;
 }
 
 int
-mq_filter_eval(mq_filter *f, struct mq_fmsg *m)
+mq_filter_eval(mq_filter *f, const struct mq_fmsg *m, size_t n, bool *match)
 {
-	if (!headers_hold(f, m))
+	size_t nj = 0;
+	for (size_t i = 0; i < n; i++)
+		nj += match[i] = headers_hold(f, &m[i]);
+	if (!f->expr || !nj)
 		return 0;
-	if (!f->expr)
-		return 1;
 	if (!f->jq && !(f->jq = jq_program(f->expr)))
 		return compile_failed(f);
-	jv *json = body_json(m);
-	if (!json)
-		return 0;
-	jq_start(f->jq, jv_copy(*json), 0);
-	return truthy(jq_next(f->jq));
+	/* The bodies of the messages the headers let through. */
+	struct iovec *body = calloc(nj, sizeof *body);
+	size_t *at = calloc(nj, sizeof *at);
+	int *st = calloc(nj, sizeof *st);
+	bool *yes = calloc(nj, sizeof *yes);
+	int rc = body && at && st && yes ? 0 : mq_err_sys("malloc");
+	for (size_t i = 0, j = 0; rc == 0 && i < n; i++)
+		if (match[i]) {
+			body[j] = (struct iovec){ (void *)m[i].body, m[i].len };
+			at[j++] = i;
+		}
+	f->run.jq = f->jq;
+	f->run.n = 0;
+	f->run.what = f->what ? f->what : "--filter";
+	if (rc == 0)
+		rc = mq_jqrun_eval(&f->run, body, nj, yes, st);
+	for (size_t j = 0; rc == 0 && j < nj; j++) {
+		match[at[j]] = st[j] == MQ_JQ_OK && yes[j];
+		if (st[j] == MQ_JQ_BROKE)
+			broke(f);
+	}
+	free(body);
+	free(at);
+	free(st);
+	free(yes);
+	return rc;
 }
 
 /* The text of the combined program of the set's filters. */
@@ -302,9 +312,11 @@ set_program(mq_filter *const *f, size_t n)
 void
 mq_filterset_free(struct mq_filterset *s)
 {
+	mq_jqrun_stop(&s->run);
 	if (s->jq)
 		jq_teardown(&s->jq);
 	free(s->f);
+	free(s->in);
 	memset(s, 0, sizeof *s);
 }
 
@@ -325,8 +337,11 @@ mq_filterset_use(struct mq_filterset *s, mq_filter *const *f, size_t n)
 	mq_filterset_free(s);
 	if (!nj)
 		return 0;
-	if (!(s->f = calloc(nj, sizeof *s->f)))
+	if (!(s->f = calloc(nj, sizeof *s->f)) ||
+	    !(s->in = calloc(nj, sizeof *s->in))) {
+		mq_filterset_free(s);
 		return mq_err_sys("malloc");
+	}
 	for (size_t i = 0; i < n; i++)
 		if (f[i] && f[i]->expr)
 			s->f[s->n++] = f[i];
@@ -348,72 +363,76 @@ mq_filterset_use(struct mq_filterset *s, mq_filter *const *f, size_t n)
 	return 0;
 }
 
-/* out[i]: whether f[i] (NULL: no filter) lets the message in; f is what
- * mq_filterset_use was last given. */
+/* out[i * nf + g]: whether f[g] (NULL: no filter) lets message i in; f
+ * is what mq_filterset_use was last given.  A message for which the set's
+ * program does not give its array (a filter halted it, or broke a bound)
+ * has its filters run one by one. */
 int
-mq_filterset_eval(struct mq_filterset *s, mq_filter *const *f, size_t n,
-    struct mq_fmsg *m, bool *out)
+mq_filterset_eval(struct mq_filterset *s, mq_filter *const *f, size_t nf,
+    const struct mq_fmsg *m, size_t n, bool *out)
 {
-	jv res = jv_invalid();
-	jv *json = s->jq ? body_json(m) : NULL;
-	if (json) {
-		jq_start(s->jq, jv_copy(*json), 0);
-		res = jq_next(s->jq);
-		if (jv_get_kind(res) != JV_KIND_ARRAY ||
-		    jv_array_length(jv_copy(res)) != (int)s->n) {
-			jv_free(res);
-			res = jv_invalid();
-		}
+	int *st = calloc(n ? n : 1, sizeof *st);
+	bool *yes = s->jq ? calloc(n ? n * s->n : 1, sizeof *yes) : NULL;
+	struct iovec *body = s->jq ? calloc(n ? n : 1, sizeof *body) : NULL;
+	int rc = st && (!s->jq || (yes && body)) ? 0 : mq_err_sys("malloc");
+	if (rc == 0 && s->jq) {
+		for (size_t i = 0; i < n; i++)
+			body[i] = (struct iovec){ (void *)m[i].body, m[i].len };
+		s->run.jq = s->jq;
+		s->run.n = s->n;
+		s->run.what = "the groups";
+		rc = mq_jqrun_eval(&s->run, body, n, yes, st);
 	}
-	size_t j = 0;
-	int rc = 0;
-	for (size_t i = 0; i < n; i++) {
-		out[i] = true;
-		if (!f[i])
-			continue;
-		if (!f[i]->expr) {
-			out[i] = headers_hold(f[i], m);
-			continue;
-		}
-		if (!json) {
-			out[i] = false;         /* not JSON: the jq part fails */
-		} else if (jv_is_valid(res)) {
-			out[i] = truthy(jv_array_get(jv_copy(res), (int)j)) &&
-			    headers_hold(f[i], m);
-		} else {
-			/* A filter halted the program: one by one. */
-			int r = mq_filter_eval(f[i], m);
-			if (r < 0)
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		size_t j = 0;
+		for (size_t g = 0; g < nf; g++) {
+			bool *o = &out[i * nf + g];
+			*o = true;
+			if (!f[g])
+				continue;
+			if (!f[g]->expr) {
+				*o = headers_hold(f[g], &m[i]);
+				continue;
+			}
+			if (st[i] == MQ_JQ_NOT_JSON)
+				*o = false;     /* the jq part fails */
+			else if (st[i] == MQ_JQ_OK)
+				*o = yes[i * s->n + j] && headers_hold(f[g], &m[i]);
+			else if (mq_filter_eval(f[g], &m[i], 1, o) < 0)
 				rc = -1;
-			out[i] = r > 0;
+			j++;
 		}
-		j++;
 	}
-	jv_free(res);
+	free(st);
+	free(yes);
+	free(body);
 	return rc;
 }
 
-void
-mq_fmsg_done(struct mq_fmsg *m)
+int
+mq_filter_match_many(mq_filter *f, struct mq_msg *const *msgs, size_t n,
+    bool *match)
 {
-	if (m->parsed > 0) {
-		jv_free(*(jv *)m->json);
-		free(m->json);
-	}
-	m->json = NULL;
-	m->parsed = 0;
+	struct mq_fmsg *m = calloc(n ? n : 1, sizeof *m);
+	if (!m)
+		return mq_err_sys("malloc");
+	for (size_t i = 0; i < n; i++)
+		m[i] = (struct mq_fmsg){
+			.key = msgs[i]->key, .headers = msgs[i]->headers,
+			.nheaders = msgs[i]->nheaders, .body = msgs[i]->body,
+			.len = msgs[i]->len,
+		};
+	int rc = mq_filter_eval(f, m, n, match);
+	free(m);
+	return rc;
 }
 
 int
 mq_filter_match(mq_filter *f, const struct mq_msg *msg)
 {
-	struct mq_fmsg m = {
-		.key = msg->key, .headers = msg->headers,
-		.nheaders = msg->nheaders, .body = msg->body, .len = msg->len,
-	};
-	int rc = mq_filter_eval(f, &m);
-	mq_fmsg_done(&m);
-	return rc;
+	bool match;
+	struct mq_msg *one = (struct mq_msg *)msg;
+	return mq_filter_match_many(f, &one, 1, &match) < 0 ? -1 : match;
 }
 
 /* The filter of a group conf: its filter and match keys (NULL in *out

@@ -22,6 +22,11 @@
 #define MQ_STALE_TMP 3600.0
 
 
+/* spool.c: a duration from the environment (dflt when it is unset,
+ * empty or bad); a number or a size with K, M, G or T (powers of 1024). */
+double mq_env_duration(const char *name, double dflt);
+int mq_size_parse(const char *s, double *out);
+
 /* error.c */
 int mq_err(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -398,27 +403,52 @@ struct mq_fmsg {
 	size_t nheaders;
 	const void *body;
 	size_t len;
-	int parsed;                         /* 0 not yet, 1 JSON, -1 not JSON */
-	void *json;
 };
-int mq_filter_eval(mq_filter *, struct mq_fmsg *);
-void mq_fmsg_done(struct mq_fmsg *);
+/* match[i]: whether message m[i] of n passes the filter. */
+int mq_filter_eval(mq_filter *, const struct mq_fmsg *m, size_t n,
+    bool *match);
 bool mq_filter_has_jq(const mq_filter *);
 int mq_filter_from_conf(const struct mq_conf *, const char *what,
     mq_filter **out);
 int mq_filter_check(const struct mq_group_conf *);
 /* The filter of a group conf (its keys in kv) compiles: 0, or -1 (78). */
 int mq_filter_conf_check(const struct mq_conf *, const char *what);
-/* The jq filters of several groups, run as one program. */
+/* jqrun.c: a compiled jq program run in a worker process, bounded by
+ * MQ_FILTER_TIMEOUT and MQ_FILTER_MEMORY.  A zeroed struct has no worker;
+ * jq, n and what are the caller's to set before a run. */
 struct jq_state;
+struct mq_jqrun {
+	struct jq_state *jq;
+	size_t n;                           /* 0: one program, else a set's */
+	const char *what;                   /* whose filter, for errors */
+	pid_t pid;                          /* the worker; 0: none */
+	int fd;
+	char *reply;
+};
+enum { MQ_JQ_OK, MQ_JQ_NOT_JSON, MQ_JQ_NOT_ARRAY, MQ_JQ_BROKE };
+/* Runs the program on each of n bodies; st[i] says how it went with body
+ * i: MQ_JQ_OK with out[i * k .. i * k + k) the truthiness of its output
+ * (k = max(n, 1) of the struct), MQ_JQ_NOT_JSON (the body is not one
+ * JSON value), MQ_JQ_NOT_ARRAY (a set's output is not its array: one of
+ * its programs halted), or MQ_JQ_BROKE (it ran past a bound or jq died:
+ * the error says which).  -1 when no worker could be started. */
+struct iovec;
+int mq_jqrun_eval(struct mq_jqrun *, const struct iovec *body, size_t n,
+    bool *out, int *st);
+void mq_jqrun_stop(struct mq_jqrun *);
+double mq_filter_timeout(void);
+
+/* The jq filters of several groups, run as one program. */
 struct mq_filterset {
 	struct jq_state *jq;
 	mq_filter **f;                      /* its filters, in program order */
 	size_t n;
+	bool *in;                           /* a run's answers */
+	struct mq_jqrun run;
 };
 int mq_filterset_use(struct mq_filterset *, mq_filter *const *f, size_t n);
-int mq_filterset_eval(struct mq_filterset *, mq_filter *const *f, size_t n,
-    struct mq_fmsg *, bool *out);
+int mq_filterset_eval(struct mq_filterset *, mq_filter *const *f, size_t nf,
+    const struct mq_fmsg *m, size_t n, bool *out);
 void mq_filterset_free(struct mq_filterset *);
 
 /* groupinfo.c: the live members in a members directory (mq-spool(5),

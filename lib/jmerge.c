@@ -520,11 +520,7 @@ mq_journal_unmerged(mq_spool *sp, uint64_t *records, uint64_t *bytes,
 double
 mq_clock_skew(void)
 {
-	double skew = 1.0;
-	const char *e = getenv("MQ_CLOCK_SKEW");
-	if (e && *e && (mq_duration_parse(e, &skew) < 0 || skew < 0))
-		skew = 1.0;
-	return skew;
+	return mq_env_duration("MQ_CLOCK_SKEW", 1.0);
 }
 
 uint64_t

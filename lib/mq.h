@@ -16,6 +16,7 @@
 #ifndef MQ_H
 #define MQ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -443,14 +444,21 @@ void mq_msg_free(struct mq_msg *);
  * holds (fnmatch(3) of the glob against the value of a header Name, its
  * name compared without case: a user header, or Key) and the expression's
  * first output is neither false nor null.  A body that is not one JSON
- * value, a run-time error or no output at all: no match. */
+ * value, a run-time error, no output at all, or a run past the bounds
+ * (MQ_FILTER_TIMEOUT, MQ_FILTER_MEMORY): no match.  The expression runs
+ * in a worker process the filter forks when first needed. */
 typedef struct mq_filter mq_filter;
 /* expr NULL: header conditions only.  A bad expression or condition is
  * EX_USAGE, with jq's message. */
 mq_filter *mq_filter_compile(const char *expr, const char *const *match,
     size_t nmatch);
-/* 1 if the message matches, else 0 (-1 only when out of memory). */
+/* 1 if the message matches, else 0 (-1 when out of memory or no worker
+ * could be started). */
 int mq_filter_match(mq_filter *, const struct mq_msg *);
+/* match[i]: whether msgs[i] matches, for n messages at once (one
+ * exchange with the worker); 0, or -1 as mq_filter_match. */
+int mq_filter_match_many(mq_filter *, struct mq_msg *const *msgs, size_t n,
+    bool *match);
 void mq_filter_free(mq_filter *);
 
 /* Publishing */

@@ -53,7 +53,9 @@ struct mq_pub {
 	size_t nflt;
 	mq_filter **gflt;               /* the chunk's groups' filters */
 	struct mq_filterset set;        /* their jq programs, as one */
-	bool *in;                       /* which groups a message enters */
+	bool *in;                       /* which groups each message of a
+	                                 * chunk enters, a row per message */
+	struct mq_fmsg *fm;             /* the chunk's messages, for filters */
 	struct mq_names gnames;         /* the chunk's groups */
 	struct mq_jbuf jb;              /* the chunk's journal records */
 	char *glist;                    /* a P record's list of groups */
@@ -148,6 +150,7 @@ mq_pub_close(mq_pub *p)
 	free(p->flt);
 	free(p->gflt);
 	free(p->in);
+	free(p->fm);
 	mq_filterset_free(&p->set);
 	mq_topic_close(&p->t);
 	free(p);
@@ -191,11 +194,12 @@ write_all(int fd, struct iovec *iov, int n)
 
 /* The chunk's P record of a message: the groups it was linked into. */
 static int
-journal_publish(mq_pub *p, unsigned k, const char *key, size_t ng)
+journal_publish(mq_pub *p, unsigned k, const char *key, const bool *in,
+    size_t ng)
 {
 	size_t len = 0;
 	for (size_t g = 0; g < ng; g++)
-		len += p->in[g] ? strlen(p->gnames.v[g]) + 1 : 0;
+		len += in[g] ? strlen(p->gnames.v[g]) + 1 : 0;
 	if (len + 2 > p->glcap) {
 		char *v = realloc(p->glist, len + 2);
 		if (!v)
@@ -205,7 +209,7 @@ journal_publish(mq_pub *p, unsigned k, const char *key, size_t ng)
 	}
 	char *at = p->glist;
 	for (size_t g = 0; g < ng; g++)
-		if (p->in[g]) {
+		if (in[g]) {
 			size_t n = strlen(p->gnames.v[g]);
 			memcpy(at, p->gnames.v[g], n);
 			at += n;
@@ -220,11 +224,13 @@ journal_publish(mq_pub *p, unsigned k, const char *key, size_t ng)
 	    p->glist);
 }
 
-/* Writes one message at log/KEY and links it into each group: into new/,
- * or for a message not yet due into delay/<due>.KEY. */
+/* Writes one message at log/KEY and links it into each group g whose
+ * in[g] is set: into new/, or for a message not yet due into
+ * delay/<due>.KEY. */
 static int
 stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
-    const int *gfd, size_t ng, enum mq_sync sync, char id[MQ_ID_LEN + 1])
+    const bool *in, const int *gfd, size_t ng, enum mq_sync sync,
+    char id[MQ_ID_LEN + 1])
 {
 	double now = mq_now();
 	bool later = m->deliver_at > now;
@@ -259,15 +265,11 @@ stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
 	if (later)
 		snprintf(dname, sizeof dname, "%020" PRIu64 ".%s",
 		    (uint64_t)ceil(m->deliver_at * 1000), key);
-	struct mq_fmsg fm = { .key = m->key, .headers = m->headers,
-	    .nheaders = m->nheaders, .body = m->body, .len = m->len };
-	rc = mq_filterset_eval(&p->set, p->gflt, ng, &fm, p->in);
 	for (size_t g = 0; rc == 0 && g < ng; g++)
-		if (p->in[g] && mq_linkat(p->logfd[k], key, gfd[later ? ng + g : g],
+		if (in[g] && mq_linkat(p->logfd[k], key, gfd[later ? ng + g : g],
 		    later ? dname : key, 0) < 0)
 			rc = mq_err_sys("link message into group");
-	mq_fmsg_done(&fm);
-	return rc == 0 ? journal_publish(p, k, key, ng) : rc;
+	return rc == 0 ? journal_publish(p, k, key, in, ng) : rc;
 }
 
 /* The chunk's records go to the journal before the commit point, and are
@@ -402,10 +404,7 @@ open_groups(mq_pub *p, unsigned k, int **gfdp, size_t *ngp)
 	mq_filter **gflt = reallocarray(p->gflt, n ? n : 1, sizeof *gflt);
 	if (gflt)
 		p->gflt = gflt;
-	bool *in = reallocarray(p->in, n ? n : 1, sizeof *in);
-	if (in)
-		p->in = in;
-	int rc = gfd && gflt && in ? 0 : mq_err_sys("malloc");
+	int rc = gfd && gflt ? 0 : mq_err_sys("malloc");
 	for (size_t i = 0; gfd && i < 2 * n; i++)
 		gfd[i] = -1;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -434,6 +433,29 @@ open_groups(mq_pub *p, unsigned k, int **gfdp, size_t *ngp)
 	return 0;
 }
 
+/* Which groups each message of the chunk enters (p->in), decided for the
+ * whole chunk at once: filters run in a worker process (jqrun.c), and one
+ * exchange with it per chunk costs what one per message would. */
+static int
+chunk_filters(mq_pub *p, const struct mq_pub_msg *msgs, const size_t *idx,
+    size_t n, size_t ng)
+{
+	bool *in = reallocarray(p->in, n && ng ? n * ng : 1, sizeof *in);
+	if (in)
+		p->in = in;
+	struct mq_fmsg *fm = reallocarray(p->fm, n ? n : 1, sizeof *fm);
+	if (fm)
+		p->fm = fm;
+	if (!in || !fm)
+		return mq_err_sys("malloc");
+	for (size_t i = 0; i < n; i++) {
+		const struct mq_pub_msg *m = &msgs[idx[i]];
+		fm[i] = (struct mq_fmsg){ .key = m->key, .headers = m->headers,
+		    .nheaders = m->nheaders, .body = m->body, .len = m->len };
+	}
+	return mq_filterset_eval(&p->set, p->gflt, ng, fm, n, in);
+}
+
 static int
 publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
     const size_t *idx, size_t n, enum mq_sync sync,
@@ -452,7 +474,10 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 		rc = mq_partition_repair_locked(&p->t, k, hfd, &h);
 	if (rc == 0)
 		rc = open_groups(p, k, &gfd, &ng);
+	if (rc == 0)
+		rc = chunk_filters(p, msgs, idx, n, ng);
 	if (rc < 0) {
+		close_groups(gfd, ng);
 		mq_head_unlock(hfd);
 		return -1;
 	}
@@ -489,7 +514,7 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 			if (rc < 0)
 				break;
 		}
-		rc = stage_one(p, k, seq++, m, gfd, ng, sync, id);
+		rc = stage_one(p, k, seq++, m, p->in + i * ng, gfd, ng, sync, id);
 	}
 	if (rc == 0 && p->dedupfd[k] >= 0 && (sync == MQ_SYNC_EACH ||
 	    (sync == MQ_SYNC_BATCH && p->shared[k])))

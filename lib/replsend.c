@@ -919,9 +919,8 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		rc = compare_all(&s);
 	int watched = 0;
 	int ifd = o->follow ? watch_journal(sp, &watched) : -1;
-	double poll_every = 1.0, idle = mq_mono();
-	const char *e = getenv("MQ_POLL");
-	if (e && *e && mq_duration_parse(e, &poll_every) == 0 && poll_every > 0) {
+	double poll_every = mq_env_duration("MQ_POLL", 0), idle = mq_mono();
+	if (poll_every > 0) {
 		if (ifd >= 0)
 			close(ifd);
 		ifd = -1;

@@ -221,6 +221,37 @@ mq_duration_parse(const char *s, double *out)
 	return 0;
 }
 
+/* A duration from the environment: dflt when it is unset, empty or not a
+ * duration. */
+double
+mq_env_duration(const char *name, double dflt)
+{
+	double d;
+	const char *e = getenv(name);
+	return e && *e && mq_duration_parse(e, &d) == 0 ? d : dflt;
+}
+
+/* A plain number, or a size with K, M, G or T (powers of 1024). */
+int
+mq_size_parse(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(s, &end);
+	if (end == s || errno || !isfinite(x) || x < 0 || !isdigit(
+	    (unsigned char)*s))
+		return -1;
+	static const char units[] = "KMGT";
+	const char *u = *end ? strchr(units, toupper((unsigned char)*end)) :
+	    NULL;
+	if (*end && (!u || end[1]))
+		return -1;
+	for (const char *p = units; u && p <= u; p++)
+		x *= 1024;
+	*out = x;
+	return 0;
+}
+
 /* Accepts "@<seconds since the epoch>" or an RFC 3339 time,
  * "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)". */
 int

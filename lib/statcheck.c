@@ -89,27 +89,6 @@ scoped_figure(enum mq_figure f)
 	return group_figure(f) || f == MQ_FIG_PUBLISH_RATE;
 }
 
-/* A plain number, or a size with K, M, G or T (powers of 1024). */
-static int
-size_parse(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	double x = strtod(s, &end);
-	if (end == s || errno || !isfinite(x) || x < 0 || !isdigit(
-	    (unsigned char)*s))
-		return -1;
-	static const char units[] = "KMGT";
-	const char *u = *end ? strchr(units, toupper((unsigned char)*end)) :
-	    NULL;
-	if (*end && (!u || end[1]))
-		return -1;
-	for (const char *p = units; u && p <= u; p++)
-		x *= 1024;
-	*out = x;
-	return 0;
-}
-
 int
 mq_threshold_parse(const char *s, int level, struct mq_threshold *out)
 {
@@ -180,9 +159,9 @@ mq_threshold_parse(const char *s, int level, struct mq_threshold *out)
 	if (!strcmp(u, "s"))
 		rc = mq_duration_parse(n, &out->n);
 	else if (!strcmp(u, "B"))
-		rc = size_parse(n, &out->n);
+		rc = mq_size_parse(n, &out->n);
 	else
-		rc = size_parse(n, &out->n) < 0 || strpbrk(n, "KMGTkmgt") ?
+		rc = mq_size_parse(n, &out->n) < 0 || strpbrk(n, "KMGTkmgt") ?
 		    -1 : 0;
 	if (rc < 0)
 		return mq_err(EX_USAGE, "bad threshold '%s': expected a %s "

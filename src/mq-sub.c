@@ -169,12 +169,12 @@ static size_t
 skip_unmatched(mq_sub *sub, struct mq_msg **batch, size_t n)
 {
 	struct mq_msg *skip[BATCH];
+	bool match[BATCH];
 	size_t keep = 0, ns = 0;
+	if (mq_filter_match_many(flt.f, batch, n, match) < 0)
+		errx(mq_errcode(), "%s", mq_errmsg());
 	for (size_t i = 0; i < n; i++) {
-		int rc = mq_filter_match(flt.f, batch[i]);
-		if (rc < 0)
-			errx(mq_errcode(), "%s", mq_errmsg());
-		if (rc)
+		if (match[i])
 			batch[keep++] = batch[i];
 		else
 			skip[ns++] = batch[i];

@@ -337,3 +337,83 @@ EOF
 	assert_equal "$(count_new t two)" 1
 	assert_equal "$(count_new t hdr)" 3
 }
+
+# A filter is code from whoever may write a group's conf (a co-user, a
+# peer), run by every publisher while it holds the partition lock: its
+# time and memory are bounded (lib/jqrun.c).
+
+@test "a group filter that never ends is stopped after MQ_FILTER_TIMEOUT: the message is published, it only misses that group" {
+	mkgroup t loops --group-filter 'def f: f; f'
+	mkgroup t even --group-filter '.n % 2 == 0'
+	mkgroup t all
+	local t0=$SECONDS
+	MQ_FILTER_TIMEOUT=0.5 run --separate-stderr timeout 60 mq-pub -q -l t \
+	    < <(printf '{"n":1}\n{"n":2}\n')
+	assert_success
+	((SECONDS - t0 < 30)) || fail "took $((SECONDS - t0)) s"
+	assert_one_line_error mq-pub
+	[[ $stderr == *"groups/loops.conf: filter: ran past its 0.5 s (MQ_FILTER_TIMEOUT); a message it cannot judge does not match" ]] ||
+	    fail "$stderr"
+	assert_equal "$(count_log t)" 2
+	assert_equal "$(count_new t all)" 2
+	assert_equal "$(count_new t even)" 1
+	assert_equal "$(count_new t loops)" 0
+	assert_equal "$(head_field t committed)" 2
+}
+
+@test "a group filter that allocates without end dies at MQ_FILTER_MEMORY (under ASan, which reserves terabytes, at MQ_FILTER_TIMEOUT)" {
+	mkgroup t hog --group-filter '[range(1e12)] | length > 0'
+	mkgroup t all
+	MQ_FILTER_TIMEOUT=3 MQ_FILTER_MEMORY=64M run --separate-stderr \
+	    timeout 60 mq-pub -q t '{"n":1}'
+	assert_success
+	assert_one_line_error mq-pub
+	if ldd "$MQ_BIN_DIR/mq-pub" | grep -q libasan; then
+		[[ $stderr == *"hog.conf: filter: ran past its 3 s"* ]] || fail "$stderr"
+	else
+		[[ $stderr == *"hog.conf: filter: jq died of "*"MQ_FILTER_MEMORY"* ]] ||
+		    fail "$stderr"
+	fi
+	assert_equal "$(count_new t all)" 1
+	assert_equal "$(count_new t hog)" 0
+}
+
+@test "a filter's worker dies with a publisher killed while it runs, and the partition lock is free" {
+	mkgroup t loops --group-filter 'def f: f; f'
+	MQ_FILTER_TIMEOUT=120 mq-pub -q t '{"n":1}' 2>/dev/null &
+	local pub=$! worker= i
+	for ((i = 0; i < 100 && !worker; i++)); do
+		worker=$(pgrep -P "$pub" || true)
+		[[ $worker ]] || sleep 0.1
+	done
+	[[ $worker ]] || fail "no worker under mq-pub $pub"
+	kill -9 "$pub"
+	wait "$pub" || true
+	for ((i = 0; i < 50; i++)); do
+		kill -0 "$worker" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$worker" 2>/dev/null && fail "worker $worker outlived mq-pub"
+	# The dead publisher's chunk is undone; the next one commits.
+	MQ_FILTER_TIMEOUT=0.2 run --separate-stderr timeout 60 mq-pub -q t '{"n":2}'
+	assert_success
+	assert_equal "$(head_field t committed)" 1
+	assert_equal "$(count_log t)" 1
+}
+
+@test "mq-sub --filter that never ends on one message is stopped there; the others are judged" {
+	mq-topic create t
+	local n
+	for n in 1 2 3 4 5; do
+		mq-pub -q t "{\"n\":$n}"
+	done
+	MQ_FILTER_TIMEOUT=0.3 run --separate-stderr timeout 60 mq-sub -g c \
+	    --from-start -n 10 -t 0 \
+	    --filter 'if .n == 3 then (def f: f; f) else .n != 4 end' t
+	assert_success
+	assert_output $'{"n":1}\n{"n":2}\n{"n":5}'
+	[[ $stderr == *"--filter: filter: ran past its 0.3 s"* ]] || fail "$stderr"
+	# Unmatched messages are acked: nothing is left for the group.
+	assert_equal "$(count_new t c)" 0
+	assert_equal "$(count_cur t c)" 0
+}
