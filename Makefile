@@ -7,7 +7,7 @@ MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 
-PKGS = libbsd-overlay jansson libxxhash libarchive libsodium
+PKGS = libbsd-overlay jansson libxxhash libarchive libsodium libacl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
 

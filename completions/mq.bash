@@ -241,7 +241,7 @@ _mq_topic()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-s --partitions --max-message-size --retention --ttl --expired --place"
+	_mq_parse "-s --partitions --max-message-size --retention --ttl --expired --place --group --mode"
 	# --place K=DIR where '=' breaks words: "--place" "K" "=" "DIR".
 	if ((COMP_CWORD >= 3)) && [[ ${COMP_WORDS[COMP_CWORD-1]} == = &&
 	    ${COMP_WORDS[COMP_CWORD-3]} == --place ]]; then
@@ -267,7 +267,10 @@ _mq_topic()
 	--expired)
 		_mq_reply $'dlq\ndrop' "$cur"
 		return ;;
-	--partitions|--max-message-size|--retention|--ttl)
+	--group)
+		_mq_reply "$(compgen -g)" "$cur"
+		return ;;
+	--partitions|--max-message-size|--retention|--ttl|--mode)
 		return ;;
 	esac
 	local cmd=${_mq_args[0]}
@@ -275,13 +278,14 @@ _mq_topic()
 	if [[ $cur == -* ]]; then
 		case $cmd in
 		'')     _mq_reply $'-s\n--help' "$cur" ;;
-		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention\n--ttl\n--expired\n--place' "$cur" ;;
+		init) _mq_reply $'-s\n--group\n--mode' "$cur" ;;
+		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention\n--ttl\n--expired\n--place\n--group\n--mode' "$cur" ;;
 		alter) _mq_reply $'-s\n--partitions\n--place' "$cur" ;;
 		list|info) _mq_reply $'-s\n--json' "$cur" ;;
 		delete|gc) _mq_reply $'-s' "$cur" ;;
 		esac
 	elif [[ -z $cmd ]]; then
-		_mq_reply $'create\nalter\nlist\ninfo\ndelete\ngc' "$cur"
+		_mq_reply $'init\ncreate\nalter\nlist\ninfo\ndelete\ngc' "$cur"
 	elif ((${#_mq_args[@]} == 1)); then
 		case $cmd in
 		list|alter|info|delete|gc) _mq_reply "$(_mq_topics)" "$cur" ;;

@@ -27,6 +27,10 @@
 double mq_env_duration(const char *name, double dflt);
 int mq_size_parse(const char *s, double *out);
 
+/* perm.c: permissions on one directory, or on it and all below. */
+int mq_perm_apply(int dfd, const char *what, const struct mq_perm *);
+int mq_perm_apply_tree(int dfd, const char *what, const struct mq_perm *);
+
 /* error.c */
 int mq_err(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

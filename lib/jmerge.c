@@ -261,9 +261,9 @@ mq_journal_list(mq_spool *sp, struct mq_names *out)
 int
 mq_journal_lock(mq_spool *sp)
 {
-	if (mkdirat(sp->fd, "journals", 0755) < 0 && errno != EEXIST)
+	if (mkdirat(sp->fd, "journals", 0777) < 0 && errno != EEXIST)
 		return mq_err_sys("journals");
-	int fd = mq_file_open(sp->fd, "journals/.lock", O_RDWR | O_CREAT, 0644,
+	int fd = mq_file_open(sp->fd, "journals/.lock", O_RDWR | O_CREAT, 0666,
 	    NULL);
 	if (fd >= 0 && mq_file_lock(fd, 1, "journals/.lock") < 0) {
 		close(fd);

@@ -41,10 +41,10 @@ mq_journal_fd(mq_spool *sp)
 		char name[MQ_HOST_MAX];
 		mq_hostname(name);
 		snprintf(path, sizeof path, "journals/%s", name);
-		if (mkdirat(sp->fd, "journals", 0755) < 0 && errno != EEXIST)
+		if (mkdirat(sp->fd, "journals", 0777) < 0 && errno != EEXIST)
 			return mq_err_sys("journals");
 	}
-	int fd = mq_file_open(sp->fd, path, O_WRONLY | O_APPEND | O_CREAT, 0644,
+	int fd = mq_file_open(sp->fd, path, O_WRONLY | O_APPEND | O_CREAT, 0666,
 	    NULL);
 	if (fd < 0)
 		return -1;
@@ -196,7 +196,7 @@ mq_journal_append_main(mq_spool *sp, const char *buf, size_t len,
     uint64_t *end)
 {
 	int fd = mq_file_open(sp->fd, "journal", O_WRONLY | O_CREAT |
-	    (sp->shared ? 0 : O_APPEND), 0644, NULL);
+	    (sp->shared ? 0 : O_APPEND), 0666, NULL);
 	if (fd < 0)
 		return -1;
 	int rc = append(fd, sp->shared, buf, len, end);

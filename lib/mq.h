@@ -65,6 +65,22 @@ mq_spool *mq_spool_open(const char *dir, int flags);
 void mq_spool_close(mq_spool *);
 const char *mq_spool_path(const mq_spool *);
 
+/* Permissions (mq-spool(5), PERMISSIONS): a spool's or a topic's Unix
+ * group (when has_group) and mode (0: keep), which what is made below
+ * takes whatever the maker's umask.  Zeroed: keep both. */
+struct mq_perm {
+	bool has_group;
+	gid_t gid;
+	mode_t mode;
+};
+/* A group name or number and an octal mode, either NULL; a group adds
+ * the setgid bit (and mode 2770 if none is given).  EX_NOUSER for an
+ * unknown group, EX_USAGE for a bad mode. */
+int mq_perm_parse(const char *group, const char *mode, struct mq_perm *);
+/* Makes the spool if it is missing, then gives it and all it holds the
+ * permissions (mq-topic init). */
+int mq_spool_init(const char *dir, const struct mq_perm *);
+
 /* Topics */
 struct mq_topic_conf {
 	unsigned partitions;             /* 1..MQ_PARTITIONS_MAX */
@@ -78,6 +94,9 @@ struct mq_topic_conf {
 	 * directory that partition k is built in, on any file system;
 	 * topics/<t>/p<k> links to it.  See mq-spool(5), Placement. */
 	const char *const *place;
+	/* Create only: the topic directory's permissions, given before
+	 * anything is made in it. */
+	struct mq_perm perm;
 };
 void mq_topic_conf_default(struct mq_topic_conf *);
 /* Returns 1 if created, 0 if it already existed (conf then untouched). */

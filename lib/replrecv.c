@@ -1201,7 +1201,7 @@ lock_open(mq_spool *sp)
 	int dfd = repl_dir(sp, ".");
 	if (dfd < 0)
 		return -1;
-	int fd = mq_file_open(dfd, "lock-recv", O_RDWR | O_CREAT, 0644, NULL);
+	int fd = mq_file_open(dfd, "lock-recv", O_RDWR | O_CREAT, 0666, NULL);
 	close(dfd);
 	return fd;
 }

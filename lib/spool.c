@@ -138,6 +138,26 @@ fail:;
 	return NULL;
 }
 
+int
+mq_spool_init(const char *dir, const struct mq_perm *perm)
+{
+	char *path = mq_spool_locate(dir);
+	if (!path)
+		return -1;
+	int fd = -1, rc = mq_mkdirs(AT_FDCWD, path);
+	if (rc == 0 && (fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		rc = mq_err_sys("spool %s", path);
+	/* The directory first: what the spool's creation makes inherits. */
+	if (rc == 0)
+		rc = mq_perm_apply_tree(fd, path, perm);
+	if (fd >= 0)
+		close(fd);
+	mq_spool *sp = rc == 0 ? mq_spool_open(path, MQ_CREATE) : NULL;
+	mq_spool_close(sp);
+	free(path);
+	return sp ? 0 : -1;
+}
+
 void
 mq_spool_close(mq_spool *sp)
 {

@@ -144,7 +144,7 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 	    mq_mkdir(sp->fd, stage) < 0)
 		return -1;
 	int tfd = mq_dir_open(sp->fd, stage);
-	int rc = tfd < 0 ? -1 : 0;
+	int rc = tfd < 0 ? -1 : mq_perm_apply(tfd, name, &c->perm);
 	if (rc == 0)
 		rc = mq_path(text, sizeof text, "partitions=%u\n"
 		    "max-message-size=%zu\nretention=%.0f\nttl=%.3f\n"

@@ -17,16 +17,18 @@
 
 enum {
 	OPT_JSON = 256, OPT_PARTITIONS, OPT_MAX_SIZE, OPT_RETENTION, OPT_HELP,
-	OPT_TTL, OPT_EXPIRED, OPT_PLACE,
+	OPT_TTL, OPT_EXPIRED, OPT_PLACE, OPT_GROUP, OPT_MODE,
 };
 
 static void
 usage(int code)
 {
 	fprintf(code ? stderr : stdout,
-	    "usage: %s [-s SPOOL] create [--partitions N] [--max-message-size "
+	    "usage: %s [-s SPOOL] init [--group GROUP] [--mode MODE]\n"
+	    "       %s [-s SPOOL] create [--partitions N] [--max-message-size "
 	    "BYTES]\n                [--retention SECONDS] [--ttl SECONDS] "
-	    "[--expired dlq|drop]\n                [--place K=DIR]... TOPIC\n"
+	    "[--expired dlq|drop]\n                [--place K=DIR]... "
+	    "[--group GROUP] [--mode MODE] TOPIC\n"
 	    "       %s [-s SPOOL] alter --partitions N [--place K=DIR]... "
 	    "TOPIC\n"
 	    "       %s [-s SPOOL] list [--json] [GLOB]\n"
@@ -34,7 +36,7 @@ usage(int code)
 	    "       %s [-s SPOOL] delete TOPIC\n"
 	    "       %s [-s SPOOL] gc [TOPIC]\n",
 	    getprogname(), getprogname(), getprogname(), getprogname(),
-	    getprogname(), getprogname());
+	    getprogname(), getprogname(), getprogname());
 	exit(code);
 }
 
@@ -232,12 +234,14 @@ main(int argc, char *argv[])
 		{ "ttl", required_argument, NULL, OPT_TTL },
 		{ "expired", required_argument, NULL, OPT_EXPIRED },
 		{ "place", required_argument, NULL, OPT_PLACE },
+		{ "group", required_argument, NULL, OPT_GROUP },
+		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_topic_conf conf;
 	mq_topic_conf_default(&conf);
-	const char *spool = NULL;
+	const char *spool = NULL, *group = NULL, *mode = NULL;
 	int c, json = 0, confopts = 0, partopt = 0;
 	char **placeargs = calloc((size_t)argc + 1, sizeof *placeargs);
 	size_t nplace = 0;
@@ -256,6 +260,8 @@ main(int argc, char *argv[])
 		case OPT_PLACE:
 			placeargs[nplace++] = optarg;
 			break;
+		case OPT_GROUP: group = optarg; break;
+		case OPT_MODE: mode = optarg; break;
 		case OPT_MAX_SIZE:
 			conf.max_message_size = tool_number("--max-message-size",
 			    optarg, 1, MQ_MESSAGE_MAX_LIMIT);
@@ -285,9 +291,9 @@ main(int argc, char *argv[])
 	if (argc < 1)
 		usage(EX_USAGE);
 	const char *cmd = argv[0];
-	int want = !strcmp(cmd, "list") ? 1 : 2;
-	tool_command(cmd, (const char *const[]){ "create", "alter", "list",
-	    "info", "delete", "gc", NULL });
+	int want = !strcmp(cmd, "list") || !strcmp(cmd, "init") ? 1 : 2;
+	tool_command(cmd, (const char *const[]){ "init", "create", "alter",
+	    "list", "info", "delete", "gc", NULL });
 	if ((!strcmp(cmd, "gc") || !strcmp(cmd, "list")) && argc <= 2)
 		want = argc;
 	if (argc != want)
@@ -303,12 +309,20 @@ main(int argc, char *argv[])
 	conf.place = place;
 	if (json && strcmp(cmd, "list") && strcmp(cmd, "info"))
 		errx(EX_USAGE, "--json goes with list and info");
+	if ((group || mode) && strcmp(cmd, "init") && strcmp(cmd, "create"))
+		errx(EX_USAGE, "--group and --mode go with init and create");
+	if (mq_perm_parse(group, mode, &conf.perm) < 0)
+		tool_fail();
+	if (!strcmp(cmd, "init") && mq_spool_init(spool, &conf.perm) < 0)
+		tool_fail();
 	if (want == 2 && strcmp(cmd, "list"))
 		tool_name("topic", argv[1]);
 
 	mq_spool *sp = tool_spool(spool, MQ_CREATE);
 	int rc = 0;
-	if (!strcmp(cmd, "create"))
+	if (!strcmp(cmd, "init"))
+		;                       /* done above, before the spool opened */
+	else if (!strcmp(cmd, "create"))
 		rc = cmd_create(sp, argv[1], &conf);
 	else if (!strcmp(cmd, "alter"))
 		rc = cmd_alter(sp, argv[1], conf.partitions, place);

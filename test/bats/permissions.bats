@@ -1,0 +1,188 @@
+#!/usr/bin/env bats
+# Permissions with real Unix users (mq-spool(5), PERMISSIONS): what mq
+# makes gets its mode and group from the spool's or the topic's directory,
+# not from the umask of whoever made it first; a user the modes leave out
+# is refused with exit 77 and changes nothing.
+#
+# Needs root (useradd); the users and groups are made here and removed in
+# teardown_file.  The tools are copied where those users can run them.
+
+load helper
+
+setup_file() {
+	[[ $EUID == 0 ]] || skip "needs root to add users"
+	local tag=$$
+	export PT=mqp$tag
+	groupadd "${PT}team"
+	groupadd "${PT}priv"
+	useradd -M -N -g "${PT}team" -s /bin/sh "${PT}alice"
+	usermod -a -G "${PT}priv" "${PT}alice"
+	useradd -M -N -g "${PT}team" -s /bin/sh "${PT}bob"
+	useradd -M -N -s /bin/sh "${PT}eve"
+	# Where the users can reach: the tools and the spools.
+	export PD=$(mktemp -d /tmp/mq-perm.XXXXXX)
+	chmod 755 "$PD"
+	mkdir "$PD/bin"
+	install -m 755 "$MQ_BIN_DIR"/mq-* "$PD/bin/"
+}
+
+teardown_file() {
+	[[ -n ${PT:-} ]] || return 0
+	local u
+	for u in alice bob eve; do
+		userdel "${PT}$u" 2>/dev/null || true
+	done
+	groupdel "${PT}team" 2>/dev/null || true
+	groupdel "${PT}priv" 2>/dev/null || true
+	rm -rf "${PD:?}"
+}
+
+setup() {
+	[[ $EUID == 0 ]] || skip "needs root to add users"
+	export PATH="$PD/bin:$PATH"
+	TD=$BATS_TEST_TMPDIR
+	S=$PD/spool.$BATS_TEST_NUMBER
+	rm -rf "$S"
+	export MQ_SPOOL=$S
+}
+
+# as USER UMASK CMD...: CMD as that user (with its groups) and umask.
+as() {
+	local user=$PT$1 mask=$2
+	shift 2
+	runuser -u "$user" -- env PATH="$PD/bin:/usr/bin:/bin" MQ_SPOOL="$S" \
+	    HOME=/nonexistent sh -c 'umask "$0"; exec "$@"' "$mask" "$@"
+}
+
+# snapshot: every path below the spool with its mode, owner, group, size
+# and content hash.
+snapshot() {
+	find "$S" -printf '%p %m %u %g %s\n' | sort
+	find "$S" -type f -print0 | sort -z | xargs -0 -r sha256sum
+}
+
+@test "a group-shared spool made by hand (chgrp, chmod 2775, umask 002): the second user publishes into the journal the first made" {
+	mkdir "$S"
+	chgrp "${PT}team" "$S"
+	chmod 2775 "$S"
+	run --separate-stderr as alice 002 mq-pub -q t one
+	assert_success
+	run --separate-stderr as bob 002 mq-pub -q t two
+	assert_success
+	assert_equal "$(stat -c '%a %G' "$S/journal")" "664 ${PT}team"
+	run --separate-stderr as bob 002 mq-sub -g g --from-start -n 2 -t 0 t
+	assert_success
+	assert_output $'one\ntwo'
+}
+
+@test "mq-topic init --group --mode: what two users make under umask 077 takes the spool's mode and group" {
+	mq-topic init --group "${PT}team" --mode 2770
+	assert_equal "$(stat -c '%a %G' "$S")" "2770 ${PT}team"
+	as alice 077 mq-topic create t
+	as alice 077 mq-pub -q t from-alice
+	as bob 077 mq-pub -q t from-bob
+	run --separate-stderr as bob 077 mq-sub -g g --from-start -n 2 -t 0 t
+	assert_success
+	assert_output $'from-alice\nfrom-bob'
+	run --separate-stderr as alice 077 mq-stat
+	assert_success
+	# Every directory 2770, every file 660, all of the team's group.
+	run find "$S" \( -type d ! -perm 2770 \) -o \( -type f ! -perm 660 \) -o \
+	    ! -group "${PT}team"
+	assert_output ""
+	local f
+	for f in journal topics/t/p0/head topics/t/groups/g.conf \
+	    topics/t/groups/g.stats/vm; do
+		[[ -f $S/$f ]] || fail "no $f"
+	done
+	assert_equal "$(find "$S/topics/t/p0/log" -type f | wc -l)" 2
+}
+
+@test "a user outside the spool's group is refused with exit 77 and one line, and changes nothing" {
+	mq-topic init --group "${PT}team" --mode 2770
+	as alice 002 mq-pub -q t secret-body
+	local before
+	before=$(snapshot)
+	run --separate-stderr as eve 000 mq-pub -q t forged
+	assert_equal "$status" 77
+	assert_one_line_error mq-pub
+	run --separate-stderr as eve 000 mq-sub -g g --from-start -n 1 -t 0 t
+	assert_equal "$status" 77
+	assert_one_line_error mq-sub
+	run --separate-stderr as eve 000 mq-topic create other
+	assert_equal "$status" 77
+	assert_one_line_error mq-topic
+	run --separate-stderr as eve 000 sh -c "cat '$S'/topics/t/p0/log/*"
+	assert_failure
+	refute_output --partial secret-body
+	assert_equal "$(snapshot)" "$before"
+}
+
+@test "mq-topic create --group --mode: a topic of its own group, closed to the spool's other users" {
+	mq-topic init --group "${PT}team" --mode 2775
+	mq-topic create --group "${PT}priv" --mode 2770 private
+	assert_equal "$(stat -c '%a %G' "$S/topics/private")" "2770 ${PT}priv"
+	run --separate-stderr as alice 022 mq-pub -q private payroll
+	assert_success
+	assert_equal "$(stat -c '%a %G' "$S"/topics/private/p0/log/*)" \
+	    "660 ${PT}priv"
+	local before
+	before=$(snapshot)
+	run --separate-stderr as bob 022 mq-pub -q private forged
+	assert_equal "$status" 77
+	assert_one_line_error mq-pub
+	run --separate-stderr as bob 022 mq-sub -g g --from-start -n 1 -t 0 private
+	assert_equal "$status" 77
+	assert_one_line_error mq-sub
+	assert_equal "$(snapshot)" "$before"
+	# The spool's other topics stay open to bob.
+	run --separate-stderr as bob 022 mq-pub -q open hello
+	assert_success
+	run --separate-stderr as alice 022 mq-sub -g g --from-start -n 1 -t 0 private
+	assert_success
+	assert_output payroll
+}
+
+@test "mq-topic init on a spool made under umask 077 gives all it holds the mode and group; the replication key stays private" {
+	(umask 077 && mq-pub -q t one && mq-replicate keygen >/dev/null)
+	assert_equal "$(stat -c '%a' "$S/journal")" 600
+	mq-topic init --group "${PT}team" --mode 2770
+	assert_equal "$(stat -c '%a' "$S/replicate/key")" 600
+	run find "$S" ! -path "$S/replicate/key" \( \( -type d ! -perm 2770 \) -o \
+	    \( -type f ! -perm 660 \) -o ! -group "${PT}team" \)
+	assert_output ""
+	run --separate-stderr as bob 077 mq-sub -g g --from-start -n 1 -t 0 t
+	assert_success
+	assert_output one
+}
+
+@test "bad --group and --mode are refused before anything is made" {
+	run --separate-stderr mq-topic init --group no-such-group-here
+	assert_equal "$status" 67
+	assert_one_line_error mq-topic
+	[[ ! -e $S ]] || fail "made $S"
+	local m
+	for m in abc 600 4770 17770 -770 ''; do
+		run --separate-stderr mq-topic init --mode "$m"
+		assert_equal "$status" 64
+		assert_one_line_error mq-topic
+	done
+	[[ ! -e $S ]] || fail "made $S"
+	mq-topic init
+	run --separate-stderr mq-topic create --mode 770x t
+	assert_equal "$status" 64
+	[[ ! -e $S/topics/t ]] || fail "made topic t"
+	run --separate-stderr mq-topic list --mode 770
+	assert_equal "$status" 64
+}
+
+@test "mq-topic --help and the bash completion know init, --group and --mode" {
+	run --separate-stderr mq-topic --help
+	assert_success
+	assert_line --regexp '^usage: mq-topic \[-s SPOOL\] init \[--group GROUP\] \[--mode MODE\]$'
+	complete_words() { completions _mq_topic "$@"; }
+	assert_equal "$(complete_words mq-topic in | sort | tr "\n" " ")" "info init "
+	assert_equal "$(complete_words mq-topic init -- | sort | tr '\n' ' ')" "--group --mode "
+	assert_equal "$(complete_words mq-topic create --gr)" --group
+	assert_equal "$(complete_words mq-topic init --group "${PT}te")" "${PT}team"
+}
