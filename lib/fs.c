@@ -265,21 +265,33 @@ mq_read_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
 /* Writes a whole file under a temporary dot name beside path, then puts it
  * in place: with link when replace is 0 (returns 1, writing nothing, if
  * path already exists), with rename when replace is 1.  A mode other than
- * 0 is set before that, whatever the umask. */
+ * 0 is set before that, whatever the umask.  The directory is resolved
+ * beneath dirfd once; the steps name entries in it. */
 static int
 write_whole(int dirfd, const char *path, const void *data, size_t len,
     int sync, int replace, mode_t mode)
 {
 	char tmp[4096], rnd[17];
-	const char *slash = strrchr(path, '/');
-	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
-	mq_hex_random(rnd, 16);
-	if (mq_path(tmp, sizeof tmp, "%.*s.tmp.%s", (int)dirlen, path, rnd) < 0)
-		return -1;
-	int fd = mq_openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0666);
-	if (fd < 0)
+	const char *name;
+	int dfd, fd = -1;
+	if (mq_parent_open(dirfd, path, &name, &dfd) < 0)
 		return mq_err_sys("create %s", path);
+	/* name keeps its directory where the user's own path is not split
+	 * (relative to the working directory, or absolute). */
+	const char *slash = strrchr(name, '/');
+	int dirlen = slash ? (int)(slash - name) + 1 : 0;
+	mq_hex_random(rnd, 16);
+	if (mq_path(tmp, sizeof tmp, "%.*s.tmp.%s", dirlen, name, rnd) < 0) {
+		mq_parent_close(dirfd, dfd);
+		return -1;
+	}
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0666);
+	if (fd < 0) {
+		mq_err_sys("create %s", path);
+		mq_parent_close(dirfd, dfd);
+		return -1;
+	}
 	if (mode && fchmod(fd, mode) < 0)
 		goto fail;
 	const char *p = data;
@@ -303,23 +315,25 @@ write_whole(int dirfd, const char *path, const void *data, size_t len,
 	fd = -1;
 	int rc = 0;
 	if (replace) {
-		if (mq_renameat(dirfd, tmp, dirfd, path) < 0)
+		if (renameat(dfd, tmp, dfd, name) < 0)
 			goto fail;
 	} else {
-		if (mq_linkat(dirfd, tmp, dirfd, path, 0) < 0) {
-			if (!mq_name_taken(dirfd, path, errno))
+		if (linkat(dfd, tmp, dfd, name, 0) < 0) {
+			if (!mq_name_taken(dfd, name, errno))
 				goto fail;
 			rc = 1;
 		}
-		mq_unlinkat(dirfd, tmp, 0);
+		unlinkat(dfd, tmp, 0);
 	}
+	mq_parent_close(dirfd, dfd);
 	return rc;
 fail:
 	mq_err_sys("write %s", path);
 	int e = errno;
 	if (fd >= 0)
 		close(fd);
-	mq_unlinkat(dirfd, tmp, 0);
+	unlinkat(dfd, tmp, 0);
+	mq_parent_close(dirfd, dfd);
 	errno = e;
 	return -1;
 }
