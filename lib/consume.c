@@ -218,11 +218,16 @@ mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
     const char *key, struct mq_msg **out)
 {
 	/* Reading must not write: O_NOATIME spares an inode update per
-	 * message where we may use it (we own the file, or are root). */
+	 * message where we may use it (we own the file, or are root).  A
+	 * consumer that does not own what others publish stops asking, so
+	 * as not to pay a failed open per message. */
+	static _Thread_local int noatime = O_NOATIME;
 	struct stat st;
-	int fd = mq_file_open(curfd, curname, O_RDONLY | O_NOATIME, 0, &st);
-	if (fd < 0 && errno == EPERM)
+	int fd = mq_file_open(curfd, curname, O_RDONLY | noatime, 0, &st);
+	if (fd < 0 && errno == EPERM && noatime) {
+		noatime = 0;
 		fd = mq_file_open(curfd, curname, O_RDONLY, 0, &st);
+	}
 	if (fd < 0)
 		return -1;
 	size_t limit = t->conf.max_message_size + MQ_HEADER_BLOCK_MAX;
