@@ -70,8 +70,10 @@ check-shared: all
 	@PATH="$(CURDIR)/bin:$$PATH" BATS_FILES="$(CURDIR)/test/shared" \
 		test/run < /dev/null
 
-# libFuzzer harnesses for what the tools read from the spool (test/fuzz),
-# with clang, ASan and UBSan, FUZZ_SECONDS each.
+# libFuzzer harnesses (test/fuzz) for what the tools read from the spool
+# and for what a replication peer sends (fuzz_frame: the frames of a
+# session, either side; fuzz_recv: batches applied to a fresh spool), with
+# clang, ASan and UBSan, FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 20
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all
 fuzz:
@@ -80,7 +82,8 @@ fuzz:
 	$(MAKE) -C build/fuzz lib/libmq.a CC=clang \
 		CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(FUZZ_SAN)"
 	for f in test/fuzz/fuzz_*.c; do \
-		clang $(CPPFLAGS) -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) \
+		clang $(CPPFLAGS) -std=c11 -Wall -Wextra -Werror -O1 -g \
+		    -fsanitize=fuzzer $(FUZZ_SAN) \
 		    -o build/fuzz/$$(basename $$f .c) $$f build/fuzz/lib/libmq.a \
 		    $(LDLIBS) || exit 1; \
 	done

@@ -55,6 +55,7 @@ mq_filter_timeout(void)
 	return mq_env_duration("MQ_FILTER_TIMEOUT", 1.0);
 }
 
+#ifndef UNDER_ASAN
 static double
 filter_memory(void)
 {
@@ -63,6 +64,7 @@ filter_memory(void)
 	return e && *e && mq_size_parse(e, &bytes) == 0 && bytes >= 16 << 20 &&
 	    bytes < 1e15 ? bytes : 256 << 20;
 }
+#endif
 
 static bool
 truthy(jv r)
