@@ -274,3 +274,18 @@ EOF
 	assert_success
 	assert_output $'one\ntwo'
 }
+
+@test "completions offer the key options and subcommands" {
+	keygen a
+	sealed_topic t g "$a"
+	run completions _mq_sub mq-sub --ke
+	assert_output $'--key\n--keygen'
+	run completions _mq_topic mq-topic k
+	assert_output key
+	run completions _mq_topic mq-topic key r
+	assert_output remove
+	run completions _mq_topic mq-topic key remove t ""
+	assert_output "$a"
+	grep -q -- "--keygen=" "$BATS_TEST_DIRNAME/../../completions/_mq"
+	grep -q "'key:" "$BATS_TEST_DIRNAME/../../completions/_mq"
+}
