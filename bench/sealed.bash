@@ -71,7 +71,7 @@ sealed_table() {
 		"sealing added, publish", ps - pp
 	    printf "  %-42s %9.1f   µs/msg (sealed less plain)\n",
 		"opening added, drain", ds - dp
-	    printf "  %-42s %9.1f   µs/msg: %.1f plain, %.1f sealed (+%.0f%%)\n",
+	    printf "  %-42s %9.1f   µs/msg: %.1f plain, %.1f sealed (%+.0f%%)\n",
 		"publish + drain, added", ps + ds - pp - dp, pp + dp, ps + ds,
 		(ps + ds - pp - dp) / (pp + dp) * 100 }'
 }
