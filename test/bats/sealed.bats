@@ -72,6 +72,7 @@ EOF
 @test "key add, list and remove; bad input changes nothing" {
 	keygen a
 	keygen b
+	keygen c
 	mkgroup t g
 	run mq-topic key list t
 	assert_success
@@ -85,7 +86,7 @@ EOF
 	run --separate-stderr mq-topic key add t "$a" 1234
 	assert_equal "$status" 65
 	assert_one_line_error mq-topic
-	run --separate-stderr mq-topic key remove t "${a/?/0}"
+	run --separate-stderr mq-topic key remove t "$c"
 	assert_equal "$status" 66
 	assert_one_line_error mq-topic
 	run --separate-stderr mq-topic key add nosuch "$a"
@@ -288,4 +289,23 @@ EOF
 	assert_output "$a"
 	grep -q -- "--keygen=" "$BATS_TEST_DIRNAME/../../completions/_mq"
 	grep -q "'key:" "$BATS_TEST_DIRNAME/../../completions/_mq"
+}
+
+@test "a sealed dead letter is redriven in place, never copied to another topic" {
+	keygen a
+	mkgroup t g --max-attempts 1
+	mq-topic key add t "$a"
+	mq-pub -q t "payload"
+	run --separate-stderr mq-sub -g g --key "$TD/a.key" --exec false t
+	assert_equal "$(mq-dlq count t)" 1
+	run --separate-stderr mq-dlq redrive --to other t
+	assert_equal "$status" 65
+	assert_one_line_error mq-dlq
+	[[ $stderr == *sealed* ]]
+	assert_equal "$(mq-dlq count t)" 1
+	[[ ! -e $MQ_SPOOL/topics/other/p0/log || $(count_log other) == 0 ]]
+	mq-dlq redrive t
+	run --separate-stderr mq-sub -g g --key "$TD/a.key" t
+	assert_success
+	assert_output payload
 }
