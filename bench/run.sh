@@ -10,7 +10,7 @@
 # fails or a build breaks).
 # bench/README.md says what each figure is.
 #
-# Usage: bench/run.sh [fanout | replicate | stat | shared]
+# Usage: bench/run.sh [fanout | replicate | stat | shared | sealed]
 #   With no argument every section runs; `fanout` runs section 6 alone
 #   (publish fan-out into 1, 10 and 100 groups, unfiltered and with a jq
 #   filter on each group); `replicate` runs section 7 alone (mq-replicate:
@@ -20,7 +20,9 @@
 #   section 9 alone (bench/shared.bash: publish, drain and cross-mount
 #   latency on a GlusterFS volume mounted twice, beside the floor on the
 #   volume and on the local disk; as root with glusterd, else it says why
-#   it was not measured).
+#   it was not measured); `sealed` runs section 10 alone
+#   (bench/sealed.bash: publish and drain of a plain and of a sealed
+#   topic, in one run).
 #
 # Environment:
 #   BENCH_DIR=DIR     where the scratch directory goes (default /var/tmp)
@@ -55,8 +57,8 @@ fi
 WARMUP=20
 SECTION=${1:-all}
 case $SECTION in
-all|fanout|replicate|stat|shared) ;;
-*) echo "usage: bench/run.sh [fanout | replicate | stat | shared]" >&2; exit 64 ;;
+all|fanout|replicate|stat|shared|sealed) ;;
+*) echo "usage: bench/run.sh [fanout | replicate | stat | shared | sealed]" >&2; exit 64 ;;
 esac
 # Section 6: messages per fan-out publish, and the group counts.
 FAN_N=$((N / 5)) FAN_GROUPS="1 10 100"
@@ -103,8 +105,11 @@ files=$(( files + REPEAT * 9 * FAN_N ))
 # and the two spools of the lag test.
 repl_files=$(( 7 * REPL_N + 2 * LAG_N ))
 # Section 8: a log/ file per message (its groups' links are no inodes).
+# Section 10: a log/ file per message, two topics per run.
+seal_files=$(( 2 * REPEAT * N / 5 ))
 case $SECTION in
-all) files=$(( files + repl_files + STAT_MSGS )) ;;
+all) files=$(( files + repl_files + STAT_MSGS + seal_files )) ;;
+sealed) files=$seal_files ;;
 fanout) files=$(( REPEAT * 9 * FAN_N )) ;;
 replicate) files=$repl_files ;;
 stat) files=$STAT_MSGS ;;
@@ -182,6 +187,7 @@ FLOOR=$W/bin/floor
 TIMEIT=$W/bin/timeit
 LAT=$W/bin/lat
 . "$ROOT/bench/shared.bash"
+. "$ROOT/bench/sealed.bash"
 
 # kv FILE KEY: a value from a key=value result line.
 kv() {
@@ -729,6 +735,12 @@ if [ "$SECTION" = stat ]; then
 	stat_table
 	exit 0
 fi
+if [ "$SECTION" = sealed ]; then
+	sealed_measure
+	alone_header "section 10 alone: median of $REPEAT run(s)"
+	sealed_table
+	exit 0
+fi
 if [ "$SECTION" = shared ]; then
 	shared_measure
 	alone_header "section 9 alone: median of $REPEAT run(s)"
@@ -876,6 +888,9 @@ stat_measure
 
 # ---- 9. a spool shared between hosts (GlusterFS, when it can run) ----
 shared_measure
+
+# ---- 10. sealed topics (creates files only) ----
+sealed_measure
 
 # ---- 4. deep backlog: DEEP pending vs SHALLOW pending ----
 step "deep backlog: publishing $DEEP messages (--sync=none)"
@@ -1076,3 +1091,4 @@ fanout_table
 repl_table
 stat_table
 shared_table
+sealed_table

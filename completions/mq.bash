@@ -188,10 +188,15 @@ _mq_sub()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-F -g -j -n -s -t --lease --exec --backoff --handler-timeout --max-attempts --grace --publish-to --filter --match --group-filter --group-match --session --from-offset --from-time"
+	_mq_parse "-F -g -j -n -s -t --lease --exec --backoff --handler-timeout --max-attempts --grace --publish-to --filter --match --group-filter --group-match --session --from-offset --from-time --key --keygen --pubkey"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
+		return ;;
+	--key|--keygen|--pubkey)
+		local IFS=$'\n'
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	-g)
 		_mq_reply "$(_mq_groups "${_mq_args[0]}")" "$cur"
@@ -207,7 +212,7 @@ _mq_sub()
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-0\n-F\n-f\n-g\n-j\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--grace\n--handler-timeout\n--publish-to\n--exactly-once\n--max-attempts\n--filter\n--match\n--group-filter\n--group-match\n--ordered\n--session\n--from-offset\n--from-time\n--unsubscribe\n--help' "$cur"
+		_mq_reply $'-0\n-F\n-f\n-g\n-j\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--grace\n--handler-timeout\n--publish-to\n--exactly-once\n--max-attempts\n--filter\n--match\n--group-filter\n--group-match\n--ordered\n--session\n--from-offset\n--from-time\n--key\n--keygen\n--pubkey\n--unsubscribe\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	fi
@@ -282,14 +287,20 @@ _mq_topic()
 		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention\n--ttl\n--expired\n--place\n--group\n--mode' "$cur" ;;
 		alter) _mq_reply $'-s\n--partitions\n--place' "$cur" ;;
 		list|info) _mq_reply $'-s\n--json' "$cur" ;;
-		delete|gc) _mq_reply $'-s' "$cur" ;;
+		delete|gc|key) _mq_reply $'-s' "$cur" ;;
 		esac
 	elif [[ -z $cmd ]]; then
-		_mq_reply $'init\ncreate\nalter\nlist\ninfo\ndelete\ngc' "$cur"
+		_mq_reply $'init\ncreate\nalter\nlist\ninfo\ndelete\ngc\nkey' "$cur"
 	elif ((${#_mq_args[@]} == 1)); then
 		case $cmd in
 		list|alter|info|delete|gc) _mq_reply "$(_mq_topics)" "$cur" ;;
+		key) _mq_reply $'add\nlist\nremove' "$cur" ;;
 		esac
+	elif [[ $cmd == key ]] && ((${#_mq_args[@]} == 2)); then
+		_mq_reply "$(_mq_topics)" "$cur"
+	elif [[ $cmd == key && ${_mq_args[1]} == remove ]] &&
+	    ((${#_mq_args[@]} == 3)) && [[ -f $_mq_spool/topics/${_mq_args[2]}/keys ]]; then
+		_mq_reply "$(grep -v '^#' "$_mq_spool/topics/${_mq_args[2]}/keys")" "$cur"
 	fi
 }
 

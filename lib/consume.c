@@ -230,7 +230,8 @@ mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
 	}
 	if (fd < 0)
 		return -1;
-	size_t limit = t->conf.max_message_size + MQ_HEADER_BLOCK_MAX;
+	size_t limit = t->conf.max_message_size + MQ_HEADER_BLOCK_MAX +
+	    MQ_SEAL_OVERHEAD(MQ_SEAL_KEYS_MAX);
 	if ((uint64_t)st.st_size > limit) {
 		close(fd);
 		return mq_err(EX_DATAERR, "%s: too large", curname);
@@ -374,8 +375,14 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 			mq_journal_change(p->t, 'A', p->k, s->group, cur);
 		return 0;
 	}
-	struct mq_msg *m;
-	if (mq_claim_read(p->t, p->d.curfd, cur, NULL, &m) < 0) {
+	struct mq_msg *m = NULL;
+	/* A sealed body is opened here: one whose key this consumer lacks is
+	 * given back as unread (EX_NOPERM), one that does not open is dead
+	 * (seal.c). */
+	if (mq_claim_read(p->t, p->d.curfd, cur, NULL, &m) < 0 ||
+	    mq_seal_open(s->opts.key, p->t, m) < 0) {
+		const char *reason = m ? "undecryptable" : "unreadable";
+		mq_msg_free(m);
 		/* Never deliver what cannot be proven whole; give back what
 		 * only failed to be read (out of memory, ...). */
 		if (mq_errcode() != EX_DATAERR) {
@@ -386,7 +393,7 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 				mq_renameat(p->d.curfd, cur, p->d.newfd, back);
 			return -1;
 		}
-		struct mq_why why = { "unreadable", mq_errmsg(), -1, NULL, 0 };
+		struct mq_why why = { reason, mq_errmsg(), -1, NULL, 0 };
 		if (mq_dlq_put(p->t, p->k, s->group, p->d.curfd, cur, e, &why) < 0 &&
 		    mq_errcode() != EX_NOINPUT)
 			return -1;

@@ -661,7 +661,8 @@ check_topic(const struct import *im, const struct mq_topic_conf *c,
 		const struct file *f = &im->f[i];
 		if (f->k > top)
 			top = f->k;
-		if (!f->why && f->size > c->max_message_size + MQ_HEADER_BLOCK_MAX)
+		if (!f->why && f->size > c->max_message_size +
+		    MQ_HEADER_BLOCK_MAX + MQ_SEAL_OVERHEAD(MQ_SEAL_KEYS_MAX))
 			return mq_err(EX_DATAERR, "%s: dead letter %s/%s/p%u/%s is "
 			    "larger than topic '%s' allows", im->what, topic,
 			    f->group, f->k, f->name, topic);

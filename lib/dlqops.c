@@ -259,8 +259,11 @@ copy_to(mq_spool *sp, const struct mq_topic *t, int dfd, const char *name,
 	struct mq_msg *m;
 	if (mq_claim_read(t, dfd, name, key, &m) < 0)
 		return -1;
-	mq_pub *p = mq_pub_open(sp, to, MQ_CREATE);
-	int rc = p ? 0 : -1;
+	/* A sealed body opens only in its own message (seal.c). */
+	mq_pub *p = m->sealed ? NULL : mq_pub_open(sp, to, MQ_CREATE);
+	int rc = p ? 0 : m->sealed ? mq_err(EX_DATAERR, "message %s of topic "
+	    "%s is sealed: it can be redriven in place, not copied to %s",
+	    m->id, t->name, to) : -1;
 	if (rc == 0) {
 		struct mq_pub_msg pm = { .key = m->key, .partition = -1,
 		    .body = m->body, .len = m->len, .headers = m->headers,

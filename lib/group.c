@@ -305,6 +305,9 @@ again:
 		mq_topic_close(&t);
 		goto again;
 	}
+	/* Under the locks a key is added under (seal.c). */
+	if (rc == 0)
+		rc = mq_seal_filter_check(&t, group, c);
 	if (rc == 0) {
 		rc = subscribe_locked(&t, group, c, pattern, hfds);
 		mq_unlock_all(&t, hfds);

@@ -549,6 +549,50 @@ int mq_wildcard_exists(mq_spool *, const char *pattern, const char *group);
 /* keys.c */
 int mq_crypto_init(void);
 
+/* seal.c: sealed bodies (mq-spool(5), SEALED BODIES).  The envelope:
+ * MQ_SEAL_MAGIC, a 2-byte big-endian count n, n times a public key and
+ * the data key sealed to it, a nonce, the ciphertext. */
+#define MQ_SEAL_MAGIC "mqs\001"
+#define MQ_SEAL_BOX (32 + 48)           /* crypto_box_seal of a data key */
+#define MQ_SEAL_OVERHEAD(n) (6 + (n) * (MQ_PUBKEY_BYTES + MQ_SEAL_BOX) + \
+	24 + 16)
+/* A publisher's sealing state: the keys (cached by the keys file's
+ * identity) and the chunk's data key and envelope head. */
+struct mq_sealer {
+	bool cached;
+	ino_t ino;
+	struct timespec mtim;
+	size_t n;                           /* keys; 0: the topic is plain */
+	unsigned char (*pk)[MQ_PUBKEY_BYTES];
+	char ids[MQ_SEAL_KEYS_MAX * 17];    /* the Mq-Sealed value */
+	unsigned char dk[32];
+	unsigned char head[MQ_SEAL_OVERHEAD(MQ_SEAL_KEYS_MAX)];
+	size_t hlen;
+	struct mq_header *hdrs;             /* a message's headers, and
+					       Mq-Sealed */
+	size_t hcap;
+	unsigned char *buf;                 /* a message's sealed body */
+	size_t cap;
+};
+/* At a chunk's start, under the partition's lock: the topic's keys now,
+ * a new data key sealed to them; a group of the chunk (gflt, groups:
+ * ng of them) with a jq filter on a sealed topic is EX_CONFIG. */
+int mq_seal_chunk(struct mq_sealer *, const struct mq_topic *,
+    mq_filter *const *gflt, char *const *groups, size_t ng);
+/* out: in with its body sealed and an Mq-Sealed header (valid until the
+ * next call); only when the chunk has keys (s->n). */
+int mq_seal_msg(struct mq_sealer *, const struct mq_topic *, const char *id,
+    const struct mq_pub_msg *in, struct mq_pub_msg *out);
+void mq_sealer_free(struct mq_sealer *);
+/* Opens a sealed message's body in place (nothing for a plain one):
+ * EX_NOPERM when k is NULL or the body is not sealed to it (the message
+ * is not at fault), EX_DATAERR when it does not open (damaged). */
+int mq_seal_open(mq_seal_key *k, const struct mq_topic *, struct mq_msg *);
+/* A group filter c on topic t: EX_CONFIG with a jq expression when t is
+ * sealed. */
+int mq_seal_filter_check(const struct mq_topic *t, const char *group,
+    const struct mq_group_conf *c);
+
 /* receipt.c */
 int mq_receipt_make(const char *topic, const char *group, unsigned k,
     const char *curname, char **out);

@@ -291,6 +291,10 @@ mq_msg_parse(char *buf, size_t len, struct mq_msg *m)
 				return mq_err(EX_DATAERR, "bad %.*s", (int)nlen, p);
 			*(IS("Mq-Expires") ? &m->expires : &m->deliver_at) =
 			    (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+		} else if (IS("Mq-Sealed")) {
+			free(m->sealed);
+			if (!(m->sealed = strdup(v)))
+				return mq_err_sys("malloc");
 		} else if (!is_reserved(p, nlen)) {
 			if (push_header(m, p, nlen, v) < 0)
 				return -1;
@@ -340,6 +344,7 @@ mq_msg_free(struct mq_msg *m)
 	free(m->topic);
 	free(m->key);
 	free(m->receipt);
+	free(m->sealed);
 	free(m->priv);
 	free(m);
 }

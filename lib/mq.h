@@ -454,6 +454,9 @@ struct mq_msg {
 	char *receipt;                   /* names this claim; see mq-ack(1) */
 	double lease_deadline;
 	double deliver_at, expires;      /* 0 when the message has none */
+	char *sealed;                    /* Mq-Sealed: the ids of the keys
+					    its stored body is sealed to;
+					    NULL: stored plain */
 	void *priv;
 };
 void mq_msg_free(struct mq_msg *);
@@ -531,6 +534,7 @@ struct mq_sub_opts {
 	double grace;                    /* a running handler's time to finish
 					    once wake_fd is readable */
 	struct mq_group_conf group;      /* used when creating */
+	struct mq_seal_key *key;         /* opens sealed bodies; NULL: none */
 };
 void mq_sub_opts_default(struct mq_sub_opts *);
 mq_sub *mq_sub_open(mq_spool *, const char *topic, const char *group,
@@ -691,6 +695,27 @@ int mq_peer_authorized(mq_spool *, const unsigned char pk[MQ_PUBKEY_BYTES],
     char *name, size_t len);
 /* Adds a peer: 1 added, 0 it was there. */
 int mq_peer_authorize(mq_spool *, const char *hex, const char *name);
+
+/* Sealed topics (mq-topic(1), KEYS; mq-spool(5), SEALED BODIES): a topic
+ * with keys has every body published into it encrypted to those X25519
+ * public keys; a consumer opens them with its secret key. */
+#define MQ_SEAL_KEYS_MAX 64
+typedef struct mq_seal_key mq_seal_key;
+/* Makes a consumer key pair in a new file at path (mode 0600; an existing
+ * file is EX_CANTCREAT); pub gets the public key. */
+int mq_seal_keygen(const char *path, char pub[MQ_PUBKEY_HEX + 1]);
+/* A consumer's secret key, from its file (free with mq_seal_key_free). */
+mq_seal_key *mq_seal_key_load(const char *path);
+void mq_seal_key_pub(const mq_seal_key *, char pub[MQ_PUBKEY_HEX + 1]);
+void mq_seal_key_free(mq_seal_key *);
+/* The topic's keys, in hex (free with mq_strv_free); none: plain. */
+int mq_topic_keys(mq_spool *, const char *topic, char ***keys, size_t *n);
+/* Adds public keys (hex): returns how many were new.  Refused (EX_CONFIG)
+ * while a group of the topic has a jq filter. */
+int mq_topic_key_add(mq_spool *, const char *topic, const char *const *hex,
+    size_t n);
+/* Removes one (EX_NOINPUT if absent; the last one is refused, EX_USAGE). */
+int mq_topic_key_remove(mq_spool *, const char *topic, const char *hex);
 
 /* The channel between two replication peers over a pair of descriptors:
  * frames of at most MQ_FRAME_MAX bytes.  With an identity (me) a

@@ -63,6 +63,7 @@ struct mq_pub {
 	uint64_t jend;                  /* journal offset after our records */
 	signed char *jsame;             /* journal on the partition's fs? */
 	bool *shared;                   /* partition shared between hosts? */
+	struct mq_sealer seal;          /* a sealed topic's keys (seal.c) */
 };
 
 int
@@ -152,6 +153,7 @@ mq_pub_close(mq_pub *p)
 	free(p->in);
 	free(p->fm);
 	mq_filterset_free(&p->set);
+	mq_sealer_free(&p->seal);
 	mq_topic_close(&p->t);
 	free(p);
 }
@@ -236,9 +238,16 @@ stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
 	bool later = m->deliver_at > now;
 	char key[MQ_KEY_LEN + 1], *hdr;
 	size_t hlen;
+	struct mq_pub_msg sealed;
 	if (!m->idempotency_key)
 		mq_id_new(id);
 	snprintf(key, sizeof key, "%020" PRIu64 ".%s", seq, id);
+	/* A sealed topic stores the body encrypted (seal.c). */
+	if (p->seal.n) {
+		if (mq_seal_msg(&p->seal, &p->t, id, m, &sealed) < 0)
+			return -1;
+		m = &sealed;
+	}
 	if (mq_msg_render(&p->t, k, seq, id, m, now, &hdr, &hlen) < 0)
 		return -1;
 	int fd = mq_openat(p->logfd[k], key, O_WRONLY | O_CREAT | O_EXCL |
@@ -474,6 +483,8 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 		rc = mq_partition_repair_locked(&p->t, k, hfd, &h);
 	if (rc == 0)
 		rc = open_groups(p, k, &gfd, &ng);
+	if (rc == 0)
+		rc = mq_seal_chunk(&p->seal, &p->t, p->gflt, p->gnames.v, ng);
 	if (rc == 0)
 		rc = chunk_filters(p, msgs, idx, n, ng);
 	if (rc < 0) {

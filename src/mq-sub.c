@@ -28,6 +28,7 @@ enum {
 	OPT_MAX_ATTEMPTS, OPT_PUBLISH_TO, OPT_EXACTLY_ONCE, OPT_GRACE,
 	OPT_FILTER, OPT_MATCH, OPT_GROUP_FILTER, OPT_GROUP_MATCH,
 	OPT_ORDERED, OPT_SESSION, OPT_FROM_OFFSET, OPT_FROM_TIME,
+	OPT_KEY, OPT_KEYGEN, OPT_PUBKEY,
 };
 
 static struct {
@@ -85,8 +86,9 @@ usage(int code)
 	    "[--group-filter EXPR]\n              [--group-match NAME=GLOB] "
 	    "[--ordered] [--session SECONDS]\n"
 	    "              [--from-offset P:N]... [--from-time TIME] "
-	    "[--unsubscribe] TOPIC|PATTERN\n",
-	    getprogname());
+	    "[--key FILE] [--unsubscribe] TOPIC|PATTERN\n"
+	    "       %s --keygen FILE | --pubkey FILE\n",
+	    getprogname(), getprogname());
 	exit(code);
 }
 
@@ -265,6 +267,27 @@ consume(mq_sub *sub)
 	return delivered;
 }
 
+/* --keygen FILE and --pubkey FILE: a consumer key pair for sealed
+ * topics; prints the public key. */
+static int
+key_file(const char *path, int pubkey, int argc)
+{
+	char pub[MQ_PUBKEY_HEX + 1];
+	if (argc != 0)
+		usage(EX_USAGE);
+	if (pubkey) {
+		mq_seal_key *k = mq_seal_key_load(path);
+		if (!k)
+			tool_fail();
+		mq_seal_key_pub(k, pub);
+		mq_seal_key_free(k);
+	} else if (mq_seal_keygen(path, pub) < 0) {
+		tool_fail();
+	}
+	printf("%s\n", pub);
+	return 0;
+}
+
 /* -j N: N - 1 more processes, each a consumer of the group like this one
  * (a worker runs one handler at a time). */
 static void
@@ -348,12 +371,16 @@ main(int argc, char *argv[])
 		{ "session", required_argument, NULL, OPT_SESSION },
 		{ "from-offset", required_argument, NULL, OPT_FROM_OFFSET },
 		{ "from-time", required_argument, NULL, OPT_FROM_TIME },
+		{ "key", required_argument, NULL, OPT_KEY },
+		{ "keygen", required_argument, NULL, OPT_KEYGEN },
+		{ "pubkey", required_argument, NULL, OPT_PUBKEY },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_sub_opts so;
 	mq_sub_opts_default(&so);
-	const char *spool = NULL, *e;
+	const char *spool = NULL, *e, *keyfile = NULL, *keygen = NULL;
+	int pubkey = 0;
 	int c, unsubscribe = 0;
 	struct mq_offset *from = NULL;
 	while ((c = getopt_long(argc, argv, "0F:fg:j:n:qs:t:", longopts, NULL)) != -1) {
@@ -420,12 +447,17 @@ main(int argc, char *argv[])
 			if (mq_time_arg_parse(optarg, &so.group.from_time) < 0)
 				errx(mq_errcode(), "--from-time: %s", mq_errmsg());
 			break;
+		case OPT_KEY: keyfile = optarg; break;
+		case OPT_KEYGEN: keygen = optarg; break;
+		case OPT_PUBKEY: keygen = optarg; pubkey = 1; break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
 	}
 	argc -= optind;
 	argv += optind;
+	if (keygen)
+		return key_file(keygen, pubkey, argc);
 	if (argc != 1 || !opt.group)
 		usage(EX_USAGE);
 	if (opt.exec && (opt.manual || opt.json || opt.format || opt.nul ||
@@ -448,6 +480,10 @@ main(int argc, char *argv[])
 		    "--from-time");
 	tool_topic_or_pattern(argv[0]);
 	tool_name("group", opt.group);
+	if (!keyfile && (e = getenv("MQ_SUB_KEY")) && *e)
+		keyfile = e;
+	if (keyfile && !(so.key = mq_seal_key_load(keyfile)))
+		tool_fail();
 	if ((e = getenv("MQ_POLL")) && *e)
 		so.poll = tool_duration("MQ_POLL", e);
 	/* Both filters are checked before anything is made. */
@@ -502,6 +538,7 @@ main(int argc, char *argv[])
 	mq_pub_close(handling.publish_to);
 	mq_filter_free(flt.f);
 	mq_sub_close(sub);
+	mq_seal_key_free(so.key);
 	mq_spool_close(sp);
 	free(from);
 	int rc = !delivered ? MQ_EX_EMPTY : handler_failed ? EX_TEMPFAIL : 0;

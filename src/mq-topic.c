@@ -34,9 +34,10 @@ usage(int code)
 	    "       %s [-s SPOOL] list [--json] [GLOB]\n"
 	    "       %s [-s SPOOL] info [--json] TOPIC\n"
 	    "       %s [-s SPOOL] delete TOPIC\n"
-	    "       %s [-s SPOOL] gc [TOPIC]\n",
+	    "       %s [-s SPOOL] gc [TOPIC]\n"
+	    "       %s [-s SPOOL] key add|list|remove TOPIC [PUBKEY...]\n",
 	    getprogname(), getprogname(), getprogname(), getprogname(),
-	    getprogname(), getprogname(), getprogname());
+	    getprogname(), getprogname(), getprogname(), getprogname());
 	exit(code);
 }
 
@@ -223,6 +224,37 @@ cmd_info(mq_spool *sp, const char *topic, int json)
 	return 0;
 }
 
+/* key add TOPIC PUBKEY..., key list TOPIC, key remove TOPIC PUBKEY */
+static int
+cmd_key(const char *spool, int argc, char **argv)
+{
+	if (argc < 2)
+		usage(EX_USAGE);
+	int sub = tool_command(argv[0], (const char *const[]){ "add", "list",
+	    "remove", NULL });
+	if ((sub == 0 && argc < 3) || (sub == 1 && argc != 2) ||
+	    (sub == 2 && argc != 3))
+		usage(EX_USAGE);
+	tool_name("topic", argv[1]);
+	mq_spool *sp = tool_spool(spool, 0);
+	char **keys;
+	size_t n;
+	if (sub == 0 && mq_topic_key_add(sp, argv[1],
+	    (const char *const *)argv + 2, (size_t)argc - 2) < 0)
+		tool_fail();
+	if (sub == 1) {
+		if (mq_topic_keys(sp, argv[1], &keys, &n) < 0)
+			tool_fail();
+		for (size_t i = 0; i < n; i++)
+			printf("%s\n", keys[i]);
+		mq_strv_free(keys, n);
+	}
+	if (sub == 2 && mq_topic_key_remove(sp, argv[1], argv[2]) < 0)
+		tool_fail();
+	mq_spool_close(sp);
+	return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -293,7 +325,13 @@ main(int argc, char *argv[])
 	const char *cmd = argv[0];
 	int want = !strcmp(cmd, "list") || !strcmp(cmd, "init") ? 1 : 2;
 	tool_command(cmd, (const char *const[]){ "init", "create", "alter",
-	    "list", "info", "delete", "gc", NULL });
+	    "list", "info", "delete", "gc", "key", NULL });
+	if (!strcmp(cmd, "key")) {
+		if (json || confopts || partopt || nplace || group || mode)
+			errx(EX_USAGE, "key takes no options but -s");
+		free(placeargs);
+		return cmd_key(spool, argc - 1, argv + 1);
+	}
 	if ((!strcmp(cmd, "gc") || !strcmp(cmd, "list")) && argc <= 2)
 		want = argc;
 	if (argc != want)

@@ -1,0 +1,528 @@
+/*
+ * seal.c: sealed (encrypted) topics; mq-spool(5), SEALED BODIES.
+ *
+ * A topic whose directory holds a keys file (X25519 public keys, one per
+ * line in hex) has every body published into it stored sealed: per chunk
+ * the publisher draws a random data key and seals it with crypto_box_seal
+ * to each key the file lists when the chunk takes the partition lock; per
+ * message it encrypts the body with XChaCha20-Poly1305 under that key, a
+ * random nonce and associated data that name the topic and the message
+ * id, so a sealed body moved into another message does not open.  The
+ * envelope (the sealed data keys, the nonce, the ciphertext) is the
+ * stored body: Content-Length, Content-Hash and whatever signs the stored
+ * bytes cover it, and the spool, its backups and replication peers hold no
+ * plaintext.  An Mq-Sealed header marks the message and names the keys.
+ *
+ * The keys file is replaced whole (tmp + rename) under every partition's
+ * lock, so a chunk is sealed to the set of one moment, and a group cannot
+ * be given a jq filter (which needs plaintext) while keys are being added:
+ * both sides check the other under the same locks.
+ *
+ * A consumer opens the envelope with its secret key; it keeps the last
+ * data key it opened, so a chunk's messages cost one crypto_box_seal_open.
+ * A key file is written under a temporary name with mode 0600 from its
+ * creation, synced, and linked into place: there whole or not at all.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define SEAL_KEY_MAGIC "mq-seal-key 1"
+#define KEYS_FILE "keys"
+#define KEYS_FILE_MAX (MQ_SEAL_KEYS_MAX * (MQ_PUBKEY_HEX + 80) + 4096)
+
+struct mq_seal_key {
+	unsigned char pk[crypto_box_PUBLICKEYBYTES];
+	unsigned char sk[crypto_box_SECRETKEYBYTES];
+	unsigned char box[MQ_SEAL_BOX];         /* the last data key opened */
+	unsigned char dk[crypto_aead_xchacha20poly1305_ietf_KEYBYTES];
+	bool have_dk;
+};
+
+/* The associated data of a message's ciphertext: the envelope before the
+ * nonce, the topic, a NUL and the message id. */
+static unsigned char *
+seal_ad(const unsigned char *head, size_t hlen, const char *topic,
+    const char *id, size_t *len)
+{
+	size_t tlen = strlen(topic);
+	unsigned char *ad = malloc(hlen + tlen + 1 + MQ_ID_LEN);
+	if (!ad) {
+		mq_err_sys("malloc");
+		return NULL;
+	}
+	memcpy(ad, head, hlen);
+	memcpy(ad + hlen, topic, tlen + 1);
+	memcpy(ad + hlen + tlen + 1, id, MQ_ID_LEN);
+	*len = hlen + tlen + 1 + MQ_ID_LEN;
+	return ad;
+}
+
+/* Key files */
+
+int
+mq_seal_keygen(const char *path, char pub[MQ_PUBKEY_HEX + 1])
+{
+	unsigned char pk[crypto_box_PUBLICKEYBYTES], sk[crypto_box_SECRETKEYBYTES];
+	char skhex[2 * sizeof sk + 1], text[sizeof skhex + 32], tmp[4096];
+	if (mq_crypto_init() < 0)
+		return -1;
+	if (mq_path(tmp, sizeof tmp, "%s.tmp.%08x", path, arc4random()) < 0)
+		return -1;
+	crypto_box_keypair(pk, sk);
+	sodium_bin2hex(skhex, sizeof skhex, sk, sizeof sk);
+	int len = snprintf(text, sizeof text, "%s\n%s\n", SEAL_KEY_MAGIC, skhex);
+	sodium_memzero(sk, sizeof sk);
+	sodium_memzero(skhex, sizeof skhex);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd < 0) {
+		sodium_memzero(text, sizeof text);
+		return mq_err_sys("%s", path);
+	}
+	int rc = write(fd, text, (size_t)len) == len && fsync(fd) == 0 ? 0 : -1;
+	sodium_memzero(text, sizeof text);
+	if (close(fd) < 0)
+		rc = -1;
+	if (rc == 0 && link(tmp, path) < 0)
+		rc = errno == EEXIST ? mq_err(EX_CANTCREAT, "%s exists", path) :
+		    mq_err_sys("%s", path);
+	else if (rc < 0)
+		mq_err_sys("write %s", path);
+	int e = errno;
+	unlink(tmp);
+	errno = e;
+	if (rc < 0)
+		return -1;
+	sodium_bin2hex(pub, MQ_PUBKEY_HEX + 1, pk, sizeof pk);
+	return 0;
+}
+
+mq_seal_key *
+mq_seal_key_load(const char *path)
+{
+	char *buf;
+	size_t len, ml = strlen(SEAL_KEY_MAGIC);
+	if (mq_crypto_init() < 0 ||
+	    mq_read_at(AT_FDCWD, path, 4096, &buf, &len) < 0)
+		return NULL;
+	mq_seal_key *k = sodium_malloc(sizeof *k);
+	size_t got;
+	const char *end;
+	int rc = k ? 0 : mq_err_sys("malloc");
+	if (rc == 0 && (len < ml + 2 + 2 * sizeof k->sk ||
+	    memcmp(buf, SEAL_KEY_MAGIC, ml) || buf[ml] != '\n' ||
+	    sodium_hex2bin(k->sk, sizeof k->sk, buf + ml + 1, 2 * sizeof k->sk,
+	    NULL, &got, &end) < 0 || got != sizeof k->sk))
+		rc = mq_err(EX_CONFIG, "%s: not an mq key (mq-sub --keygen makes "
+		    "one)", path);
+	sodium_memzero(buf, len);
+	free(buf);
+	if (rc < 0) {
+		if (k)
+			sodium_free(k);
+		return NULL;
+	}
+	crypto_scalarmult_base(k->pk, k->sk);
+	k->have_dk = false;
+	return k;
+}
+
+void
+mq_seal_key_pub(const mq_seal_key *k, char pub[MQ_PUBKEY_HEX + 1])
+{
+	mq_pubkey_hex(k->pk, pub);
+}
+
+void
+mq_seal_key_free(mq_seal_key *k)
+{
+	if (k)
+		sodium_free(k);         /* zeroes it */
+}
+
+/* The topic's keys file */
+
+/* Parses the keys file: public keys in hex, one a line; blank lines and
+ * lines starting with '#' are skipped.  pk gets them (at most
+ * MQ_SEAL_KEYS_MAX), *n how many. */
+static int
+keys_parse(const char *topic, char *buf, size_t len,
+    unsigned char (*pk)[MQ_PUBKEY_BYTES], size_t *n)
+{
+	*n = 0;
+	for (char *line = buf, *end = buf + len; line < end;) {
+		char *nl = memchr(line, '\n', (size_t)(end - line));
+		char *e = nl ? nl : end;
+		line[e - line] = 0;
+		if (*line && *line != '#') {
+			if (*n == MQ_SEAL_KEYS_MAX)
+				return mq_err(EX_DATAERR, "topic %s: keys: more than "
+				    "%d keys", topic, MQ_SEAL_KEYS_MAX);
+			if (mq_pubkey_parse(line, pk[*n]) < 0)
+				return mq_err(EX_DATAERR, "topic %s: keys: a line is "
+				    "not a public key (64 hex digits)", topic);
+			(*n)++;
+		}
+		line = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
+/* Reads topic t's keys: 0 with *n = 0 when it has none. */
+static int
+keys_read(const struct mq_topic *t, unsigned char (*pk)[MQ_PUBKEY_BYTES],
+    size_t *n)
+{
+	char *buf;
+	size_t len;
+	*n = 0;
+	if (mq_read_at(t->fd, KEYS_FILE, KEYS_FILE_MAX, &buf, &len) < 0)
+		return mq_errcode() == EX_NOINPUT && errno == ENOENT ? 0 :
+		    mq_err(mq_errcode(), "topic %s: %s", t->name, mq_errmsg());
+	int rc = keys_parse(t->name, buf, len, pk, n);
+	free(buf);
+	return rc;
+}
+
+static int
+keys_write(const struct mq_topic *t, unsigned char (*pk)[MQ_PUBKEY_BYTES],
+    size_t n)
+{
+	char *text = malloc(n * (MQ_PUBKEY_HEX + 1) + 1);
+	if (!text)
+		return mq_err_sys("malloc");
+	for (size_t i = 0; i < n; i++) {
+		mq_pubkey_hex(pk[i], text + i * (MQ_PUBKEY_HEX + 1));
+		text[i * (MQ_PUBKEY_HEX + 1) + MQ_PUBKEY_HEX] = '\n';
+	}
+	int rc = mq_write_file(t->fd, KEYS_FILE, text, n * (MQ_PUBKEY_HEX + 1),
+	    1, 1);
+	free(text);
+	if (rc < 0)
+		return mq_err(mq_errcode(), "topic %s: %s", t->name, mq_errmsg());
+	return mq_fsync_fd(t->fd);
+}
+
+/* A group with a jq filter, which cannot read sealed bodies. */
+static int
+jq_refused(const char *topic, const char *group)
+{
+	return mq_err(EX_CONFIG, "topic %s is sealed: group %s: a jq filter "
+	    "needs the plaintext (header conditions still work)", topic, group);
+}
+
+/* Changes the keys under every partition's lock: add (n keys) or remove
+ * (one).  Adding to a topic whose groups have a jq filter is refused. */
+static int
+keys_change(mq_spool *sp, const char *topic, const char *const *hex,
+    size_t n, int add)
+{
+	unsigned char (*pk)[MQ_PUBKEY_BYTES] =
+	    malloc((MQ_SEAL_KEYS_MAX + n) * sizeof *pk);
+	unsigned char (*arg)[MQ_PUBKEY_BYTES] = malloc((n ? n : 1) * sizeof *arg);
+	int rc = pk && arg ? 0 : mq_err_sys("malloc");
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (mq_pubkey_parse(hex[i], arg[i]) < 0)
+			rc = mq_err(EX_DATAERR, "'%.80s' is not a public key (64 hex "
+			    "digits)", hex[i]);
+	struct mq_topic t;
+	int *hfds = NULL;
+	if (rc < 0 || mq_topic_open(sp, topic, 0, &t) < 0) {
+		free(pk);
+		free(arg);
+		return -1;
+	}
+	size_t have = 0, changed = 0;
+	hfds = calloc(t.conf.partitions, sizeof *hfds);
+	rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
+	if (rc == 0)
+		rc = keys_read(&t, pk, &have);
+	struct mq_names groups = { 0 };
+	if (rc == 0 && add)
+		rc = mq_groups_read(&t, &groups);
+	for (size_t g = 0; rc == 0 && g < groups.n; g++) {
+		struct mq_conf kv;
+		if ((rc = mq_group_conf_read(&t, groups.v[g], &kv)) < 0)
+			break;
+		if (mq_conf_get(&kv, "filter"))
+			rc = jq_refused(t.name, groups.v[g]);
+		mq_conf_free(&kv);
+	}
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		size_t at = 0;
+		while (at < have && memcmp(pk[at], arg[i], MQ_PUBKEY_BYTES))
+			at++;
+		if (add && at == have) {
+			memcpy(pk[have++], arg[i], MQ_PUBKEY_BYTES);
+			changed++;
+		} else if (!add && at == have) {
+			rc = mq_err(EX_NOINPUT, "topic %s has no key %s", t.name,
+			    hex[i]);
+		} else if (!add && have == 1) {
+			rc = mq_err(EX_USAGE, "topic %s: %s is its last key: a sealed "
+			    "topic stays sealed (add its successor first)", t.name,
+			    hex[i]);
+		} else if (!add) {
+			memmove(pk[at], pk[at + 1], (have - at - 1) * sizeof *pk);
+			have--;
+			changed++;
+		}
+	}
+	if (rc == 0 && have > MQ_SEAL_KEYS_MAX)
+		rc = mq_err(EX_USAGE, "topic %s: at most %d keys", t.name,
+		    MQ_SEAL_KEYS_MAX);
+	if (rc == 0 && changed)
+		rc = keys_write(&t, pk, have);
+	if (hfds)
+		mq_unlock_all(&t, hfds);
+	mq_names_free(&groups);
+	free(hfds);
+	free(pk);
+	free(arg);
+	mq_topic_close(&t);
+	return rc < 0 ? -1 : (int)changed;
+}
+
+int
+mq_topic_key_add(mq_spool *sp, const char *topic, const char *const *hex,
+    size_t n)
+{
+	return keys_change(sp, topic, hex, n, 1);
+}
+
+int
+mq_topic_key_remove(mq_spool *sp, const char *topic, const char *hex)
+{
+	return keys_change(sp, topic, &hex, 1, 0) < 0 ? -1 : 0;
+}
+
+int
+mq_topic_keys(mq_spool *sp, const char *topic, char ***keys, size_t *n)
+{
+	struct mq_topic t;
+	unsigned char (*pk)[MQ_PUBKEY_BYTES] =
+	    malloc(MQ_SEAL_KEYS_MAX * sizeof *pk);
+	if (!pk)
+		return mq_err_sys("malloc");
+	if (mq_topic_open(sp, topic, 0, &t) < 0) {
+		free(pk);
+		return -1;
+	}
+	int rc = keys_read(&t, pk, n);
+	char **v = rc == 0 ? calloc(*n ? *n : 1, sizeof *v) : NULL;
+	if (rc == 0 && !v)
+		rc = mq_err_sys("malloc");
+	for (size_t i = 0; rc == 0 && i < *n; i++) {
+		if (!(v[i] = malloc(MQ_PUBKEY_HEX + 1))) {
+			mq_strv_free(v, i);
+			rc = mq_err_sys("malloc");
+			break;
+		}
+		mq_pubkey_hex(pk[i], v[i]);
+	}
+	free(pk);
+	mq_topic_close(&t);
+	if (rc == 0)
+		*keys = v;
+	return rc;
+}
+
+int
+mq_seal_filter_check(const struct mq_topic *t, const char *group,
+    const struct mq_group_conf *c)
+{
+	unsigned char (*pk)[MQ_PUBKEY_BYTES];
+	size_t n;
+	if (!c->filter)
+		return 0;
+	if (!(pk = malloc(MQ_SEAL_KEYS_MAX * sizeof *pk)))
+		return mq_err_sys("malloc");
+	int rc = keys_read(t, pk, &n);
+	free(pk);
+	return rc < 0 ? -1 : n ? jq_refused(t->name, group) : 0;
+}
+
+/* Publishing */
+
+int
+mq_seal_chunk(struct mq_sealer *s, const struct mq_topic *t,
+    mq_filter *const *gflt, char *const *groups, size_t ng)
+{
+	struct stat st;
+	if (mq_fstatat(t->fd, KEYS_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT)
+			return mq_err_sys("topic %s: %s", t->name, KEYS_FILE);
+		s->n = 0;
+		return 0;
+	}
+	if (!s->cached || s->ino != st.st_ino ||
+	    s->mtim.tv_sec != st.st_mtim.tv_sec ||
+	    s->mtim.tv_nsec != st.st_mtim.tv_nsec) {
+		if (mq_crypto_init() < 0)
+			return -1;
+		if (!s->pk && !(s->pk = malloc(MQ_SEAL_KEYS_MAX * sizeof *s->pk)))
+			return mq_err_sys("malloc");
+		s->cached = false;
+		if (keys_read(t, s->pk, &s->n) < 0)
+			return -1;
+		s->cached = true;
+		s->ino = st.st_ino;
+		s->mtim = st.st_mtim;
+		for (size_t i = 0; i < s->n; i++) {
+			char hex[MQ_PUBKEY_HEX + 1];
+			mq_pubkey_hex(s->pk[i], hex);
+			memcpy(s->ids + i * 17, hex, 16);
+			s->ids[i * 17 + 16] = ' ';
+		}
+		if (s->n)
+			s->ids[s->n * 17 - 1] = 0;
+	}
+	for (size_t g = 0; s->n && g < ng; g++)
+		if (gflt[g] && mq_filter_has_jq(gflt[g]))
+			return jq_refused(t->name, groups[g]);
+	if (!s->n)
+		return 0;
+	/* The envelope's head: magic, count, then a public key and its
+	 * sealed data key per recipient. */
+	unsigned char *h = s->head;
+	crypto_aead_xchacha20poly1305_ietf_keygen(s->dk);
+	memcpy(h, MQ_SEAL_MAGIC, 4);
+	h[4] = (unsigned char)(s->n >> 8);
+	h[5] = (unsigned char)s->n;
+	for (size_t i = 0; i < s->n; i++) {
+		unsigned char *e = h + 6 + i * (MQ_PUBKEY_BYTES + MQ_SEAL_BOX);
+		memcpy(e, s->pk[i], MQ_PUBKEY_BYTES);
+		if (crypto_box_seal(e + MQ_PUBKEY_BYTES, s->dk, sizeof s->dk,
+		    s->pk[i]) < 0)
+			return mq_err(EX_DATAERR, "topic %s: keys: key %zu is not "
+			    "a usable public key", t->name, i + 1);
+	}
+	s->hlen = 6 + s->n * (MQ_PUBKEY_BYTES + MQ_SEAL_BOX);
+	return 0;
+}
+
+int
+mq_seal_msg(struct mq_sealer *s, const struct mq_topic *t, const char *id,
+    const struct mq_pub_msg *in, struct mq_pub_msg *out)
+{
+	size_t nonce = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
+	size_t len = s->hlen + nonce + in->len +
+	    crypto_aead_xchacha20poly1305_ietf_ABYTES;
+	if (len > s->cap) {
+		unsigned char *b = realloc(s->buf, len);
+		if (!b)
+			return mq_err_sys("malloc");
+		s->buf = b;
+		s->cap = len;
+	}
+	if (in->nheaders + 1 > s->hcap) {
+		struct mq_header *hv = reallocarray(s->hdrs, in->nheaders + 1,
+		    sizeof *hv);
+		if (!hv)
+			return mq_err_sys("malloc");
+		s->hdrs = hv;
+		s->hcap = in->nheaders + 1;
+	}
+	size_t adlen;
+	unsigned char *ad = seal_ad(s->head, s->hlen, t->name, id, &adlen);
+	if (!ad)
+		return -1;
+	memcpy(s->buf, s->head, s->hlen);
+	randombytes_buf(s->buf + s->hlen, nonce);
+	unsigned long long clen;
+	crypto_aead_xchacha20poly1305_ietf_encrypt(s->buf + s->hlen + nonce,
+	    &clen, in->body, in->len, ad, adlen, NULL, s->buf + s->hlen, s->dk);
+	free(ad);
+	memcpy(s->hdrs, in->headers, in->nheaders * sizeof *s->hdrs);
+	s->hdrs[in->nheaders] = (struct mq_header){ .name = (char *)"Mq-Sealed",
+	    .value = s->ids };
+	*out = *in;
+	out->body = s->buf;
+	out->len = len;
+	out->headers = s->hdrs;
+	out->nheaders = in->nheaders + 1;
+	return 0;
+}
+
+void
+mq_sealer_free(struct mq_sealer *s)
+{
+	sodium_memzero(s->dk, sizeof s->dk);
+	free(s->pk);
+	free(s->buf);
+	free(s->hdrs);
+}
+
+/* Consuming */
+
+int
+mq_seal_open(mq_seal_key *k, const struct mq_topic *t, struct mq_msg *m)
+{
+	if (!m->sealed)
+		return 0;
+	if (!k)
+		return mq_err(EX_NOPERM, "topic %s: message %s is sealed (to %s): "
+		    "give the consumer its key (--key or MQ_SUB_KEY)", t->name,
+		    m->id, m->sealed);
+	unsigned char *b = (unsigned char *)m->body;
+	size_t nonce = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
+	size_t n = m->len >= 6 ? (size_t)b[4] << 8 | b[5] : 0;
+	size_t hlen = 6 + n * (MQ_PUBKEY_BYTES + MQ_SEAL_BOX);
+	if (m->len < 6 || memcmp(b, MQ_SEAL_MAGIC, 4) || n == 0 ||
+	    m->len < hlen + nonce + crypto_aead_xchacha20poly1305_ietf_ABYTES)
+		return mq_err(EX_DATAERR, "topic %s: message %s: the sealed body "
+		    "is damaged", t->name, m->id);
+	const unsigned char *box = NULL;
+	for (size_t i = 0; !box && i < n; i++) {
+		const unsigned char *e = b + 6 + i * (MQ_PUBKEY_BYTES + MQ_SEAL_BOX);
+		if (!sodium_memcmp(e, k->pk, MQ_PUBKEY_BYTES))
+			box = e + MQ_PUBKEY_BYTES;
+	}
+	if (!box) {
+		char pub[MQ_PUBKEY_HEX + 1];
+		mq_pubkey_hex(k->pk, pub);
+		return mq_err(EX_NOPERM, "topic %s: message %s is sealed to %s, "
+		    "not to this consumer's key %.16s", t->name, m->id, m->sealed,
+		    pub);
+	}
+	if (!k->have_dk || memcmp(box, k->box, MQ_SEAL_BOX)) {
+		k->have_dk = false;
+		if (crypto_box_seal_open(k->dk, box, MQ_SEAL_BOX, k->pk, k->sk) < 0)
+			return mq_err(EX_DATAERR, "topic %s: message %s: its data "
+			    "key does not open with this consumer's key (damaged)",
+			    t->name, m->id);
+		memcpy(k->box, box, MQ_SEAL_BOX);
+		k->have_dk = true;
+	}
+	size_t adlen;
+	unsigned char *ad = seal_ad(b, hlen, t->name, m->id, &adlen);
+	if (!ad)
+		return -1;
+	/* The plaintext replaces the envelope in the message's buffer. */
+	size_t clen = m->len - hlen - nonce;
+	unsigned char npub[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
+	memcpy(npub, b + hlen, nonce);
+	memmove(b, b + hlen + nonce, clen);
+	unsigned long long plen;
+	int rc = crypto_aead_xchacha20poly1305_ietf_decrypt(b, &plen, NULL, b,
+	    clen, ad, adlen, npub, k->dk);
+	free(ad);
+	if (rc < 0) {
+		m->len = 0;
+		return mq_err(EX_DATAERR, "topic %s: message %s: the sealed body "
+		    "does not authenticate (damaged, or not this message's)",
+		    t->name, m->id);
+	}
+	m->len = (size_t)plen;
+	b[plen] = 0;
+	return 0;
+}
