@@ -354,6 +354,19 @@ scan_new(struct part *p)
 	return mq_names_reread(p->newdir, NULL, &p->cand);
 }
 
+/* Dead-letters the claim cur/CUR unseen, the error being the detail:
+ * 0, the caller looks for another message. */
+static int
+dead_unseen(mq_sub *s, struct part *p, const char *cur,
+    const struct mq_entry *e, const char *reason)
+{
+	struct mq_why why = { reason, mq_errmsg(), -1, NULL, 0 };
+	if (mq_dlq_put(p->t, p->k, s->group, p->d.curfd, cur, e, &why) < 0 &&
+	    mq_errcode() != EX_NOINPUT)
+		return -1;
+	return 0;
+}
+
 /* Delivers the claim cur/CUR (entry e) of partition i: returns 1 with
  * *out set, or 0 when it was settled unseen (processed before, unreadable,
  * expired) and the caller should look for another. */
@@ -381,11 +394,14 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 				mq_renameat(p->d.curfd, cur, p->d.newfd, back);
 			return -1;
 		}
-		struct mq_why why = { "unreadable", mq_errmsg(), -1, NULL, 0 };
-		if (mq_dlq_put(p->t, p->k, s->group, p->d.curfd, cur, e, &why) < 0 &&
-		    mq_errcode() != EX_NOINPUT)
-			return -1;
-		return 0;
+		return dead_unseen(s, p, cur, e, "unreadable");
+	}
+	/* Never deliver what its signature does not vouch for, or what a
+	 * signed topic's signers did not sign. */
+	int ok = mq_msg_verify(p->t, ((struct msg_priv *)m->priv)->buf, m);
+	if (ok <= 0) {
+		mq_msg_free(m);
+		return ok < 0 ? -1 : dead_unseen(s, p, cur, e, "signature");
 	}
 	/* Past its deadline: never delivered; dead-lettered or dropped as
 	 * the topic says. */
