@@ -587,6 +587,11 @@ void mq_signers_free(struct mq_signers *);
 /* Adds a signer line to kv for each key of text (authorized_peers' form);
  * EX_DATAERR for a line that is no key, or no key at all. */
 int mq_signers_add(struct mq_conf *kv, const char *text);
+/* A replication peer's topic.conf (kv): the topic created with its
+ * signers (c the rest), or its signers made those of kv.  1 when that
+ * changed the spool, 0 when not. */
+int mq_signers_adopt(mq_spool *, const char *topic, const struct mq_conf *kv,
+    bool create, const struct mq_topic_conf *c);
 
 /* receipt.c */
 int mq_receipt_make(const char *topic, const char *group, unsigned k,

@@ -175,3 +175,56 @@ mq_topic_alter_signers(mq_spool *sp, const char *topic, const char *text)
 	mq_topic_close(&t);
 	return rc;
 }
+
+/* The signer lines of kv as mq_signers_add takes them (NULL: none). */
+static int
+signers_text(const struct mq_conf *kv, char **out)
+{
+	size_t len = 1;
+	*out = NULL;
+	for (size_t i = 0; i < kv->n; i++)
+		if (!strcmp(kv->keys[i], "signer"))
+			len += strlen(kv->vals[i]) + 1;
+	if (len == 1)
+		return 0;
+	char *text = malloc(len), *o = text;
+	if (!text)
+		return mq_err_sys("malloc");
+	for (size_t i = 0; i < kv->n; i++)
+		if (!strcmp(kv->keys[i], "signer"))
+			o += sprintf(o, "%s\n", kv->vals[i]);
+	*out = text;
+	return 0;
+}
+
+int
+mq_signers_adopt(mq_spool *sp, const char *topic, const struct mq_conf *kv,
+    bool create, const struct mq_topic_conf *c)
+{
+	char *want, *have = NULL;
+	struct mq_conf now;
+	if (signers_text(kv, &want) < 0)
+		return -1;
+	int rc = 0;
+	if (create) {
+		struct mq_topic_conf nc = *c;
+		nc.signers = want;
+		rc = mq_topic_create(sp, topic, &nc) < 0 ? -1 : 1;
+	} else {
+		struct mq_topic t;
+		rc = mq_topic_open(sp, topic, 0, &t);
+		if (rc == 0) {
+			rc = mq_conf_read(t.fd, "topic.conf", &now);
+			mq_topic_close(&t);
+		}
+		if (rc == 0) {
+			rc = signers_text(&now, &have);
+			mq_conf_free(&now);
+		}
+		if (rc == 0 && (!want != !have || (want && strcmp(want, have))))
+			rc = mq_topic_alter_signers(sp, topic, want) < 0 ? -1 : 1;
+	}
+	free(want);
+	free(have);
+	return rc;
+}
