@@ -159,10 +159,15 @@ _mq_pub()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-H -i -k -p -s --sync --delay --at --ttl --dedup --replicas --replica-timeout"
+	_mq_parse "-H -i -k -p -s --sync --delay --at --ttl --dedup --replicas --replica-timeout --sign --keygen --pubkey"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
+		return ;;
+	--sign|--keygen|--pubkey)
+		local IFS=$'\n'
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	-p)
 		_mq_reply "$(_mq_partitions "${_mq_args[0]}")" "$cur"
@@ -177,7 +182,7 @@ _mq_pub()
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-0\n-H\n-i\n-k\n-l\n-p\n-q\n-s\n--sync=\n--delay\n--at\n--ttl\n--atomic\n--dedup=content\n--replicas\n--replica-timeout\n--help' "$cur"
+		_mq_reply $'-0\n-H\n-i\n-k\n-l\n-p\n-q\n-s\n--sync=\n--delay\n--at\n--ttl\n--atomic\n--dedup=content\n--replicas\n--replica-timeout\n--sign\n--keygen\n--pubkey\n--help' "$cur"
 		[[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
@@ -241,7 +246,7 @@ _mq_topic()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-s --partitions --max-message-size --retention --ttl --expired --place"
+	_mq_parse "-s --partitions --max-message-size --retention --ttl --expired --place --signers"
 	# --place K=DIR where '=' breaks words: "--place" "K" "=" "DIR".
 	if ((COMP_CWORD >= 3)) && [[ ${COMP_WORDS[COMP_CWORD-1]} == = &&
 	    ${COMP_WORDS[COMP_CWORD-3]} == --place ]]; then
@@ -267,6 +272,11 @@ _mq_topic()
 	--expired)
 		_mq_reply $'dlq\ndrop' "$cur"
 		return ;;
+	--signers)
+		local IFS=$'\n'
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
 	--partitions|--max-message-size|--retention|--ttl)
 		return ;;
 	esac
@@ -275,8 +285,8 @@ _mq_topic()
 	if [[ $cur == -* ]]; then
 		case $cmd in
 		'')     _mq_reply $'-s\n--help' "$cur" ;;
-		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention\n--ttl\n--expired\n--place' "$cur" ;;
-		alter) _mq_reply $'-s\n--partitions\n--place' "$cur" ;;
+		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention\n--ttl\n--expired\n--place\n--signers' "$cur" ;;
+		alter) _mq_reply $'-s\n--partitions\n--place\n--signers\n--no-signers' "$cur" ;;
 		list|info) _mq_reply $'-s\n--json' "$cur" ;;
 		delete|gc) _mq_reply $'-s' "$cur" ;;
 		esac

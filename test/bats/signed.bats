@@ -327,3 +327,14 @@ d = h + b'\n\n' + yb" ;;
 	assert_equal "$status" 65
 	assert_one_line_error mq-pub
 }
+
+@test "completions offer the signing options" {
+	run -0 completions _mq_pub mq-pub --si
+	assert_output --sign
+	run -0 completions _mq_pub mq-pub --ke
+	assert_output --keygen
+	run -0 completions _mq_topic mq-topic alter --no
+	assert_output --no-signers
+	run -0 completions _mq_topic mq-topic create --sig
+	assert_output --signers
+}
