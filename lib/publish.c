@@ -18,6 +18,11 @@
  * decided before the commit point.  Compiled filters are kept per group
  * and conf file identity (inode and mtime), so a publisher compiles each
  * once, and reads a group's conf again only when it was replaced.
+ *
+ * A publisher with a key signs each message as it renders it (sign.c);
+ * on a topic with signers, one without a key or with another key is
+ * refused before each send writes anything (mq-spool(5), SIGNED
+ * MESSAGES).
  */
 #include <stdlib.h>
 #include <errno.h>

@@ -26,8 +26,8 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] create [--partitions N] [--max-message-size "
 	    "BYTES]\n                [--retention SECONDS] [--ttl SECONDS] "
-	    "[--expired dlq|drop]\n                [--place K=DIR]... "
-	    "[--signers FILE] TOPIC\n"
+	    "[--expired dlq|drop]\n                [--signers FILE]\n"
+	    "                [--place K=DIR]... TOPIC\n"
 	    "       %s [-s SPOOL] alter --partitions N [--place K=DIR]... "
 	    "TOPIC\n"
 	    "       %s [-s SPOOL] alter --signers FILE | --no-signers TOPIC\n"
