@@ -10,7 +10,7 @@
 # fails or a build breaks).
 # bench/README.md says what each figure is.
 #
-# Usage: bench/run.sh [fanout | replicate | stat | shared | sealed]
+# Usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed]
 #   With no argument every section runs; `fanout` runs section 6 alone
 #   (publish fan-out into 1, 10 and 100 groups, unfiltered and with a jq
 #   filter on each group); `replicate` runs section 7 alone (mq-replicate:
@@ -20,9 +20,11 @@
 #   section 9 alone (bench/shared.bash: publish, drain and cross-mount
 #   latency on a GlusterFS volume mounted twice, beside the floor on the
 #   volume and on the local disk; as root with glusterd, else it says why
-#   it was not measured); `sealed` runs section 10 alone
-#   (bench/sealed.bash: publish and drain of a plain and of a sealed
-#   topic, in one run).
+#   it was not measured); `signed` runs section 10 alone (publish and
+#   drain of a topic without signers beside a topic with signers, the
+#   publisher signing and the consumer verifying each message); `sealed`
+#   runs section 11 alone (bench/sealed.bash: publish and drain of a plain
+#   and of a sealed topic, in one run).
 #
 # Environment:
 #   BENCH_DIR=DIR     where the scratch directory goes (default /var/tmp)
@@ -57,8 +59,8 @@ fi
 WARMUP=20
 SECTION=${1:-all}
 case $SECTION in
-all|fanout|replicate|stat|shared|sealed) ;;
-*) echo "usage: bench/run.sh [fanout | replicate | stat | shared | sealed]" >&2; exit 64 ;;
+all|fanout|replicate|stat|shared|signed|sealed) ;;
+*) echo "usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed]" >&2; exit 64 ;;
 esac
 # Section 6: messages per fan-out publish, and the group counts.
 FAN_N=$((N / 5)) FAN_GROUPS="1 10 100"
@@ -71,6 +73,8 @@ REPL_N=$N LAG_RATE=1000 LAG_N=$((LAG_RATE * LAG_SECS))
 STAT_PENDING=$DEEP STAT_PARTS=4 STAT_GROUPS="s1 s2" STAT_LEN=16
 STAT_MSGS=$((STAT_PENDING / 2))   # each is pending in both groups
 STAT_CRIT="pending>$((2 * STAT_PENDING))"
+# Section 10: messages per publish and drain, plain and signed.
+SIGN_N=$((N / 2))
 
 die() { echo "bench: $*" >&2; exit 1; }
 
@@ -105,10 +109,13 @@ files=$(( files + REPEAT * 9 * FAN_N ))
 # and the two spools of the lag test.
 repl_files=$(( 7 * REPL_N + 2 * LAG_N ))
 # Section 8: a log/ file per message (its groups' links are no inodes).
-# Section 10: a log/ file per message, two topics per run.
+# Section 10: two topics per run.  Section 11: a log/ file per message,
+# two topics per run.
+sign_files=$(( REPEAT * 2 * SIGN_N ))
 seal_files=$(( 2 * REPEAT * N / 5 ))
 case $SECTION in
-all) files=$(( files + repl_files + STAT_MSGS + seal_files )) ;;
+all) files=$(( files + repl_files + STAT_MSGS + sign_files + seal_files )) ;;
+signed) files=$sign_files ;;
 sealed) files=$seal_files ;;
 fanout) files=$(( REPEAT * 9 * FAN_N )) ;;
 replicate) files=$repl_files ;;
@@ -227,12 +234,97 @@ med() {
 	for f in "$W/res/$1".*; do echo "$(kv "$f" rate) $f"; done |
 	    sort -g | awk '{ l[NR] = $2 } END { print l[int((NR + 1) / 2)] }'
 }
+# runs PREFIX [k|1]: the rate of each run of PREFIX, in thousands or not.
+runs() {
+	local f out=""
+	for r in $(seq "$REPEAT"); do
+		f=$W/res/$1.$r
+		out="$out $(awk -v x="$(kv "$f" rate)" -v u="${2:-k}" 'BEGIN {
+		    if (u == "k") printf "%.1fk", x / 1000; else printf "%.0f", x }')"
+	done
+	echo "${out# }"
+}
+# row LABEL FILE [RUNS]: a figure's line of a table.
+row() { # LABEL FILE [RUNS]
+	printf '  %-42s %9.0f %9.3f %7.2f %7.2f  %s\n' "$1" "$(kv "$2" rate)" \
+	    "$(kv "$2" seconds)" "$(kv "$2" user)" "$(kv "$2" sys)" "${3:-}"
+}
 # backlog NAME SPOOL TOPIC COUNT LEN: a backlog, the fastest way: COUNT
 # lines of LEN - 1 characters to TOPIC in one `mq-pub -q -l --sync=none`,
 # timed into res/NAME (sections 4 and 8).
 backlog() {
 	"$FLOOR" lines "$4" "$5" |
 	    run "$1" "$4" "$BIN/mq-pub" -s "$2" -q -l --sync=none "$3"
+}
+
+# ---- 10. signed messages: publish and drain, without and with signers ----
+# Per run r, two topics with one group each, subscribed first (not timed):
+# sig.plain.r (no signers) and sig.signed.r (one signer, whose key signs
+# every message: mq-pub signs, mq-sub verifies).  Each is published with
+# mq-pub -l --sync=batch and drained with mq-sub, timed; the order of the
+# two alternates from run to run, so that a drift cancels.
+signed_pub() { # NAME TOPIC [OPTION...]
+	local name=$1 topic=$2
+	shift 2
+	run "$name" "$SIGN_N" "$BIN/mq-pub" -s "$SP" -q -l --sync=batch "$@" \
+	    "$topic" < "$W/signlines"
+	sync
+}
+signed_drain() { # NAME TOPIC
+	run "$1" "$SIGN_N" "$BIN/mq-sub" -s "$SP" -g bench "$2" > /dev/null
+	sync
+	[ "$(left "$2" bench)" = 0 ] || die "$2: not drained"
+}
+signed_measure() {
+	local r kind
+	"$FLOOR" lines "$SIGN_N" "$SIZE" > "$W/signlines"
+	"$BIN/mq-pub" --keygen "$W/sign.key" > "$W/signers"
+	for r in $(seq "$REPEAT"); do
+		"$BIN/mq-topic" -s "$SP" create "sig.plain.$r"
+		"$BIN/mq-topic" -s "$SP" create --signers "$W/signers" "sig.signed.$r"
+		subscribe "sig.plain.$r"
+		subscribe "sig.signed.$r"
+	done
+	sync
+	for r in $(seq "$REPEAT"); do
+		for kind in $( [ $((r % 2)) = 1 ] && echo plain signed || echo signed plain); do
+			step "signed: $SIGN_N messages, publish, $kind (run $r/$REPEAT)"
+			if [ "$kind" = signed ]; then
+				signed_pub "sig.pub.signed.$r" "sig.signed.$r" \
+				    --sign "$W/sign.key"
+			else
+				signed_pub "sig.pub.plain.$r" "sig.plain.$r"
+			fi
+		done
+	done
+	for r in $(seq "$REPEAT"); do
+		for kind in $( [ $((r % 2)) = 1 ] && echo plain signed || echo signed plain); do
+			step "signed: $SIGN_N messages, drain, $kind (run $r/$REPEAT)"
+			signed_drain "sig.drain.$kind.$r" "sig.$kind.$r"
+		done
+	done
+}
+signed_table() {
+	local pp ps dp ds
+	pp=$(med sig.pub.plain) ps=$(med sig.pub.signed)
+	dp=$(med sig.drain.plain) ds=$(med sig.drain.signed)
+	echo "10. signed messages: $SIGN_N messages of $SIZE bytes, one group"
+	printf '  %-42s %9s %9s %7s %7s  %s\n' "" "msgs/s" "seconds" "user s" \
+	    "sys s" "runs (msgs/s)"
+	row "mq-pub -l --sync=batch, no signers" "$pp" "$(runs sig.pub.plain)"
+	row "mq-pub -l --sync=batch --sign, signers" "$ps" "$(runs sig.pub.signed)"
+	row "mq-sub, no signers" "$dp" "$(runs sig.drain.plain)"
+	row "mq-sub, signers (each message verified)" "$ds" "$(runs sig.drain.signed)"
+	awk -v pp="$(kv "$pp" seconds)" -v ps="$(kv "$ps" seconds)" \
+	    -v dp="$(kv "$dp" seconds)" -v ds="$(kv "$ds" seconds)" \
+	    -v n="$SIGN_N" 'BEGIN {
+	    a = (ps - pp) / n * 1e6; b = (ds - dp) / n * 1e6
+	    t = (pp + dp) / n * 1e6
+	    printf "  %-42s %9.1f µs/msg\n", "signing, added to publish", a
+	    printf "  %-42s %9.1f µs/msg\n", "verifying, added to drain", b
+	    printf "  %-42s %9.1f µs/msg of %.1f: %.0f%%   target < 50%%   %s\n",
+		"publish + drain, added", a + b, t, (a + b) / t * 100,
+		((a + b) / t < 0.5) ? "met" : "NOT MET" }'
 }
 
 # ---- 6. fan-out: publish into a topic with 1, 10 and 100 groups ----
@@ -747,6 +839,12 @@ if [ "$SECTION" = shared ]; then
 	shared_table
 	exit 0
 fi
+if [ "$SECTION" = signed ]; then
+	signed_measure
+	alone_header "section 10 alone: median of $REPEAT run(s)"
+	signed_table
+	exit 0
+fi
 
 # ---- 1. latency (first: it creates few files, nothing has been deleted) ----
 step "latency: $LATN messages, one in flight"
@@ -889,7 +987,11 @@ stat_measure
 # ---- 9. a spool shared between hosts (GlusterFS, when it can run) ----
 shared_measure
 
-# ---- 10. sealed topics (creates files only) ----
+# ---- 10. signed messages (a drain unlinks group links only: the log
+# keeps every file, so no inode is freed yet) ----
+signed_measure
+
+# ---- 11. sealed topics (creates files only) ----
 sealed_measure
 
 # ---- 4. deep backlog: DEEP pending vs SHALLOW pending ----
@@ -924,19 +1026,6 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 # ---- the table ----
 # runs PREFIX [UNIT]: every run's rate, in k msgs/s (UNIT 1: in msgs/s), in
 # run order.
-runs() {
-	local f out=""
-	for r in $(seq "$REPEAT"); do
-		f=$W/res/$1.$r
-		out="$out $(awk -v x="$(kv "$f" rate)" -v u="${2:-k}" 'BEGIN {
-		    if (u == "k") printf "%.1fk", x / 1000; else printf "%.0f", x }')"
-	done
-	echo "${out# }"
-}
-row() { # LABEL FILE [RUNS]
-	printf '  %-42s %9.0f %9.3f %7.2f %7.2f  %s\n' "$1" "$(kv "$2" rate)" \
-	    "$(kv "$2" seconds)" "$(kv "$2" user)" "$(kv "$2" sys)" "${3:-}"
-}
 ratio() { # LABEL A B TARGET KIND(pct|x) MIN
 	local v
 	v=$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.4f", a / b }')
@@ -1091,4 +1180,5 @@ fanout_table
 repl_table
 stat_table
 shared_table
+signed_table
 sealed_table

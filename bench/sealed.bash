@@ -1,4 +1,4 @@
-# bench/sealed.bash: section 10 of bench/run.sh (sourced by it), the cost
+# bench/sealed.bash: section 11 of bench/run.sh (sourced by it), the cost
 # of a sealed topic (mq-topic(1), Sealed topics): publish and drain of
 # SEAL_N messages of SIZE bytes into a plain topic and into a topic sealed
 # to one consumer key, in the same run, alternated (plain, sealed, sealed,
@@ -54,7 +54,7 @@ sealed_table() {
 	local pp ps dp ds
 	pp=$(med seal.pub.plain) ps=$(med seal.pub.sealed)
 	dp=$(med seal.drain.plain) ds=$(med seal.drain.sealed)
-	echo "10. sealed topic: $SEAL_N messages of $SIZE bytes, publish (mq-pub -l) then drain (mq-sub --key)"
+	echo "11. sealed topic: $SEAL_N messages of $SIZE bytes, publish (mq-pub -l) then drain (mq-sub --key)"
 	printf '  %-42s %9s %9s %7s %7s %8s\n' "" "msgs/s" "seconds" "user s" \
 	    "sys s" "µs/msg"
 	local label f

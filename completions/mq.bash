@@ -159,10 +159,15 @@ _mq_pub()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-H -i -k -p -s --sync --delay --at --ttl --dedup --replicas --replica-timeout"
+	_mq_parse "-H -i -k -p -s --sync --delay --at --ttl --dedup --replicas --replica-timeout --sign --keygen --pubkey"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
+		return ;;
+	--sign|--keygen|--pubkey)
+		local IFS=$'\n'
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	-p)
 		_mq_reply "$(_mq_partitions "${_mq_args[0]}")" "$cur"
@@ -177,7 +182,7 @@ _mq_pub()
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-0\n-H\n-i\n-k\n-l\n-p\n-q\n-s\n--sync=\n--delay\n--at\n--ttl\n--atomic\n--dedup=content\n--replicas\n--replica-timeout\n--help' "$cur"
+		_mq_reply $'-0\n-H\n-i\n-k\n-l\n-p\n-q\n-s\n--sync=\n--delay\n--at\n--ttl\n--atomic\n--dedup=content\n--replicas\n--replica-timeout\n--sign\n--keygen\n--pubkey\n--help' "$cur"
 		[[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
@@ -246,7 +251,7 @@ _mq_topic()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-s --partitions --max-message-size --retention --ttl --expired --place --group --mode"
+	_mq_parse "-s --partitions --max-message-size --retention --ttl --expired --place --group --mode --signers"
 	# --place K=DIR where '=' breaks words: "--place" "K" "=" "DIR".
 	if ((COMP_CWORD >= 3)) && [[ ${COMP_WORDS[COMP_CWORD-1]} == = &&
 	    ${COMP_WORDS[COMP_CWORD-3]} == --place ]]; then
@@ -275,6 +280,11 @@ _mq_topic()
 	--group)
 		_mq_reply "$(compgen -g)" "$cur"
 		return ;;
+	--signers)
+		local IFS=$'\n'
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
 	--partitions|--max-message-size|--retention|--ttl|--mode)
 		return ;;
 	esac
@@ -284,8 +294,8 @@ _mq_topic()
 		case $cmd in
 		'')     _mq_reply $'-s\n--help' "$cur" ;;
 		init) _mq_reply $'-s\n--group\n--mode' "$cur" ;;
-		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention\n--ttl\n--expired\n--place\n--group\n--mode' "$cur" ;;
-		alter) _mq_reply $'-s\n--partitions\n--place' "$cur" ;;
+		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention\n--ttl\n--expired\n--place\n--signers\n--group\n--mode' "$cur" ;;
+		alter) _mq_reply $'-s\n--partitions\n--place\n--signers\n--no-signers' "$cur" ;;
 		list|info) _mq_reply $'-s\n--json' "$cur" ;;
 		delete|gc|key) _mq_reply $'-s' "$cur" ;;
 		esac

@@ -296,18 +296,15 @@ remove_leftovers(const struct mq_topic *t, unsigned from)
 	return rc;
 }
 
-/* The commit point: topic.conf, whatever else it says, with the count. */
-static int
-write_count(const struct mq_topic *t, unsigned n)
+int
+mq_topic_conf_edit(const struct mq_topic *t,
+    int (*edit)(struct mq_conf *, const void *), const void *ctx)
 {
 	struct mq_conf kv;
-	char num[16], *text = NULL;
+	char *text = NULL;
 	if (mq_conf_read(t->fd, "topic.conf", &kv) < 0)
 		return -1;
-	snprintf(num, sizeof num, "%u", n);
-	int rc = mq_conf_get(&kv, "partitions") ?
-	    mq_conf_set(&kv, "partitions", num) :
-	    mq_conf_add(&kv, "partitions", num);
+	int rc = edit(&kv, ctx);
 	if (rc == 0)
 		rc = mq_conf_render(&kv, &text);
 	if (rc == 0)
@@ -317,6 +314,15 @@ write_count(const struct mq_topic *t, unsigned n)
 	free(text);
 	mq_conf_free(&kv);
 	return rc;
+}
+
+static int
+set_count(struct mq_conf *kv, const void *ctx)
+{
+	char num[16];
+	snprintf(num, sizeof num, "%u", *(const unsigned *)ctx);
+	return mq_conf_get(kv, "partitions") ? mq_conf_set(kv, "partitions", num) :
+	    mq_conf_add(kv, "partitions", num);
 }
 
 static int
@@ -354,8 +360,10 @@ alter_locked(const struct mq_topic *t, unsigned n, const char *const *place)
 	}
 	if (rc == 0 && syncfs(t->fd) < 0)
 		rc = mq_err_sys("sync");
+	/* The commit point: topic.conf, whatever else it says, with the
+	 * count. */
 	if (rc == 0)
-		rc = write_count(t, n);
+		rc = mq_topic_conf_edit(t, set_count, &n);
 	for (unsigned k = old; k < n; k++)
 		if (nt.pfd[k] >= 0)
 			close(nt.pfd[k]);

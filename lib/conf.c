@@ -138,6 +138,23 @@ mq_conf_set(struct mq_conf *c, const char *key, const char *val)
 	return found ? 0 : mq_err(EX_SOFTWARE, "no key %s to set", key);
 }
 
+/* Removes every line with this key. */
+void
+mq_conf_del(struct mq_conf *c, const char *key)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		if (!strcmp(c->keys[i], key)) {
+			free(c->keys[i]);
+			free(c->vals[i]);
+			continue;
+		}
+		c->keys[o] = c->keys[i];
+		c->vals[o++] = c->vals[i];
+	}
+	c->n = o;
+}
+
 /* Appends a line. */
 int
 mq_conf_add(struct mq_conf *c, const char *key, const char *val)

@@ -360,6 +360,35 @@ scan_new(struct part *p)
 	return mq_names_reread(p->newdir, NULL, &p->cand);
 }
 
+/* Dead-letters the claim cur/CUR unseen, the error being the detail:
+ * 0, the caller looks for another message. */
+static int
+dead_unseen(mq_sub *s, struct part *p, const char *cur,
+    const struct mq_entry *e, const char *reason)
+{
+	struct mq_why why = { reason, mq_errmsg(), -1, NULL, 0 };
+	if (mq_dlq_put(p->t, p->k, s->group, p->d.curfd, cur, e, &why) < 0 &&
+	    mq_errcode() != EX_NOINPUT)
+		return -1;
+	return 0;
+}
+
+/* A claim that could not be read: dead-lettered for reason when the
+ * error says the data is bad (EX_DATAERR), else given back as it was and
+ * -1. */
+static int
+unread(mq_sub *s, struct part *p, char *cur, struct mq_entry *e,
+    const char *reason)
+{
+	if (mq_errcode() == EX_DATAERR)
+		return dead_unseen(s, p, cur, e, reason);
+	char back[MQ_KEY_LEN + 32];
+	e->attempts--;
+	if (!s->gc.ordered && mq_entry_new_name(e, back, sizeof back) == 0)
+		mq_renameat(p->d.curfd, cur, p->d.newfd, back);
+	return -1;
+}
+
 /* Delivers the claim cur/CUR (entry e) of partition i: returns 1 with
  * *out set, or 0 when it was settled unseen (processed before, unreadable,
  * expired) and the caller should look for another. */
@@ -375,29 +404,22 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 			mq_journal_change(p->t, 'A', p->k, s->group, cur);
 		return 0;
 	}
+	/* Never deliver what cannot be proven whole, nor what its signature
+	 * does not vouch for (checked on the stored bytes, before a sealed
+	 * body is opened), nor a sealed body that does not open; give back
+	 * what only failed to be read (out of memory, ...) or that this
+	 * consumer holds no key for (EX_NOPERM, seal.c). */
 	struct mq_msg *m = NULL;
-	/* A sealed body is opened here: one whose key this consumer lacks is
-	 * given back as unread (EX_NOPERM), one that does not open is dead
-	 * (seal.c). */
-	if (mq_claim_read(p->t, p->d.curfd, cur, NULL, &m) < 0 ||
-	    mq_seal_open(s->opts.key, p->t, m) < 0) {
-		const char *reason = m ? "undecryptable" : "unreadable";
+	if (mq_claim_read(p->t, p->d.curfd, cur, NULL, &m) < 0)
+		return unread(s, p, cur, e, "unreadable");
+	int ok = mq_msg_verify(p->t, ((struct msg_priv *)m->priv)->buf, m);
+	if (ok <= 0) {
 		mq_msg_free(m);
-		/* Never deliver what cannot be proven whole; give back what
-		 * only failed to be read (out of memory, ...). */
-		if (mq_errcode() != EX_DATAERR) {
-			char back[MQ_KEY_LEN + 32];
-			e->attempts--;
-			if (!s->gc.ordered &&
-			    mq_entry_new_name(e, back, sizeof back) == 0)
-				mq_renameat(p->d.curfd, cur, p->d.newfd, back);
-			return -1;
-		}
-		struct mq_why why = { reason, mq_errmsg(), -1, NULL, 0 };
-		if (mq_dlq_put(p->t, p->k, s->group, p->d.curfd, cur, e, &why) < 0 &&
-		    mq_errcode() != EX_NOINPUT)
-			return -1;
-		return 0;
+		return ok < 0 ? -1 : dead_unseen(s, p, cur, e, "signature");
+	}
+	if (mq_seal_open(s->opts.key, p->t, m) < 0) {
+		mq_msg_free(m);
+		return unread(s, p, cur, e, "undecryptable");
 	}
 	/* Past its deadline: never delivered; dead-lettered or dropped as
 	 * the topic says. */

@@ -45,11 +45,12 @@ mq_msg_write_json(const struct mq_msg *m, FILE *fp)
 	for (size_t i = 0; hdrs && i < m->nheaders; i++)
 		json_object_set_new(hdrs, m->headers[i].name,
 		    json_string(m->headers[i].value));
-	json_t *o = json_pack("{s:s, s:s?, s:s, s:I, s:I, s:s?, s:o, s:s, s:I}",
-	    "id", m->id, "receipt", m->receipt, "topic", m->topic ? m->topic : "",
-	    "partition", (json_int_t)m->partition, "seq", (json_int_t)m->seq,
-	    "key", m->key, "headers", hdrs, "published", when,
-	    "attempts", (json_int_t)m->attempts);
+	json_t *o = json_pack("{s:s, s:s?, s:s, s:I, s:I, s:s?, s:o, s:s, s:I, "
+	    "s:s?}", "id", m->id, "receipt", m->receipt, "topic",
+	    m->topic ? m->topic : "", "partition", (json_int_t)m->partition,
+	    "seq", (json_int_t)m->seq, "key", m->key, "headers", hdrs,
+	    "published", when, "attempts", (json_int_t)m->attempts,
+	    "signer", m->signer);
 	if (!o)
 		return mq_err(EX_SOFTWARE, "cannot build JSON");
 	json_t *body = json_stringn((const char *)m->body, m->len);
@@ -71,7 +72,7 @@ mq_msg_write_json(const struct mq_msg *m, FILE *fp)
 	return 0;
 }
 
-static const char tokens[] = "tpokKsSiraTh%";
+static const char tokens[] = "tpokKsSiraThP%";
 
 int
 mq_format_check(const char *fmt)
@@ -81,7 +82,7 @@ mq_format_check(const char *fmt)
 			if (!p[1] || !strchr(tokens, p[1]))
 				return mq_err(EX_DATAERR, "bad format token '%%%.1s' "
 				    "(known: %%t %%p %%o %%k %%K %%s %%S %%i %%r "
-				    "%%a %%T %%h %%%%)", p + 1);
+				    "%%a %%T %%h %%P %%%%)", p + 1);
 			p++;
 		} else if (*p == '\\') {
 			if (!p[1] || !strchr("nt0\\", p[1]))
@@ -118,6 +119,7 @@ mq_msg_write_format(const struct mq_msg *m, const char *fmt, FILE *fp)
 		case 'i': fputs(m->id, fp); break;
 		case 'r': fputs(m->receipt ? m->receipt : "", fp); break;
 		case 'a': fprintf(fp, "%u", m->attempts); break;
+		case 'P': fputs(m->signer ? m->signer : "", fp); break;
 		case 'T':
 			fprintf(fp, "%lld", (long long)m->published.tv_sec * 1000 +
 			    m->published.tv_nsec / 1000000);

@@ -130,6 +130,7 @@ int mq_conf_get_u64(const struct mq_conf *, const char *key, uint64_t dflt,
 int mq_conf_get_double(const struct mq_conf *, const char *key, double dflt,
     double *out, const char *what);
 int mq_conf_set(struct mq_conf *, const char *key, const char *val);
+void mq_conf_del(struct mq_conf *, const char *key);
 int mq_conf_add(struct mq_conf *, const char *key, const char *val);
 int mq_conf_addf(struct mq_conf *, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -334,12 +335,14 @@ double mq_clock_skew(void);
 uint64_t mq_journal_merge_upto(void);
 
 /* topic.c: an open topic. */
+struct mq_signers;
 struct mq_topic {
 	mq_spool *sp;
 	char *name;
 	int fd;
 	struct mq_topic_conf conf;
 	int *pfd;                            /* partition directories */
+	struct mq_signers *signers;          /* signers.c, read on first use */
 };
 int mq_topic_open(mq_spool *, const char *name, int create, struct mq_topic *);
 void mq_topic_close(struct mq_topic *);
@@ -357,6 +360,10 @@ int mq_partition_remove(int tfd, const char *name);
 int mq_topic_tree_remove(int dirfd, const char *path);
 int mq_topic_partitions_now(const struct mq_topic *, unsigned *n);
 int mq_topic_conf_now(const struct mq_topic *, struct mq_topic_conf *);
+/* Replaces topic.conf with what edit makes of it (the caller holds every
+ * partition's lock, as alters do). */
+int mq_topic_conf_edit(const struct mq_topic *,
+    int (*edit)(struct mq_conf *, const void *), const void *ctx);
 
 /* repair.c */
 int mq_partition_repair_locked(const struct mq_topic *, unsigned k, int hfd,
@@ -366,9 +373,10 @@ int mq_partition_repair_try(const struct mq_topic *, unsigned k);
 /* message.c */
 void mq_time_rfc3339(double t, char *buf, size_t len);
 int mq_time_parse(const char *s, struct timespec *);
+/* key, if not NULL, signs the message (sign.c). */
 int mq_msg_render(const struct mq_topic *, unsigned k, uint64_t seq,
-    const char *id, const struct mq_pub_msg *, double now, char **out,
-    size_t *len);
+    const char *id, const struct mq_pub_msg *, const struct mq_identity *key,
+    double now, char **out, size_t *len);
 int mq_msg_parse(char *buf, size_t len, struct mq_msg *);
 /* EX_DATAERR unless name (a KEY, or a queue name starting with one) has
  * the message's id. */
@@ -548,6 +556,46 @@ int mq_wildcard_exists(mq_spool *, const char *pattern, const char *group);
 
 /* keys.c */
 int mq_crypto_init(void);
+/* The next line of a list of public keys (authorized_peers, signers):
+ * "HEX [NAME]", blank and '#' lines passed over, trailing blanks dropped.
+ * 1 with pk and the name (*nlen bytes, maybe 0), 0 at end, -1 for a line
+ * that is no key; *pos moves past the line either way. */
+int mq_keyline_next(const char **pos, const char *end,
+    unsigned char pk[MQ_PUBKEY_BYTES], const char **name, size_t *nlen);
+
+/* sign.c: signed messages (mq-spool(5), SIGNED MESSAGES). */
+#define MQ_SIGN_LINES_MAX 256
+/* The Mq-Signer and Mq-Signature lines for a header block (hdr, hlen
+ * bytes, without its blank line) and a body. */
+int mq_sign_lines(const struct mq_identity *key, const char *hdr, size_t hlen,
+    const void *body, size_t blen, char out[MQ_SIGN_LINES_MAX], size_t *olen);
+/* Whether message m, parsed from a file whose header block begins at hdr,
+ * may be delivered from topic t: 1 (m->signer set when signed), 0 not
+ * (the error says why: the detail of its dead letter), -1 an error. */
+int mq_msg_verify(struct mq_topic *t, const char *hdr, struct mq_msg *m);
+
+/* signers.c: a topic's publisher keys, kept per topic.conf identity. */
+struct mq_signers {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim;
+	bool read;
+	unsigned char (*pk)[MQ_PUBKEY_BYTES];
+	size_t n;                       /* 0: the topic takes any message */
+};
+int mq_signers_now(struct mq_topic *, const struct mq_signers **out);
+bool mq_signers_has(const struct mq_signers *,
+    const unsigned char pk[MQ_PUBKEY_BYTES]);
+void mq_signers_free(struct mq_signers *);
+/* Adds a signer line to kv for each key of text (authorized_peers' form);
+ * EX_DATAERR for a line that is no key, or no key at all. */
+int mq_signers_add(struct mq_conf *kv, const char *text);
+/* A replication peer's topic.conf (kv): the topic created with its
+ * signers (c the rest), or its signers made those of kv.  1 when that
+ * changed the spool, 0 when not. */
+int mq_signers_adopt(mq_spool *, const char *topic, const struct mq_conf *kv,
+    bool create, const struct mq_topic_conf *c);
 
 /* seal.c: sealed bodies (mq-spool(5), SEALED BODIES).  The envelope:
  * MQ_SEAL_MAGIC, a 2-byte big-endian count n, n times a public key and

@@ -5,11 +5,14 @@
  * key, mode 0600), key.pub (the public key and a name) and
  * authorized_peers (the public keys of the peers it accepts, one per
  * line with an optional name; '#' starts a comment).  Keys are written
- * in hex, so they can be pasted between hosts.  A key file is written in
+ * in hex, so they can be pasted between hosts.  A publisher's key (mq-pub
+ * --sign) is a file of the same form with its own magic line, so neither
+ * kind of key is taken for the other.  A key file is written in
  * tmp/ and renamed into place, so it is there whole or not at all.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,7 @@
 
 #define KEY_MAGIC "mq-replicate-key 1"
 #define PUB_MAGIC "mq-replicate-pub"
+#define SIGN_MAGIC "mq-publisher-key 1"
 
 int
 mq_crypto_init(void)
@@ -40,6 +44,36 @@ hex_decode(const char *hex, size_t hexlen, unsigned char *out, size_t len)
 	if (sodium_hex2bin(out, len, hex, hexlen, NULL, &got, &end) < 0 ||
 	    got != len || end != hex + hexlen)
 		return -1;
+	return 0;
+}
+
+/* A key file's text: its magic line, then the secret key in hex; pub gets
+ * the public key of the pair made. */
+#define KEY_TEXT_MAX (2 * crypto_sign_SECRETKEYBYTES + 64)
+static void
+key_make(const char *magic, char text[KEY_TEXT_MAX], size_t len,
+    char pub[MQ_PUBKEY_HEX + 1])
+{
+	unsigned char pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
+	char skhex[2 * sizeof sk + 1];
+	crypto_sign_keypair(pk, sk);
+	sodium_bin2hex(skhex, sizeof skhex, sk, sizeof sk);
+	sodium_bin2hex(pub, MQ_PUBKEY_HEX + 1, pk, sizeof pk);
+	snprintf(text, len, "%s\n%s\n", magic, skhex);
+	sodium_memzero(sk, sizeof sk);
+	sodium_memzero(skhex, sizeof skhex);
+}
+
+static int
+key_parse(const char *buf, size_t len, const char *magic,
+    struct mq_identity *id)
+{
+	size_t ml = strlen(magic);
+	if (len < ml + 2 + 2 * sizeof id->sk || memcmp(buf, magic, ml) ||
+	    buf[ml] != '\n' || hex_decode(buf + ml + 1, 2 * sizeof id->sk,
+	    id->sk, sizeof id->sk) < 0)
+		return -1;
+	crypto_sign_ed25519_sk_to_pk(id->pk, id->sk);
 	return 0;
 }
 
@@ -106,19 +140,13 @@ int
 mq_keys_generate(mq_spool *sp, const char *name, int replace,
     char pub[MQ_PUBKEY_HEX + 1])
 {
-	unsigned char pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
-	char skhex[2 * sizeof sk + 1], text[2 * sizeof sk + 128];
+	char text[KEY_TEXT_MAX];
 	if (mq_crypto_init() < 0 || replicate_dir(sp) < 0)
 		return -1;
 	if (name && (!*name || strpbrk(name, " \t\n\r") || strlen(name) > 64))
 		return mq_err(EX_USAGE, "a key name is 1 to 64 characters, no "
 		    "spaces");
-	crypto_sign_keypair(pk, sk);
-	sodium_bin2hex(skhex, sizeof skhex, sk, sizeof sk);
-	sodium_bin2hex(pub, MQ_PUBKEY_HEX + 1, pk, sizeof pk);
-	snprintf(text, sizeof text, "%s\n%s\n", KEY_MAGIC, skhex);
-	sodium_memzero(sk, sizeof sk);
-	sodium_memzero(skhex, sizeof skhex);
+	key_make(KEY_MAGIC, text, sizeof text, pub);
 	int rc = write_private(sp, "replicate/key", text, 0600, replace);
 	sodium_memzero(text, sizeof text);
 	if (rc < 0)
@@ -144,16 +172,10 @@ mq_identity_load(mq_spool *sp, struct mq_identity *id)
 			return mq_err(EX_CONFIG, "no key: run mq-replicate keygen");
 		return -1;
 	}
-	size_t ml = strlen(KEY_MAGIC);
-	int rc = 0;
-	if (len < ml + 2 + 2 * sizeof id->sk || memcmp(buf, KEY_MAGIC, ml) ||
-	    buf[ml] != '\n' || hex_decode(buf + ml + 1, 2 * sizeof id->sk,
-	    id->sk, sizeof id->sk) < 0)
-		rc = mq_err(EX_CONFIG, "replicate/key: not an mq-replicate key");
+	int rc = key_parse(buf, len, KEY_MAGIC, id) < 0 ?
+	    mq_err(EX_CONFIG, "replicate/key: not an mq-replicate key") : 0;
 	sodium_memzero(buf, len);
 	free(buf);
-	if (rc == 0)
-		crypto_sign_ed25519_sk_to_pk(id->pk, id->sk);
 	return rc;
 }
 
@@ -179,8 +201,38 @@ mq_pubkey_hex(const unsigned char pk[MQ_PUBKEY_BYTES],
 	sodium_bin2hex(out, MQ_PUBKEY_HEX + 1, pk, MQ_PUBKEY_BYTES);
 }
 
+int
+mq_keyline_next(const char **pos, const char *end,
+    unsigned char pk[MQ_PUBKEY_BYTES], const char **name, size_t *nlen)
+{
+	for (;;) {
+		const char *line = *pos;
+		if (line >= end)
+			return 0;
+		const char *nl = memchr(line, '\n', (size_t)(end - line));
+		const char *e = nl ? nl : end;
+		*pos = nl ? nl + 1 : end;
+		while (e > line && (e[-1] == '\r' || e[-1] == ' ' ||
+		    e[-1] == '\t'))
+			e--;    /* a file edited elsewhere */
+		if (e == line || *line == '#')
+			continue;
+		if (e - line < MQ_PUBKEY_HEX || hex_decode(line, MQ_PUBKEY_HEX,
+		    pk, MQ_PUBKEY_BYTES) < 0 || (e - line > MQ_PUBKEY_HEX &&
+		    line[MQ_PUBKEY_HEX] != ' ' && line[MQ_PUBKEY_HEX] != '\t'))
+			return -1;
+		const char *n = line + MQ_PUBKEY_HEX;
+		while (n < e && (*n == ' ' || *n == '\t'))
+			n++;
+		*name = n;
+		*nlen = (size_t)(e - n);
+		return 1;
+	}
+}
+
 /* Looks pk up in authorized_peers: 1 with its name in name (may be
- * empty), 0 when it is not there. */
+ * empty), 0 when it is not there.  Lines that are no key are passed
+ * over. */
 int
 mq_peer_authorized(mq_spool *sp, const unsigned char pk[MQ_PUBKEY_BYTES],
     char *name, size_t len)
@@ -190,27 +242,16 @@ mq_peer_authorized(mq_spool *sp, const unsigned char pk[MQ_PUBKEY_BYTES],
 	if (mq_read_at(sp->fd, "replicate/authorized_peers", 1 << 20, &buf,
 	    &blen) < 0)
 		return mq_errcode() == EX_NOINPUT ? 0 : -1;
-	char want[MQ_PUBKEY_HEX + 1];
-	mq_pubkey_hex(pk, want);
-	int found = 0;
-	for (char *line = buf, *end = buf + blen; !found && line < end;) {
-		char *nl = memchr(line, '\n', (size_t)(end - line));
-		char *e = nl ? nl : end;
-		while (e > line && (e[-1] == '\r' || e[-1] == ' ' ||
-		    e[-1] == '\t'))
-			e--;    /* a file edited elsewhere */
-		if (e - line >= MQ_PUBKEY_HEX && *line != '#' &&
-		    !strncasecmp(line, want, MQ_PUBKEY_HEX) &&
-		    (e - line == MQ_PUBKEY_HEX || line[MQ_PUBKEY_HEX] == ' ' ||
-		    line[MQ_PUBKEY_HEX] == '\t')) {
+	const char *at = buf, *n;
+	unsigned char got[MQ_PUBKEY_BYTES];
+	size_t nlen;
+	int found = 0, rc;
+	while (!found && (rc = mq_keyline_next(&at, buf + blen, got, &n,
+	    &nlen)) != 0)
+		if (rc == 1 && !memcmp(got, pk, MQ_PUBKEY_BYTES)) {
 			found = 1;
-			const char *n = line + MQ_PUBKEY_HEX;
-			while (n < e && (*n == ' ' || *n == '\t'))
-				n++;
-			snprintf(name, len, "%.*s", (int)(e - n), n);
+			snprintf(name, len, "%.*s", (int)nlen, n);
 		}
-		line = nl ? nl + 1 : end;
-	}
 	free(buf);
 	return found;
 }
@@ -247,4 +288,55 @@ mq_peer_authorize(mq_spool *sp, const char *hex, const char *name)
 	rc = write_private(sp, "replicate/authorized_peers", text, 0644, 1);
 	free(text);
 	return rc < 0 ? -1 : 1;
+}
+
+/* Publisher keys: a file of the user's, made beside its final name with
+ * O_EXCL and linked into place, so it is there whole or not at all and
+ * an existing file is never replaced. */
+int
+mq_signkey_generate(const char *path, char pub[MQ_PUBKEY_HEX + 1])
+{
+	char text[KEY_TEXT_MAX], tmp[PATH_MAX], rnd[17];
+	if (mq_crypto_init() < 0)
+		return -1;
+	mq_hex_random(rnd, 16);
+	if (mq_path(tmp, sizeof tmp, "%s.tmp.%s", path, rnd) < 0)
+		return -1;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd < 0)
+		return mq_err(EX_CANTCREAT, "%s: %s", path, strerror(errno));
+	key_make(SIGN_MAGIC, text, sizeof text, pub);
+	size_t len = strlen(text);
+	int rc = write(fd, text, len) == (ssize_t)len && fsync(fd) == 0 ? 0 : -1;
+	sodium_memzero(text, sizeof text);
+	if (close(fd) < 0)
+		rc = -1;
+	if (rc < 0)
+		rc = mq_err(EX_IOERR, "%s: %s", path, strerror(errno));
+	else if (link(tmp, path) < 0)
+		rc = mq_err(errno == EEXIST ? EX_CANTCREAT : EX_IOERR, "%s: %s",
+		    path, errno == EEXIST ? "exists: a key is never replaced" :
+		    strerror(errno));
+	unlink(tmp);
+	return rc;
+}
+
+int
+mq_signkey_load(const char *path, struct mq_identity *id)
+{
+	char buf[KEY_TEXT_MAX];
+	if (mq_crypto_init() < 0)
+		return -1;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return mq_err(errno == ENOENT ? EX_NOINPUT : EX_NOPERM, "%s: %s",
+		    path, strerror(errno));
+	ssize_t len = read(fd, buf, sizeof buf);
+	close(fd);
+	int rc = len < 0 || key_parse(buf, (size_t)len, SIGN_MAGIC, id) < 0 ?
+	    mq_err(EX_DATAERR, "%s: not an mq publisher key (mq-pub --keygen "
+	    "makes one)", path) : 0;
+	sodium_memzero(buf, sizeof buf);
+	return rc;
 }

@@ -97,6 +97,10 @@ struct mq_topic_conf {
 	/* Create only: the topic directory's permissions, given before
 	 * anything is made in it. */
 	struct mq_perm perm;
+	/* Create only: NULL, or the publisher keys whose signatures its
+	 * messages need, as mq_topic_alter_signers takes them. */
+	const char *signers;
+	unsigned nsigners;               /* read back: how many it has */
 };
 void mq_topic_conf_default(struct mq_topic_conf *);
 /* Returns 1 if created, 0 if it already existed (conf then untouched). */
@@ -111,6 +115,12 @@ int mq_topic_conf_read(mq_spool *, const char *topic, struct mq_topic_conf *);
 int mq_topic_alter(mq_spool *, const char *topic, unsigned partitions);
 int mq_topic_alter_placed(mq_spool *, const char *topic, unsigned partitions,
     const char *const *place);
+/* Makes the topic take only messages signed by one of the publisher keys
+ * in text: one per line, 64 hexadecimal digits and an optional name, '#'
+ * starting a comment (authorized_peers' form); NULL: any message again.
+ * A line that is no key is EX_DATAERR, and changes nothing.  See
+ * mq-spool(5), SIGNED MESSAGES. */
+int mq_topic_alter_signers(mq_spool *, const char *topic, const char *text);
 /* Removes the topic, and the directories of its placed partitions. */
 int mq_topic_delete(mq_spool *, const char *topic);
 /* Unlinks log/ names older than the topic's retention (groups keep their
@@ -457,6 +467,10 @@ struct mq_msg {
 	char *sealed;                    /* Mq-Sealed: the ids of the keys
 					    its stored body is sealed to;
 					    NULL: stored plain */
+	/* The public key (hex) whose signature was verified when it was
+	 * delivered; NULL when unsigned, or read without being delivered.
+	 * Points into the message's buffer. */
+	const char *signer;
 	void *priv;
 };
 void mq_msg_free(struct mq_msg *);
@@ -514,6 +528,12 @@ size_t mq_pub_send(mq_pub *, const struct mq_pub_msg *msgs, size_t n,
 /* The idempotency key of --dedup=content: "xxh3-128:" and the body's
  * hash in hex. */
 void mq_content_key(const void *body, size_t len, char out[48]);
+/* Signs each message with key (copied; NULL: none) and checks that the
+ * topic takes it now: EX_NOPERM when the topic has signers and key is
+ * NULL or not one of them.  mq_pub_send checks again, before it writes
+ * anything. */
+struct mq_identity;
+int mq_pub_sign(mq_pub *, const struct mq_identity *key);
 /* With on set, each mq_pub_send is one commit: consumers see all of its
  * messages or none.  They must then all go to one partition. */
 void mq_pub_atomic(mq_pub *, int on);
@@ -688,6 +708,12 @@ int mq_keys_generate(mq_spool *, const char *name, int replace,
 int mq_identity_load(mq_spool *, struct mq_identity *);
 void mq_identity_forget(struct mq_identity *);
 int mq_pubkey_parse(const char *hex, unsigned char pk[MQ_PUBKEY_BYTES]);
+/* Publisher keys (mq-pub(1), --sign): a key pair in a file of its own,
+ * written as the spool's key is, with the magic line "mq-publisher-key 1",
+ * mode 0600.  Generate never replaces a file (EX_CANTCREAT); pub gets the
+ * public key. */
+int mq_signkey_generate(const char *path, char pub[MQ_PUBKEY_HEX + 1]);
+int mq_signkey_load(const char *path, struct mq_identity *);
 void mq_pubkey_hex(const unsigned char pk[MQ_PUBKEY_BYTES],
     char out[MQ_PUBKEY_HEX + 1]);
 /* 1 (its name in name), 0 not authorized, -1 error. */

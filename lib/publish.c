@@ -18,6 +18,11 @@
  * decided before the commit point.  Compiled filters are kept per group
  * and conf file identity (inode and mtime), so a publisher compiles each
  * once, and reads a group's conf again only when it was replaced.
+ *
+ * A publisher with a key signs each message as it renders it (sign.c);
+ * on a topic with signers, one without a key or with another key is
+ * refused before each send writes anything (mq-spool(5), SIGNED
+ * MESSAGES).
  */
 #include <stdlib.h>
 #include <errno.h>
@@ -64,6 +69,8 @@ struct mq_pub {
 	signed char *jsame;             /* journal on the partition's fs? */
 	bool *shared;                   /* partition shared between hosts? */
 	struct mq_sealer seal;          /* a sealed topic's keys (seal.c) */
+	struct mq_identity key;         /* signs each message when signing */
+	bool signing;
 };
 
 int
@@ -117,6 +124,38 @@ mq_pub_open(mq_spool *sp, const char *topic, int flags)
 	return p;
 }
 
+/* Whether the topic, as topic.conf says now, takes what we publish. */
+static int
+pub_admitted(mq_pub *p)
+{
+	const struct mq_signers *set;
+	if (mq_signers_now(&p->t, &set) < 0)
+		return -1;
+	if (set->n == 0)
+		return 0;
+	if (!p->signing)
+		return mq_err(EX_NOPERM, "topic %s takes only signed messages: "
+		    "give a publisher key (--sign or MQ_SIGN_KEY)", p->t.name);
+	if (!mq_signers_has(set, p->key.pk)) {
+		char hex[MQ_PUBKEY_HEX + 1];
+		mq_pubkey_hex(p->key.pk, hex);
+		return mq_err(EX_NOPERM, "topic %s: key %s is not one of its "
+		    "signers", p->t.name, hex);
+	}
+	return 0;
+}
+
+int
+mq_pub_sign(mq_pub *p, const struct mq_identity *key)
+{
+	p->signing = key != NULL;
+	if (key)
+		p->key = *key;
+	else
+		mq_identity_forget(&p->key);
+	return pub_admitted(p);
+}
+
 void
 mq_pub_atomic(mq_pub *p, int on)
 {
@@ -155,6 +194,7 @@ mq_pub_close(mq_pub *p)
 	mq_filterset_free(&p->set);
 	mq_sealer_free(&p->seal);
 	mq_topic_close(&p->t);
+	mq_identity_forget(&p->key);
 	free(p);
 }
 
@@ -242,13 +282,15 @@ stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
 	if (!m->idempotency_key)
 		mq_id_new(id);
 	snprintf(key, sizeof key, "%020" PRIu64 ".%s", seq, id);
-	/* A sealed topic stores the body encrypted (seal.c). */
+	/* A sealed topic stores the body encrypted (seal.c); a signature
+	 * covers what is stored, the sealed body and its Mq-Sealed header. */
 	if (p->seal.n) {
 		if (mq_seal_msg(&p->seal, &p->t, id, m, &sealed) < 0)
 			return -1;
 		m = &sealed;
 	}
-	if (mq_msg_render(&p->t, k, seq, id, m, now, &hdr, &hlen) < 0)
+	if (mq_msg_render(&p->t, k, seq, id, m, p->signing ? &p->key : NULL,
+	    now, &hdr, &hlen) < 0)
 		return -1;
 	int fd = mq_openat(p->logfd[k], key, O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0666);
@@ -586,6 +628,8 @@ mq_pub_send(mq_pub *p, const struct mq_pub_msg *msgs, size_t n,
 	int rc = part && idx ? 0 : mq_err_sys("malloc");
 	for (size_t i = 0; i < n; i++)
 		ids[i][0] = 0;
+	if (rc == 0 && n)
+		rc = pub_admitted(p);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		if (msgs[i].len > p->t.conf.max_message_size)
 			rc = mq_err(EX_DATAERR, "message of %zu bytes is larger "

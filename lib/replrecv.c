@@ -667,19 +667,28 @@ apply_conf(struct receiver *r, const char *buf, size_t len)
 			struct mq_topic_conf c;
 			struct mq_topic_conf now;
 			rc = mq_conf_parse(p, flen, "topic.conf", &kv);
-			if (rc == 0) {
+			if (rc == 0)
 				rc = mq_topic_conf_parse(&kv, &c);
-				mq_conf_free(&kv);
-			}
-			if (rc == 0 && mq_topic_conf_read(r->sp, topic, &now) < 0) {
+			bool create = rc == 0 &&
+			    mq_topic_conf_read(r->sp, topic, &now) < 0;
+			/* The signers come along: created with them, or made
+			 * the peer's when they differ. */
+			int changed = 0;
+			if (rc == 0) {
 				c.place = NULL;
-				rc = mq_topic_create(r->sp, topic, &c) < 0 ? -1 : 0;
-				topic_forget(r, topic);
-			} else if (rc == 0 && now.partitions < c.partitions) {
-				rc = mq_topic_alter(r->sp, topic, c.partitions) < 0 ?
-				    -1 : 0;
-				topic_forget(r, topic);
+				rc = changed = mq_signers_adopt(r->sp, topic, &kv,
+				    create, &c);
+				if (rc < 0 && mq_errcode() == EX_DATAERR)
+					rc = mq_err_recode(EX_DATAERR, EX_PROTOCOL);
 			}
+			if (rc >= 0 && !create && now.partitions < c.partitions) {
+				rc = mq_topic_alter(r->sp, topic, c.partitions);
+				changed = 1;
+			}
+			rc = rc < 0 ? -1 : 0;
+			mq_conf_free(&kv);
+			if (changed)
+				topic_forget(r, topic);
 		} else if (mq_name_check("group", name) < 0) {
 			rc = mq_err(EX_PROTOCOL, "peer: bad group name in CONF");
 		} else if (mq_group_exists(r->sp, topic, name) == 0) {

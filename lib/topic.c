@@ -30,6 +30,8 @@ mq_topic_conf_default(struct mq_topic_conf *c)
 	c->expired_drop = 0;
 	c->dedup_window = 3600;
 	c->place = NULL;
+	c->signers = NULL;
+	c->nsigners = 0;
 }
 
 static int
@@ -62,12 +64,40 @@ mq_topic_conf_parse(const struct mq_conf *kv, struct mq_topic_conf *c)
 	if (exp && strcmp(exp, "dlq") && strcmp(exp, "drop"))
 		return mq_err(EX_CONFIG, "topic.conf: expired must be dlq or drop");
 	c->expired_drop = exp && !strcmp(exp, "drop");
+	for (size_t i = 0; i < kv->n; i++)
+		c->nsigners += !strcmp(kv->keys[i], "signer");
 	if (parts < 1 || parts > MQ_PARTITIONS_MAX || max < 1 ||
 	    max > MQ_MESSAGE_MAX_LIMIT)
 		return mq_err(EX_CONFIG, "topic.conf: value out of range");
 	c->partitions = (unsigned)parts;
 	c->max_message_size = (size_t)max;
 	return 0;
+}
+
+/* topic.conf of a new topic (its signers checked: bad ones are
+ * EX_DATAERR). */
+static int
+conf_text(const struct mq_topic_conf *c, char **out)
+{
+	struct mq_conf kv = { 0 };
+	int rc = mq_conf_addf(&kv, "partitions", "%u", c->partitions);
+	if (rc == 0)
+		rc = mq_conf_addf(&kv, "max-message-size", "%zu",
+		    c->max_message_size);
+	if (rc == 0)
+		rc = mq_conf_addf(&kv, "retention", "%.0f", c->retention);
+	if (rc == 0)
+		rc = mq_conf_addf(&kv, "ttl", "%.3f", c->ttl);
+	if (rc == 0)
+		rc = mq_conf_add(&kv, "expired", c->expired_drop ? "drop" : "dlq");
+	if (rc == 0)
+		rc = mq_conf_addf(&kv, "dedup-window", "%.0f", c->dedup_window);
+	if (rc == 0 && c->signers)
+		rc = mq_signers_add(&kv, c->signers);
+	if (rc == 0)
+		rc = mq_conf_render(&kv, out);
+	mq_conf_free(&kv);
+	return rc;
 }
 
 /* Removes trash trees, and staging trees old enough to be abandoned. */
@@ -138,21 +168,20 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 	if (mq_places_check(c->place, 0, c->partitions) < 0)
 		return -1;
 
-	char stage[64], rnd[17], text[256];
+	char stage[64], rnd[17], *text = NULL;
+	if (conf_text(c, &text) < 0)
+		return -1;
 	mq_hex_random(rnd, 16);
 	if (mq_path(stage, sizeof stage, "tmp/topic.%s", rnd) < 0 ||
-	    mq_mkdir(sp->fd, stage) < 0)
+	    mq_mkdir(sp->fd, stage) < 0) {
+		free(text);
 		return -1;
+	}
 	int tfd = mq_dir_open(sp->fd, stage);
 	int rc = tfd < 0 ? -1 : mq_perm_apply(tfd, name, &c->perm);
 	if (rc == 0)
-		rc = mq_path(text, sizeof text, "partitions=%u\n"
-		    "max-message-size=%zu\nretention=%.0f\nttl=%.3f\n"
-		    "expired=%s\ndedup-window=%.0f\n", c->partitions,
-		    c->max_message_size, c->retention, c->ttl,
-		    c->expired_drop ? "drop" : "dlq", c->dedup_window);
-	if (rc == 0)
 		rc = mq_write_file(tfd, "topic.conf", text, strlen(text), 1, 0);
+	free(text);
 	if (rc == 0)
 		rc = mq_mkdir(tfd, "groups");
 	for (unsigned k = 0; rc == 0 && k < c->partitions; k++)
@@ -247,6 +276,7 @@ mq_topic_close(struct mq_topic *t)
 		close(t->fd);
 	free(t->pfd);
 	free(t->name);
+	mq_signers_free(t->signers);
 	memset(t, 0, sizeof *t);
 	t->fd = -1;
 }

@@ -18,7 +18,8 @@
 
 enum {
 	OPT_SYNC = 256, OPT_HELP, OPT_DELAY, OPT_AT, OPT_TTL, OPT_ATOMIC,
-	OPT_DEDUP, OPT_REPLICAS, OPT_REPLICA_TIMEOUT,
+	OPT_DEDUP, OPT_REPLICAS, OPT_REPLICA_TIMEOUT, OPT_SIGN, OPT_KEYGEN,
+	OPT_PUBKEY,
 };
 
 static struct {
@@ -35,6 +36,7 @@ static struct {
 	const char *idem;               /* -i */
 	unsigned replicas;              /* peers that must confirm */
 	double replica_timeout;
+	const char *sign;               /* the publisher key file */
 	mq_spool *sp;
 } opt = { .partition = -1, .replica_timeout = 10 };
 
@@ -49,6 +51,27 @@ usage(int code)
 	    "[--replicas N [--replica-timeout SECONDS]]\n",
 	    getprogname());
 	exit(code);
+}
+
+/* --keygen and --pubkey: the publisher key in path, its public key
+ * printed. */
+static int
+key_command(int keygen, const char *path)
+{
+	char hex[MQ_PUBKEY_HEX + 1];
+	struct mq_identity id;
+	if (keygen && mq_signkey_generate(path, hex) < 0)
+		tool_fail();
+	if (!keygen) {
+		if (mq_signkey_load(path, &id) < 0)
+			tool_fail();
+		mq_pubkey_hex(id.pk, hex);
+		mq_identity_forget(&id);
+	}
+	printf("%s\n", hex);
+	if (fflush(stdout) == EOF)
+		err(EX_IOERR, "stdout");
+	return 0;
 }
 
 /* Publishes n messages and prints the ids of those stored; on failure
@@ -226,11 +249,14 @@ main(int argc, char *argv[])
 		{ "replicas", required_argument, NULL, OPT_REPLICAS },
 		{ "replica-timeout", required_argument, NULL,
 		    OPT_REPLICA_TIMEOUT },
+		{ "sign", required_argument, NULL, OPT_SIGN },
+		{ "keygen", required_argument, NULL, OPT_KEYGEN },
+		{ "pubkey", required_argument, NULL, OPT_PUBKEY },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *spool = NULL;
-	int c;
+	const char *spool = NULL, *keyfile = NULL;
+	int c, keycmd = 0;
 	while ((c = getopt_long(argc, argv, "0H:i:k:lp:qs:", longopts, NULL)) != -1) {
 		switch (c) {
 		case '0': opt.split = 1; opt.sep = '\0'; break;
@@ -292,14 +318,29 @@ main(int argc, char *argv[])
 			opt.replica_timeout = tool_duration("--replica-timeout",
 			    optarg);
 			break;
+		case OPT_SIGN: opt.sign = optarg; break;
+		case OPT_KEYGEN:
+		case OPT_PUBKEY:
+			if (keycmd)
+				usage(EX_USAGE);
+			keycmd = c;
+			keyfile = optarg;
+			break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
 	}
 	argc -= optind;
 	argv += optind;
-	if (argc < 1)
+	if (keycmd && argc == 0)
+		return key_command(keycmd == OPT_KEYGEN, keyfile);
+	if (argc < 1 || keycmd)
 		usage(EX_USAGE);
+	if (!opt.sign && (opt.sign = getenv("MQ_SIGN_KEY")) && !*opt.sign)
+		opt.sign = NULL;
+	struct mq_identity key;
+	if (opt.sign && mq_signkey_load(opt.sign, &key) < 0)
+		tool_fail();
 	if (opt.delay > 0 && opt.have_at)
 		errx(EX_USAGE, "choose one of --delay and --at");
 	if (opt.idem && opt.dedup_content)
@@ -309,6 +350,13 @@ main(int argc, char *argv[])
 	mq_spool *sp = opt.sp = tool_spool(spool, MQ_CREATE);
 	mq_pub *pub = mq_pub_open(sp, argv[0], MQ_CREATE);
 	if (!pub)
+		tool_fail();
+	/* A topic that will not take what we publish refuses it before
+	 * standard input is read. */
+	int rc = mq_pub_sign(pub, opt.sign ? &key : NULL);
+	if (opt.sign)
+		mq_identity_forget(&key);
+	if (rc < 0)
 		tool_fail();
 	mq_pub_atomic(pub, opt.atomic);
 	if (argc > 1) {

@@ -17,7 +17,8 @@
 
 enum {
 	OPT_JSON = 256, OPT_PARTITIONS, OPT_MAX_SIZE, OPT_RETENTION, OPT_HELP,
-	OPT_TTL, OPT_EXPIRED, OPT_PLACE, OPT_GROUP, OPT_MODE,
+	OPT_TTL, OPT_EXPIRED, OPT_PLACE, OPT_GROUP, OPT_MODE, OPT_SIGNERS,
+	OPT_NO_SIGNERS,
 };
 
 static void
@@ -27,17 +28,20 @@ usage(int code)
 	    "usage: %s [-s SPOOL] init [--group GROUP] [--mode MODE]\n"
 	    "       %s [-s SPOOL] create [--partitions N] [--max-message-size "
 	    "BYTES]\n                [--retention SECONDS] [--ttl SECONDS] "
-	    "[--expired dlq|drop]\n                [--place K=DIR]... "
-	    "[--group GROUP] [--mode MODE] TOPIC\n"
+	    "[--expired dlq|drop]\n                [--signers FILE] "
+	    "[--group GROUP] [--mode MODE]\n"
+	    "                [--place K=DIR]... TOPIC\n"
 	    "       %s [-s SPOOL] alter --partitions N [--place K=DIR]... "
 	    "TOPIC\n"
+	    "       %s [-s SPOOL] alter --signers FILE | --no-signers TOPIC\n"
 	    "       %s [-s SPOOL] list [--json] [GLOB]\n"
 	    "       %s [-s SPOOL] info [--json] TOPIC\n"
 	    "       %s [-s SPOOL] delete TOPIC\n"
 	    "       %s [-s SPOOL] gc [TOPIC]\n"
 	    "       %s [-s SPOOL] key add|list|remove TOPIC [PUBKEY...]\n",
 	    getprogname(), getprogname(), getprogname(), getprogname(),
-	    getprogname(), getprogname(), getprogname(), getprogname());
+	    getprogname(), getprogname(), getprogname(), getprogname(),
+	    getprogname());
 	exit(code);
 }
 
@@ -101,11 +105,34 @@ places(char **args, size_t n, unsigned partitions)
 	return v;
 }
 
+/* The text of a --signers FILE ("-": standard input), at most 64 KiB. */
+static char *
+read_signers(const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	if (!f)
+		err(errno == ENOENT ? EX_NOINPUT : EX_NOPERM, "--signers: %s",
+		    path);
+	char *text = malloc(65537);
+	if (!text)
+		err(EX_OSERR, "malloc");
+	size_t len = fread(text, 1, 65537, f);
+	if (ferror(f))
+		err(EX_IOERR, "--signers: %s", path);
+	if (len > 65536 || memchr(text, 0, len))
+		errx(EX_DATAERR, "--signers: %s is no list of public keys", path);
+	text[len] = 0;
+	if (f != stdin)
+		fclose(f);
+	return text;
+}
+
 static int
 cmd_alter(mq_spool *sp, const char *topic, unsigned partitions,
-    const char **place)
+    const char **place, const char *signers, int signopt)
 {
-	if (mq_topic_alter_placed(sp, topic, partitions, place) < 0)
+	if (signopt ? mq_topic_alter_signers(sp, topic, signers) < 0 :
+	    mq_topic_alter_placed(sp, topic, partitions, place) < 0)
 		tool_fail();
 	return 0;
 }
@@ -187,20 +214,21 @@ cmd_info(mq_spool *sp, const char *topic, int json)
 			    "delayed", (json_int_t)in.groups[i].delayed,
 			    "dead", (json_int_t)in.groups[i].dead,
 			    "lag", (json_int_t)in.groups[i].lag));
-		print_json(json_pack("{s:s, s:i, s:I, s:I, s:f, s:s, s:I, s:o, s:o}",
-		    "name", in.name, "partitions", (int)in.conf.partitions,
+		print_json(json_pack("{s:s, s:i, s:I, s:I, s:f, s:s, s:I, s:i, "
+		    "s:o, s:o}", "name", in.name, "partitions",
+		    (int)in.conf.partitions,
 		    "max_message_size", (json_int_t)in.conf.max_message_size,
 		    "retention", (json_int_t)in.conf.retention,
 		    "ttl", in.conf.ttl, "expired",
 		    in.conf.expired_drop ? "drop" : "dlq", "dedup_window",
-		    (json_int_t)in.conf.dedup_window, "heads", heads,
-		    "groups", groups));
+		    (json_int_t)in.conf.dedup_window, "signers",
+		    (int)in.conf.nsigners, "heads", heads, "groups", groups));
 	} else {
 		printf("topic: %s\npartitions: %u\nmax-message-size: %zu\n"
-		    "retention: %.0f\nttl: %g\nexpired: %s\n", in.name,
-		    in.conf.partitions, in.conf.max_message_size,
+		    "retention: %.0f\nttl: %g\nexpired: %s\nsigners: %u\n",
+		    in.name, in.conf.partitions, in.conf.max_message_size,
 		    in.conf.retention, in.conf.ttl,
-		    in.conf.expired_drop ? "drop" : "dlq");
+		    in.conf.expired_drop ? "drop" : "dlq", in.conf.nsigners);
 		printf("%-10s %12s %12s %12s\n", "PARTITION", "COMMITTED",
 		    "MESSAGES", "BYTES");
 		for (unsigned k = 0; k < in.conf.partitions; k++)
@@ -268,13 +296,15 @@ main(int argc, char *argv[])
 		{ "place", required_argument, NULL, OPT_PLACE },
 		{ "group", required_argument, NULL, OPT_GROUP },
 		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "signers", required_argument, NULL, OPT_SIGNERS },
+		{ "no-signers", no_argument, NULL, OPT_NO_SIGNERS },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_topic_conf conf;
 	mq_topic_conf_default(&conf);
-	const char *spool = NULL, *group = NULL, *mode = NULL;
-	int c, json = 0, confopts = 0, partopt = 0;
+	const char *spool = NULL, *group = NULL, *mode = NULL, *signfile = NULL;
+	int c, json = 0, confopts = 0, partopt = 0, signopt = 0;
 	char **placeargs = calloc((size_t)argc + 1, sizeof *placeargs);
 	size_t nplace = 0;
 	if (!placeargs)
@@ -314,6 +344,13 @@ main(int argc, char *argv[])
 			conf.expired_drop = !strcmp(optarg, "drop");
 			confopts = 1;
 			break;
+		case OPT_SIGNERS:
+		case OPT_NO_SIGNERS:
+			if (signopt)
+				errx(EX_USAGE, "give one --signers or --no-signers");
+			signopt = c;
+			signfile = c == OPT_SIGNERS ? optarg : NULL;
+			break;
 		case OPT_HELP: usage(0); break;
 		default: usage(EX_USAGE);
 		}
@@ -341,8 +378,20 @@ main(int argc, char *argv[])
 		    "--expired go with create");
 	if ((partopt || nplace) && strcmp(cmd, "create") && strcmp(cmd, "alter"))
 		errx(EX_USAGE, "--partitions and --place go with create and alter");
-	if (!partopt && !strcmp(cmd, "alter"))
-		errx(EX_USAGE, "alter: --partitions N is required");
+	if (signopt && strcmp(cmd, "alter") &&
+	    (signopt == OPT_NO_SIGNERS || strcmp(cmd, "create")))
+		errx(EX_USAGE, "--signers goes with create and alter, "
+		    "--no-signers with alter");
+	if (!partopt && !signopt && !strcmp(cmd, "alter"))
+		errx(EX_USAGE, "alter: --partitions N or --signers FILE is "
+		    "required");
+	if (partopt && signopt && !strcmp(cmd, "alter"))
+		errx(EX_USAGE, "alter: one change at a time: --partitions, or "
+		    "the signers");
+	if (nplace && !partopt && !strcmp(cmd, "alter"))
+		errx(EX_USAGE, "alter: --place goes with --partitions");
+	char *signers = signfile ? read_signers(signfile) : NULL;
+	conf.signers = signers;
 	const char **place = places(placeargs, nplace, conf.partitions);
 	conf.place = place;
 	if (json && strcmp(cmd, "list") && strcmp(cmd, "info"))
@@ -363,7 +412,8 @@ main(int argc, char *argv[])
 	else if (!strcmp(cmd, "create"))
 		rc = cmd_create(sp, argv[1], &conf);
 	else if (!strcmp(cmd, "alter"))
-		rc = cmd_alter(sp, argv[1], conf.partitions, place);
+		rc = cmd_alter(sp, argv[1], partopt ? conf.partitions : 0, place,
+		    signers, signopt);
 	else if (!strcmp(cmd, "list"))
 		rc = cmd_list(sp, argc > 1 ? argv[1] : NULL, json);
 	else if (!strcmp(cmd, "info"))
@@ -375,5 +425,6 @@ main(int argc, char *argv[])
 	mq_spool_close(sp);
 	free(place);
 	free(placeargs);
+	free(signers);
 	return rc;
 }

@@ -592,7 +592,7 @@ assert v["heads"][1]["place"] == sys.argv[2], v
 	assert_success
 	assert_usage_output mq-topic
 	assert_line --regexp '^ +mq-topic \[-s SPOOL\] alter --partitions N \[--place K=DIR\]\.\.\. TOPIC$'
-	assert_line --regexp '^ +\[--place K=DIR\]\.\.\. \[--group GROUP\] \[--mode MODE\] TOPIC$'
+	assert_line --regexp '^ +\[--place K=DIR\]\.\.\. TOPIC$'
 }
 
 @test "a topic of the most partitions works under a soft limit of 1024 open files; where the hard limit is too low, a clear error" {

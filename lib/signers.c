@@ -1,0 +1,230 @@
+/*
+ * signers.c: the publisher keys a topic takes (mq-spool(5), topic.conf).
+ *
+ * topic.conf names each with a line "signer=HEX [NAME]"; a topic with one
+ * or more takes only messages signed by one of them (sign.c).  The set is
+ * changed as the partition count is: under every partition's publish
+ * lock, by replacing topic.conf (the commit point), so an alter of either
+ * never loses the other's change.  Publishers and consumers keep the
+ * parsed set with the identity of the topic.conf it was read from (device,
+ * inode, modification time, size; a replaced file is a new inode) and
+ * read it again only when that changes: one fstatat per message checked.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+
+#include "internal.h"
+
+#define SIGNERS_MAX 256
+#define SIGNER_NAME_MAX 64
+
+/* One "HEX [NAME]" (len bytes) as a conf value: 1 with the key, or 0 when
+ * it is not one. */
+static int
+signer_value(const char *v, size_t len, unsigned char pk[MQ_PUBKEY_BYTES],
+    size_t *nlen)
+{
+	const char *at = v, *name;
+	if (mq_keyline_next(&at, v + len, pk, &name, nlen) != 1 ||
+	    at != v + len || *nlen > SIGNER_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < *nlen; i++)
+		if ((unsigned char)name[i] < 0x20 && name[i] != '\t')
+			return 0;
+	return 1;
+}
+
+static int
+set_parse(const struct mq_conf *kv, struct mq_signers *s)
+{
+	size_t nlen, n = 0;
+	for (size_t i = 0; i < kv->n; i++)
+		n += !strcmp(kv->keys[i], "signer");
+	s->pk = NULL;
+	s->n = 0;
+	if (n && !(s->pk = reallocarray(NULL, n, sizeof *s->pk)))
+		return mq_err_sys("malloc");
+	for (size_t i = 0; i < kv->n; i++) {
+		if (strcmp(kv->keys[i], "signer"))
+			continue;
+		if (!signer_value(kv->vals[i], strlen(kv->vals[i]), s->pk[s->n++],
+		    &nlen))
+			return mq_err(EX_CONFIG, "topic.conf: bad signer '%.70s'",
+			    kv->vals[i]);
+	}
+	return 0;
+}
+
+int
+mq_signers_now(struct mq_topic *t, const struct mq_signers **out)
+{
+	struct stat st;
+	struct mq_signers *s = t->signers;
+	if (!s && !(s = t->signers = calloc(1, sizeof *s)))
+		return mq_err_sys("malloc");
+	if (mq_fstatat(t->fd, "topic.conf", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return mq_err_sys("topic %s: topic.conf", t->name);
+	if (!s->read || s->dev != st.st_dev || s->ino != st.st_ino ||
+	    s->size != st.st_size || s->mtim.tv_sec != st.st_mtim.tv_sec ||
+	    s->mtim.tv_nsec != st.st_mtim.tv_nsec) {
+		/* Replaced after the stat: the next look reads it again. */
+		struct mq_conf kv;
+		struct mq_signers now = { 0 };
+		if (mq_conf_read(t->fd, "topic.conf", &kv) < 0)
+			return -1;
+		int rc = set_parse(&kv, &now);
+		mq_conf_free(&kv);
+		if (rc < 0) {
+			free(now.pk);
+			return -1;
+		}
+		free(s->pk);
+		*s = now;
+		s->dev = st.st_dev;
+		s->ino = st.st_ino;
+		s->size = st.st_size;
+		s->mtim = st.st_mtim;
+		s->read = true;
+	}
+	*out = s;
+	return 0;
+}
+
+bool
+mq_signers_has(const struct mq_signers *s, const unsigned char pk[MQ_PUBKEY_BYTES])
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!memcmp(s->pk[i], pk, MQ_PUBKEY_BYTES))
+			return true;
+	return false;
+}
+
+void
+mq_signers_free(struct mq_signers *s)
+{
+	if (s)
+		free(s->pk);
+	free(s);
+}
+
+int
+mq_signers_add(struct mq_conf *kv, const char *text)
+{
+	const char *at = text, *end = text + strlen(text), *name;
+	unsigned char pk[MQ_PUBKEY_BYTES];
+	size_t nlen, n = 0;
+	for (unsigned line = 1; at < end; line++) {
+		const char *nl = memchr(at, '\n', (size_t)(end - at));
+		const char *start = at, *e = nl ? nl : end;
+		at = nl ? nl + 1 : end;
+		while (e > start && (e[-1] == '\r' || e[-1] == ' ' ||
+		    e[-1] == '\t'))
+			e--;
+		if (e == start || *start == '#')
+			continue;
+		if (!signer_value(start, (size_t)(e - start), pk, &nlen))
+			return mq_err(EX_DATAERR, "signers, line %u: expected a "
+			    "public key (64 hex digits) and a name of at most %d "
+			    "characters", line, SIGNER_NAME_MAX);
+		if (++n > SIGNERS_MAX)
+			return mq_err(EX_DATAERR, "signers: more than %d keys",
+			    SIGNERS_MAX);
+		name = start + (e - start) - nlen;
+		char hex[MQ_PUBKEY_HEX + 1];
+		mq_pubkey_hex(pk, hex);
+		if (mq_conf_addf(kv, "signer", "%s%s%.*s", hex, nlen ? " " : "",
+		    (int)nlen, name) < 0)
+			return -1;
+	}
+	return n ? 0 : mq_err(EX_DATAERR, "signers: no public key");
+}
+
+static int
+set_signers(struct mq_conf *kv, const void *text)
+{
+	mq_conf_del(kv, "signer");
+	return text ? mq_signers_add(kv, text) : 0;
+}
+
+int
+mq_topic_alter_signers(mq_spool *sp, const char *topic, const char *text)
+{
+	struct mq_conf check = { 0 };
+	struct mq_topic t;
+	if (mq_name_check("topic", topic) < 0)
+		return -1;
+	/* Bad input changes nothing: checked before the topic is touched. */
+	int rc = text ? mq_signers_add(&check, text) : 0;
+	mq_conf_free(&check);
+	if (rc < 0 || mq_topic_open(sp, topic, 0, &t) < 0)
+		return -1;
+	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
+	rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
+	if (rc == 0) {
+		rc = mq_topic_conf_edit(&t, set_signers, text);
+		mq_unlock_all(&t, hfds);
+	}
+	if (rc == 0)
+		mq_journal_note(sp, 'T', "%s", topic);
+	free(hfds);
+	mq_topic_close(&t);
+	return rc;
+}
+
+/* The signer lines of kv as mq_signers_add takes them (NULL: none). */
+static int
+signers_text(const struct mq_conf *kv, char **out)
+{
+	size_t len = 1;
+	*out = NULL;
+	for (size_t i = 0; i < kv->n; i++)
+		if (!strcmp(kv->keys[i], "signer"))
+			len += strlen(kv->vals[i]) + 1;
+	if (len == 1)
+		return 0;
+	char *text = malloc(len), *o = text;
+	if (!text)
+		return mq_err_sys("malloc");
+	for (size_t i = 0; i < kv->n; i++)
+		if (!strcmp(kv->keys[i], "signer"))
+			o += sprintf(o, "%s\n", kv->vals[i]);
+	*out = text;
+	return 0;
+}
+
+int
+mq_signers_adopt(mq_spool *sp, const char *topic, const struct mq_conf *kv,
+    bool create, const struct mq_topic_conf *c)
+{
+	char *want, *have = NULL;
+	struct mq_conf now;
+	if (signers_text(kv, &want) < 0)
+		return -1;
+	int rc = 0;
+	if (create) {
+		struct mq_topic_conf nc = *c;
+		nc.signers = want;
+		rc = mq_topic_create(sp, topic, &nc) < 0 ? -1 : 1;
+	} else {
+		struct mq_topic t;
+		rc = mq_topic_open(sp, topic, 0, &t);
+		if (rc == 0) {
+			rc = mq_conf_read(t.fd, "topic.conf", &now);
+			mq_topic_close(&t);
+		}
+		if (rc == 0) {
+			rc = signers_text(&now, &have);
+			mq_conf_free(&now);
+		}
+		if (rc == 0 && (!want != !have || (want && strcmp(want, have))))
+			rc = mq_topic_alter_signers(sp, topic, want) < 0 ? -1 : 1;
+	}
+	free(want);
+	free(have);
+	return rc;
+}

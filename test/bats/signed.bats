@@ -1,0 +1,340 @@
+#!/usr/bin/env bats
+# Signed messages: publisher keys, topics that take only messages signed by
+# their signers, and consumers that dead-letter (reason "signature") what
+# is not signed as it must be, never delivering it.  See mq-spool(5),
+# SIGNED MESSAGES.
+
+load helper
+load replicate_helper
+
+# keys: publisher keys alice and bob in $TD.
+keys() {
+	mq-pub --keygen "$TD/alice" >/dev/null
+	mq-pub --keygen "$TD/bob" >/dev/null
+}
+
+# signed_topic TOPIC GROUP KEY...: a topic whose signers are the public
+# keys of the key files KEY..., and a group on it.
+signed_topic() {
+	local t=$1 g=$2 k
+	shift 2
+	for k in "$@"; do
+		echo "$(mq-pub --pubkey "$k") ${k##*/}"
+	done >"$TD/signers"
+	run -0 mq-topic create --signers "$TD/signers" "$t"
+	mkgroup "$t" "$g"
+}
+
+# logname SEQ ID: the name of a message in log/ and in the queues.
+logname() {
+	printf '%020d.%s' "$1" "$2"
+}
+
+# rewrite FILE PYTHON: runs PYTHON with d the bytes of FILE and writes d
+# back into the same inode (so that the group's link sees it too).
+rewrite() {
+	"$PY" - "$1" "$2" <<'PYEND'
+import sys
+path, code = sys.argv[1:]
+env = {'d': open(path, 'rb').read()}
+exec(code, env)
+with open(path, 'r+b') as f:
+    f.write(env['d'])
+    f.truncate()
+PYEND
+}
+
+# content_hash BODY: the Content-Hash line mq writes for BODY (published
+# to a scratch topic: anyone can compute it).
+content_hash() {
+	local id
+	id=$(mq-pub scratch "$1")
+	echo "Content-Hash: $(header_of "$MQ_SPOOL"/topics/scratch/p0/log/*."$id" Content-Hash)"
+}
+
+# assert_dead_signature TOPIC GROUP ID DETAIL: the consumer delivers
+# nothing, and message ID is a dead letter with reason "signature" whose
+# detail has DETAIL.
+assert_dead_signature() {
+	run --separate-stderr mq-sub -t 0 -g "$2" "$1"
+	assert_equal "$status" 1
+	assert_output ''
+	group_empty "$1" "$2"
+	run -0 mq-dlq list --json "$1"
+	local d
+	d=$(jq -c --arg id "$3" '.[] | select(.id == $id)' <<<"$output")
+	[[ -n $d ]] || fail "$3 is not a dead letter: $output"
+	assert_equal "$(jq -r .reason <<<"$d")" signature
+	[[ $(jq -r .detail <<<"$d") == *"$4"* ]] || fail "detail: $d"
+}
+
+@test "--keygen makes a key file of mode 0600, --pubkey prints its public key; a key is never replaced" {
+	run --separate-stderr mq-pub --keygen "$TD/k"
+	assert_success
+	[[ $output =~ ^[0-9a-f]{64}$ ]] || fail "not a key: $output"
+	local pub=$output
+	assert_equal "$(stat -c %a "$TD/k")" 600
+	assert_equal "$(head -1 "$TD/k")" "mq-publisher-key 1"
+	run -0 mq-pub --pubkey "$TD/k"
+	assert_output "$pub"
+	local before; before=$(sha256sum "$TD/k")
+	run --separate-stderr mq-pub --keygen "$TD/k"
+	assert_equal "$status" 73
+	assert_one_line_error mq-pub
+	assert_equal "$(sha256sum "$TD/k")" "$before"
+	# Another key each time.
+	run -0 mq-pub --keygen "$TD/k2"
+	[[ $output != "$pub" ]] || fail "the same key twice"
+	# A replication key is no publisher key, nor is anything else.
+	run -0 mq-replicate keygen
+	run --separate-stderr mq-pub --pubkey "$MQ_SPOOL/replicate/key"
+	assert_equal "$status" 65
+	assert_one_line_error mq-pub
+	run --separate-stderr mq-pub --pubkey "$TD/none"
+	assert_equal "$status" 66
+	assert_one_line_error mq-pub
+	# No stray temporary file.
+	assert_equal "$(ls "$TD" | grep -c tmp)" 0
+}
+
+@test "a signed topic delivers its signers' messages, with the signer in -F %P and --json" {
+	keys
+	signed_topic t g "$TD/alice" "$TD/bob"
+	local a b id1 id2
+	a=$(mq-pub --pubkey "$TD/alice")
+	b=$(mq-pub --pubkey "$TD/bob")
+	id1=$(mq-pub --sign "$TD/alice" -k K -H 'X-A: 1' t one)
+	id2=$(MQ_SIGN_KEY=$TD/bob mq-pub t two)
+	local f=$MQ_SPOOL/topics/t/p0/log/$(logname 0 "$id1")
+	assert_equal "$(header_of "$f" Mq-Signer)" "$a"
+	[[ $(header_of "$f" Mq-Signature) =~ ^ed25519:[0-9a-f]{128}$ ]] ||
+	    fail "no signature in $f"
+	run -0 mq-sub -n 1 -g g -F '%i %P %s\n' t
+	assert_output "$id1 $a one"
+	run -0 mq-sub -n 1 -g g --json t
+	assert_equal "$(jq -r .signer <<<"$output")" "$b"
+	assert_equal "$(jq -r .id <<<"$output")" "$id2"
+	group_empty t g
+	# A topic without signers: signer null and %P empty when unsigned; a
+	# signed message there still shows its (verified) signer.
+	mkgroup u g
+	mq-pub -q u plain
+	mq-pub -q --sign "$TD/alice" u signed
+	run -0 mq-sub -n 2 -g g --json u
+	assert_equal "$(jq -sc '[.[] | .signer]' <<<"$output")" "[null,\"$a\"]"
+	mq-pub -q u plain
+	run -0 mq-sub -n 1 -g g -F '[%P]\n' u
+	assert_output '[]'
+}
+
+@test "on a signed topic a publisher without a key, or with another key, is refused with 77 and writes nothing" {
+	keys
+	mq-pub --keygen "$TD/eve" >/dev/null
+	signed_topic t g "$TD/alice"
+	local before; before=$(spool_snapshot)
+	run --separate-stderr mq-pub t hello
+	assert_equal "$status" 77
+	assert_one_line_error mq-pub
+	[[ $stderr == *"takes only signed messages"* ]] || fail "$stderr"
+	run --separate-stderr mq-pub --sign "$TD/eve" t hello
+	assert_equal "$status" 77
+	assert_one_line_error mq-pub
+	[[ $stderr == *"is not one of its signers"* ]] || fail "$stderr"
+	# From standard input too.
+	run --separate-stderr bash -c "seq 3 | MQ_SIGN_KEY=$TD/eve mq-pub -l t"
+	assert_equal "$status" 77
+	# A key file that is no key: 65.
+	echo junk >"$TD/junk"
+	run --separate-stderr mq-pub --sign "$TD/junk" t hello
+	assert_equal "$status" 65
+	assert_one_line_error mq-pub
+	assert_equal "$(spool_snapshot)" "$before"
+	run -0 mq-pub -q --sign "$TD/alice" t hello
+	assert_equal "$(count_new t g)" 1
+}
+
+@test "a message forged into the spool by hand is dead-lettered with reason signature, never delivered" {
+	keys
+	signed_topic t g "$TD/alice"
+	local real id=0123456789abcdef0123456789abcdef hash
+	local p=$MQ_SPOOL/topics/t/p0
+	# The forger takes over a committed sequence number (0): the real
+	# message's names go, a file of the forger's comes in their place,
+	# written as mq-spool(5) says, whole, with a right Content-Hash.
+	real=$(mq-pub --sign "$TD/alice" t real)
+	hash=$(content_hash forged)
+	rm "$p/log/$(logname 0 "$real")" "$p/g/g/new/$(logname 0 "$real")"
+	printf 'Message-Id: %s\nTopic: t\nPartition: 0\nSeq: 0\nPublished: 2026-01-01T00:00:00.000000Z\nContent-Length: 6\n%s\n\nforged' \
+	    "$id" "$hash" >"$p/log/$(logname 0 $id)"
+	ln "$p/log/$(logname 0 $id)" "$p/g/g/new/$(logname 0 $id)"
+	# A copy of the spool whose topic has no signers delivers it: only
+	# the signers make the difference.
+	mkdir "$TD/copy" && cp -a "$MQ_SPOOL/." "$TD/copy"
+	run -0 mq-topic -s "$TD/copy" alter --no-signers t
+	run -0 mq-sub -s "$TD/copy" -n 1 -g g -F '%i %s\n' t
+	assert_output "$id forged"
+	assert_dead_signature t g "$id" "not signed"
+}
+
+@test "a changed body, a swapped body, a changed id, header or key: dead-lettered with reason signature" {
+	keys
+	signed_topic t g "$TD/alice"
+	local p=$MQ_SPOOL/topics/t/p0 y case id n f h nid
+	y=$(mq-pub --sign "$TD/alice" t 'pay 99 to eve')
+	mq-sub -n 1 -g g t >/dev/null
+	local fy=$p/log/$(logname 0 "$y")
+	for case in none body swap id header key; do
+		n=$(head_field t committed)
+		id=$(mq-pub --sign "$TD/alice" -k K -H 'X-Who: alice' t 'pay 10 to bob')
+		f=$p/log/$(logname "$n" "$id")
+		case $case in
+		none)	# Untouched, it is delivered: the checks can fail.
+			run -0 mq-sub -n 1 -g g -F '%i %s\n' t
+			assert_output "$id pay 10 to bob"
+			continue ;;
+		body)	# Content-Hash made right for the new body: only the
+			# signature can tell.
+			h=$(content_hash 'pay 90 to bob')
+			rewrite "$f" "import re
+d = d.replace(b'pay 10', b'pay 90')
+d = re.sub(rb'(?m)^Content-Hash: .*$', b'$h', d)" ;;
+		swap)	# y's body, Content-Length and Content-Hash under this
+			# message's other headers and signature.
+			rewrite "$f" "import re
+yh, yb = open('$fy', 'rb').read().split(b'\n\n', 1)
+h, b = d.split(b'\n\n', 1)
+for n in (b'Content-Length', b'Content-Hash'):
+    pat = rb'(?m)^' + n + rb': .*$'
+    h = re.sub(pat, re.search(pat, yh).group(0), h)
+d = h + b'\n\n' + yb" ;;
+		id)	# Another id, in the header and in both names.
+			nid=${id:0:31}f
+			[[ $nid != "$id" ]] || nid=${id:0:31}e
+			rewrite "$f" "d = d.replace(b'$id', b'$nid')"
+			mv "$f" "$p/log/$(logname "$n" "$nid")"
+			mv "$p/g/g/new/$(logname "$n" "$id")" \
+			    "$p/g/g/new/$(logname "$n" "$nid")"
+			id=$nid ;;
+		header)	rewrite "$f" "d = d.replace(b'X-Who: alice', b'X-Who: admin')" ;;
+		key)	rewrite "$f" "d = d.replace(b'Key: K', b'Key: L')" ;;
+		esac
+		assert_dead_signature t g "$id" "does not match"
+	done
+	run -0 mq-dlq count t
+	assert_output 5
+}
+
+@test "a signed message copied into another topic is dead-lettered" {
+	keys
+	signed_topic t g "$TD/alice"
+	signed_topic s g "$TD/alice"
+	local sid tid p=$MQ_SPOOL/topics/t/p0
+	sid=$(mq-pub --sign "$TD/alice" s 'for s')
+	# It takes the place of t's committed message 0, under its own id.
+	tid=$(mq-pub --sign "$TD/alice" t 'for t')
+	rm "$p/log/$(logname 0 "$tid")" "$p/g/g/new/$(logname 0 "$tid")"
+	cp "$MQ_SPOOL/topics/s/p0/log/$(logname 0 "$sid")" "$p/log/$(logname 0 "$sid")"
+	ln "$p/log/$(logname 0 "$sid")" "$p/g/g/new/$(logname 0 "$sid")"
+	assert_dead_signature t g "$sid" "signed for topic s"
+	run -0 mq-sub -n 1 -g g -F '%s\n' s
+	assert_output 'for s'
+}
+
+@test "alter --signers changes who may publish, --no-signers lifts it; bad lists change nothing" {
+	keys
+	signed_topic t g "$TD/alice"
+	run --separate-stderr mq-pub -q --sign "$TD/bob" t early
+	assert_equal "$status" 77
+	mq-pub --pubkey "$TD/bob" >"$TD/bobs"
+	# Pending when the signers change: alice's message is signed by a
+	# key that is no longer one of them.
+	local old
+	old=$(mq-pub --sign "$TD/alice" t from-alice)
+	run -0 mq-topic alter --signers "$TD/bobs" t
+	run --separate-stderr mq-pub --sign "$TD/alice" t again
+	assert_equal "$status" 77
+	assert_dead_signature t g "$old" "is not one of topic t's"
+	run -0 mq-pub -q --sign "$TD/bob" t from-bob
+	run -0 mq-topic info --json t
+	assert_equal "$(jq .signers <<<"$output")" 1
+	local before; before=$(spool_snapshot)
+	printf '# comment\nnot-a-key\n' >"$TD/bad"
+	run --separate-stderr mq-topic alter --signers "$TD/bad" t
+	assert_equal "$status" 65
+	assert_one_line_error mq-topic
+	: >"$TD/empty"
+	run --separate-stderr mq-topic alter --signers "$TD/empty" t
+	assert_equal "$status" 65
+	assert_one_line_error mq-topic
+	run --separate-stderr mq-topic create --signers "$TD/bad" t2
+	assert_equal "$status" 65
+	run --separate-stderr mq-topic alter --partitions 2 --signers "$TD/bobs" t
+	assert_equal "$status" 64
+	run --separate-stderr mq-topic create --no-signers t3
+	assert_equal "$status" 64
+	assert_equal "$(spool_snapshot)" "$before"
+	run -0 mq-topic alter --no-signers t
+	run -0 mq-pub -q t unsigned
+	run -0 mq-sub -n 2 -g g -F '%s\n' t
+	assert_output $'from-bob\nunsigned'
+}
+
+@test "a consumer running across an alter checks against the signers of now" {
+	keys
+	signed_topic t g "$TD/alice"
+	mq-pub -q --sign "$TD/alice" t one
+	mq-pub --pubkey "$TD/bob" >"$TD/bobs"
+	# One consumer for both: it caches the set, and sees the new
+	# topic.conf.  Its handler, for the first, publishes the second and
+	# changes the signers.
+	run mq-sub -g g -t 1 --exec "
+		cat >>'$TD/handled'
+		mq-pub -q --sign '$TD/alice' t two
+		mq-topic alter --signers '$TD/bobs' t" t
+	assert_equal "$(cat "$TD/handled")" one
+	run -0 mq-dlq list --json t
+	assert_equal "$(jq -r '.[0].reason' <<<"$output")" signature
+	assert_equal "$(jq length <<<"$output")" 1
+	group_empty t g
+}
+
+@test "a signed message replicated to another spool still verifies there, and the signers come along" {
+	keys
+	pair
+	signed_topic t g "$TD/alice"
+	local id a
+	a=$(mq-pub --pubkey "$TD/alice")
+	id=$(mq-pub --sign "$TD/alice" t 'across')
+	run -0 push_ab
+	same_spools
+	run -0 env MQ_SPOOL="$B" mq-sub -n 1 -g g -F '%i %P %s\n' t
+	assert_output "$id $a across"
+	grep -q "^signer=$a alice$" "$B/topics/t/topic.conf" ||
+	    fail "signers not replicated: $(cat "$B/topics/t/topic.conf")"
+	run --separate-stderr env MQ_SPOOL="$B" mq-pub t unsigned
+	assert_equal "$status" 77
+	# A change of signers comes along too.
+	run -0 mq-topic alter --no-signers t
+	run -0 push_ab
+	run -0 env MQ_SPOOL="$B" mq-pub -q t unsigned
+}
+
+@test "user headers cannot set the signature headers" {
+	run --separate-stderr mq-pub -H 'Mq-Signer: x' t a
+	assert_equal "$status" 65
+	assert_one_line_error mq-pub
+	run --separate-stderr mq-pub -H 'mq-signature: ed25519:00' t a
+	assert_equal "$status" 65
+	assert_one_line_error mq-pub
+}
+
+@test "completions offer the signing options" {
+	run -0 completions _mq_pub mq-pub --si
+	assert_output --sign
+	run -0 completions _mq_pub mq-pub --ke
+	assert_output --keygen
+	run -0 completions _mq_topic mq-topic alter --no
+	assert_output --no-signers
+	run -0 completions _mq_topic mq-topic create --sig
+	assert_output --signers
+}
