@@ -309,3 +309,28 @@ EOF
 	assert_success
 	assert_output payload
 }
+
+@test "a signed and sealed topic: the publisher seals then signs; the consumer verifies the stored bytes, then opens them" {
+	keygen a
+	mq-pub --keygen "$TD/signer" >/dev/null
+	echo "$(mq-pub --pubkey "$TD/signer") signer" >"$TD/signers"
+	mq-topic create --signers "$TD/signers" t
+	sealed_topic t g "$a"
+	mq-pub -q --sign "$TD/signer" t "first message"
+	mq-pub -q --sign "$TD/signer" t "second message"
+	# Stored sealed and signed: no plaintext, both headers.
+	run grep -r "first message" "$MQ_SPOOL"
+	assert_failure
+	grep -q '^Mq-Sealed: ' "$(log_file t 0)" || fail "not sealed"
+	grep -q '^Mq-Signature: ' "$(log_file t 0)" || fail "not signed"
+	# A flipped byte of the ciphertext, Content-Hash made to match: the
+	# signature catches it before the opening is tried.
+	rewrite "$(log_file t 0)" 'b[:-5] + bytes([b[-5] ^ 1]) + b[-4:]'
+	run --separate-stderr mq-sub -g g -t 0 -F '%P %s\n' --key "$TD/a.key" t
+	assert_success
+	assert_output "$(mq-pub --pubkey "$TD/signer") second message"
+	run mq-dlq list --json t
+	assert_success
+	[[ $(grep -o '"reason":"[a-z-]*"' <<<"$output" | sort -u) == '"reason":"signature"' ]] ||
+	    fail "$output"
+}
