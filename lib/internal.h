@@ -31,6 +31,12 @@ int mq_size_parse(const char *s, double *out);
 int mq_perm_apply(int dfd, const char *what, const struct mq_perm *);
 int mq_perm_apply_tree(int dfd, const char *what, const struct mq_perm *);
 
+/* seal.c: makes a topic's keys those of a replication peer's keys file
+ * (text): 1 if they changed, 0 if they were those; EX_DATAERR for a file
+ * no tool writes, EX_CONFIG if a group has a jq filter. */
+int mq_topic_keys_adopt(mq_spool *, const char *topic, const char *text,
+    size_t len);
+
 /* error.c */
 int mq_err(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -634,7 +634,17 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 	return rc;
 }
 
-/* CONF <topic>: creates what is missing here; changes nothing else. */
+/* The current error, the peer's doing: EX_PROTOCOL, saying so. */
+static int
+peer_fault(void)
+{
+	char why[1024];
+	snprintf(why, sizeof why, "%s", mq_errmsg());
+	return mq_err(EX_PROTOCOL, "peer: %s", why);
+}
+
+/* CONF <topic>: creates what is missing here, and makes the signers and
+ * the keys of a sealed topic the peer's; changes nothing else. */
 static int
 apply_conf(struct receiver *r, const char *buf, size_t len)
 {
@@ -657,6 +667,8 @@ apply_conf(struct receiver *r, const char *buf, size_t len)
 		snprintf(line, sizeof line, "%.*s", (int)(nl - p), p);
 		int ok = sscanf(line, "topic.conf %zu", &flen) == 1 ?
 		    (snprintf(what, sizeof what, "topic"), 1) :
+		    sscanf(line, "keys %zu", &flen) == 1 ?
+		    (snprintf(what, sizeof what, "keys"), 1) :
 		    sscanf(line, "group %200s %zu", name, &flen) == 2 ?
 		    (snprintf(what, sizeof what, "group"), 1) : 0;
 		p = nl + 1;
@@ -689,17 +701,21 @@ apply_conf(struct receiver *r, const char *buf, size_t len)
 			mq_conf_free(&kv);
 			if (changed)
 				topic_forget(r, topic);
+		} else if (!strcmp(what, "keys")) {
+			/* After topic.conf: the topic is here. */
+			rc = mq_topic_keys_adopt(r->sp, topic, p, flen);
+			if (rc < 0 && (mq_errcode() == EX_DATAERR ||
+			    mq_errcode() == EX_CONFIG))
+				rc = peer_fault();
+			rc = rc < 0 ? -1 : 0;
 		} else if (mq_name_check("group", name) < 0) {
 			rc = mq_err(EX_PROTOCOL, "peer: bad group name in CONF");
 		} else if (mq_group_exists(r->sp, topic, name) == 0) {
 			rc = mq_group_adopt(r->sp, topic, name, p, flen);
 			/* A configuration no tool writes: the peer's fault. */
 			if (rc < 0 && (mq_errcode() == EX_DATAERR ||
-			    mq_errcode() == EX_CONFIG)) {
-				char why[1024];
-				snprintf(why, sizeof why, "%s", mq_errmsg());
-				rc = mq_err(EX_PROTOCOL, "peer: %s", why);
-			}
+			    mq_errcode() == EX_CONFIG))
+				rc = peer_fault();
 			topic_forget(r, topic);
 		}
 		p += flen;

@@ -188,6 +188,14 @@ send_conf(struct sender *s, const char *name)
 		fwrite(buf, 1, len, f);
 		free(buf);
 	}
+	/* A sealed topic's keys: a replica's publishers seal as ours do. */
+	if (rc == 0 && mq_read_at(st->t.fd, "keys", 65536, &buf, &len) == 0) {
+		fprintf(f, "keys %zu\n", len);
+		fwrite(buf, 1, len, f);
+		free(buf);
+	} else if (rc == 0 && mq_errcode() != EX_NOINPUT) {
+		rc = -1;
+	}
 	mq_names_free(&st->groups);
 	st->sent = 1;
 	if (rc == 0)

@@ -220,12 +220,16 @@ jq_refused(const char *topic, const char *group)
 	    "needs the plaintext (header conditions still work)", topic, group);
 }
 
-/* Changes the keys under every partition's lock: add (n keys) or remove
- * (one).  Adding to a topic whose groups have a jq filter is refused. */
+enum keys_op { KEYS_REMOVE, KEYS_ADD, KEYS_SET };
+
+/* Changes the keys under every partition's lock: add (n keys), remove
+ * (one), or set (make them the n given: a replication peer's).  Adding
+ * to a topic whose groups have a jq filter is refused. */
 static int
 keys_change(mq_spool *sp, const char *topic, const char *const *hex,
-    size_t n, int add)
+    size_t n, enum keys_op op)
 {
+	int add = op != KEYS_REMOVE;
 	unsigned char (*pk)[MQ_PUBKEY_BYTES] =
 	    malloc((MQ_SEAL_KEYS_MAX + n) * sizeof *pk);
 	unsigned char (*arg)[MQ_PUBKEY_BYTES] = malloc((n ? n : 1) * sizeof *arg);
@@ -256,6 +260,16 @@ keys_change(mq_spool *sp, const char *topic, const char *const *hex,
 		if (mq_conf_get(&kv, "filter"))
 			rc = jq_refused(t.name, groups.v[g]);
 		mq_conf_free(&kv);
+	}
+	if (rc == 0 && op == KEYS_SET) {
+		/* Another set, or the same in another order: the peer's. */
+		bool same = have == n;
+		for (size_t i = 0; same && i < n; i++)
+			same = !memcmp(pk[i], arg[i], MQ_PUBKEY_BYTES);
+		changed = same ? 0 : n;
+		have = n;
+		memcpy(pk, arg, n * sizeof *arg);
+		n = 0;
 	}
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		size_t at = 0;
@@ -296,13 +310,45 @@ int
 mq_topic_key_add(mq_spool *sp, const char *topic, const char *const *hex,
     size_t n)
 {
-	return keys_change(sp, topic, hex, n, 1);
+	return keys_change(sp, topic, hex, n, KEYS_ADD);
 }
 
 int
 mq_topic_key_remove(mq_spool *sp, const char *topic, const char *hex)
 {
-	return keys_change(sp, topic, &hex, 1, 0) < 0 ? -1 : 0;
+	return keys_change(sp, topic, &hex, 1, KEYS_REMOVE) < 0 ? -1 : 0;
+}
+
+int
+mq_topic_keys_adopt(mq_spool *sp, const char *topic, const char *text,
+    size_t len)
+{
+	unsigned char (*pk)[MQ_PUBKEY_BYTES] =
+	    malloc(MQ_SEAL_KEYS_MAX * sizeof *pk);
+	char *buf = malloc(len + 1), (*hex)[MQ_PUBKEY_HEX + 1] = NULL;
+	const char **v = NULL;
+	size_t n = 0;
+	int rc = pk && buf ? 0 : mq_err_sys("malloc");
+	if (rc == 0) {
+		memcpy(buf, text, len);
+		rc = keys_parse(topic, buf, len, pk, &n);
+	}
+	if (rc == 0 && n == 0)
+		rc = mq_err(EX_DATAERR, "topic %s: keys: none", topic);
+	if (rc == 0 && (!(hex = calloc(n, sizeof *hex)) ||
+	    !(v = calloc(n, sizeof *v))))
+		rc = mq_err_sys("malloc");
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		mq_pubkey_hex(pk[i], hex[i]);
+		v[i] = hex[i];
+	}
+	if (rc == 0)
+		rc = keys_change(sp, topic, v, n, KEYS_SET);
+	free(pk);
+	free(buf);
+	free(hex);
+	free(v);
+	return rc;
 }
 
 int

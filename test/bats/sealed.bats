@@ -5,6 +5,7 @@
 # damaged ciphertext; filters; rotation.
 
 load helper
+load replicate_helper
 
 # keygen NAME: a consumer key pair in $TD/NAME.key; its public key in $NAME.
 keygen() {
@@ -333,4 +334,26 @@ EOF
 	assert_success
 	[[ $(grep -o '"reason":"[a-z-]*"' <<<"$output" | sort -u) == '"reason":"signature"' ]] ||
 	    fail "$output"
+}
+
+@test "a sealed topic's keys come along with replication: the replica's publishers seal too, and a rotation follows" {
+	keygen a
+	keygen b
+	pair
+	sealed_topic t g "$a"
+	mq-pub -q t "from A"
+	run -0 push_ab
+	assert_equal "$(cat "$B/topics/t/keys")" "$a"
+	run -0 env MQ_SPOOL="$B" mq-pub -q t "from B"
+	run grep -r "from B" "$B"
+	assert_failure
+	run --separate-stderr env MQ_SPOOL="$B" mq-sub -n 2 -g g -t 0 \
+	    --key "$TD/a.key" t
+	assert_success
+	assert_output $'from A\nfrom B'
+	# A rotation on A reaches B at the next push.
+	mq-topic key add t "$b"
+	mq-topic key remove t "$a"
+	run -0 push_ab
+	assert_equal "$(cat "$B/topics/t/keys")" "$b"
 }
