@@ -306,7 +306,10 @@ main(int argc, char *argv[])
 	if (want == 2 && strcmp(cmd, "list"))
 		tool_name("topic", argv[1]);
 
-	mq_spool *sp = tool_spool(spool, MQ_CREATE);
+	/* Only a writing command makes the spool: a read of a mistyped
+	 * path fails instead. */
+	int looks = !strcmp(cmd, "list") || !strcmp(cmd, "info");
+	mq_spool *sp = tool_spool(spool, looks ? MQ_READONLY : MQ_CREATE);
 	int rc = 0;
 	if (!strcmp(cmd, "create"))
 		rc = cmd_create(sp, argv[1], &conf);
