@@ -214,8 +214,10 @@ int mq_head_lock(int fd, int wait);
  * another (without wait), -1 an error naming what. */
 int mq_file_lock(int fd, int wait, const char *what);
 void mq_head_unlock(int fd);
-/* To read (O_RDONLY: no lock), to lock and write, or created. */
-enum mq_head_how { MQ_HEAD_READ, MQ_HEAD_WRITE, MQ_HEAD_CREATE };
+/* To lock and write, created, or to read (O_RDONLY: no lock).  Writing
+ * is 0 and creating 1, as the int this was, so a caller written against
+ * that still gets a descriptor that can lock. */
+enum mq_head_how { MQ_HEAD_WRITE, MQ_HEAD_CREATE, MQ_HEAD_READ };
 int mq_head_open(int pfd, enum mq_head_how);
 int mq_head_format(const struct mq_head *, char buf[MQ_HEAD_SIZE + 1]);
 /* How many sequence numbers are left after committed. */
