@@ -81,7 +81,8 @@ mq_group_commit(mq_spool *sp, const char *topic, const char *group,
 	if (rc == 0 && at->partition >= t.conf.partitions)
 		rc = mq_err(EX_USAGE, "topic '%s' has no partition %u (it has %u)",
 		    topic, at->partition, t.conf.partitions);
-	if (rc == 0 && ((hfd = mq_head_open(t.pfd[at->partition], 0)) < 0 ||
+	if (rc == 0 && ((hfd = mq_head_open(t.pfd[at->partition],
+	    MQ_HEAD_WRITE)) < 0 ||
 	    mq_head_read(hfd, &h) < 0))
 		rc = -1;
 	if (rc == 0 && at->offset > h.committed)

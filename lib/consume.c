@@ -96,7 +96,7 @@ mq_sub_open(mq_spool *sp, const char *topic, const char *group,
 		o = &dflt;
 	}
 	bool wildcard = mq_is_pattern(topic);
-	if ((wildcard ? mq_pattern_check(topic) :
+	if (mq_spool_writable(sp) < 0 || (wildcard ? mq_pattern_check(topic) :
 	    mq_name_check("topic", topic)) < 0 ||
 	    mq_name_check("group", group) < 0)
 		return NULL;

@@ -241,6 +241,8 @@ static struct mq_counter *
 counter_get(mq_spool *sp, const char *topic, const char *group)
 {
 	struct mq_counter **pp = &sp->counters;
+	if (sp->readonly)
+		return NULL;            /* a monitor counts nothing */
 	for (struct mq_counter *c = *pp; c; pp = &c->next, c = c->next)
 		if (!strcmp(c->topic, topic) && (group ? c->group &&
 		    !strcmp(c->group, group) : !c->group)) {

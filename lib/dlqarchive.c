@@ -710,7 +710,7 @@ static int
 raise_head(const struct mq_topic *t, unsigned k, uint64_t seq)
 {
 	struct mq_head h;
-	int hfd = mq_head_open(t->pfd[k], 0);
+	int hfd = mq_head_open(t->pfd[k], MQ_HEAD_WRITE);
 	if (hfd < 0)
 		return -1;
 	int rc = mq_head_lock(hfd, 1) < 0 ? -1 : 0;

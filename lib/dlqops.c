@@ -105,7 +105,9 @@ list_one(const struct mq_topic *t, unsigned k, const char *group,
 	    O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : mq_err_sys("%s", dir);
-	sweep_leftovers(dfd);
+	/* A read-only listing shows leftovers as they are. */
+	if (!t->sp->readonly)
+		sweep_leftovers(dfd);
 	struct mq_names l = { 0 };
 	int rc = mq_names_read(dfd, is_dead, &l);
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {

@@ -144,7 +144,7 @@ mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 	}
 	for (unsigned k = 0; rc == 0 && k < t.conf.partitions; k++) {
 		struct mq_head h;
-		int hfd = mq_head_open(t.pfd[k], 0);
+		int hfd = mq_head_open(t.pfd[k], MQ_HEAD_WRITE);
 		int lfd = hfd < 0 ? -1 : mq_dir_open(t.pfd[k], "log");
 		if (lfd < 0 || mq_head_read(hfd, &h) < 0)
 			rc = -1;

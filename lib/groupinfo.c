@@ -298,7 +298,7 @@ mq_group_info_at(const struct mq_topic *t, const char *group,
 	for (unsigned k = 0; rc == 0 && k < np; k++) {
 		struct mq_partition_group *p = &gi->partitions[k];
 		struct mq_head h;
-		int hfd = mq_head_open(t->pfd[k], 0);
+		int hfd = mq_head_open(t->pfd[k], MQ_HEAD_READ);
 		rc = hfd < 0 ? -1 : mq_head_read(hfd, &h);
 		if (hfd >= 0)
 			close(hfd);

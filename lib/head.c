@@ -8,7 +8,7 @@
  * next is above committed only while a publish is under way or after a
  * publisher died during one.  Sequence numbers end at MQ_SEQ_MAX, so next
  * never wraps: a partition whose committed is past it takes no more.
- * Readers take no lock; the checksum (XXH32 of
+ * Readers take no lock and open it read-only; the checksum (XXH32 of
  * the bytes before " sum=") lets them detect a torn read and read again.
  * The file is also the partition's publish lock (an OFD write lock on it),
  * which a dying process releases with its descriptors.
@@ -66,12 +66,21 @@ head_parse(const char *buf, size_t len, struct mq_head *h)
 	return 0;
 }
 
+/* A head opened to read only (MQ_HEAD_READ) is read afresh that way too:
+ * a reader writes nothing, and a copy a second old decides no commit. */
+static bool
+read_only(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	return fl >= 0 && (fl & O_ACCMODE) == O_RDONLY;
+}
+
 int
 mq_head_read(int hfd, struct mq_head *h)
 {
 	/* O_DIRECT wants an aligned buffer and length. */
 	char buf[4096 + 1] __attribute__((aligned(4096)));
-	int fd = mq_fs_shared(hfd) ? mq_fresh_fd(hfd) : hfd;
+	int fd = mq_fs_shared(hfd) ? mq_fresh_fd(hfd, read_only(hfd)) : hfd;
 	if (fd < 0)
 		return -1;
 	int rc = 1;                     /* 1: not yet read whole */
@@ -150,10 +159,14 @@ mq_head_unlock(int fd)
 }
 
 int
-mq_head_open(int pfd, int create)
+mq_head_open(int pfd, enum mq_head_how how)
 {
-	int fd = mq_file_open(pfd, "head", O_RDWR | (create ? O_CREAT : 0), 0666,
-	    NULL);
+	/* A write lock needs a descriptor open for writing; a reader's is
+	 * opened to read, so read permission is enough and it can write
+	 * nothing. */
+	int flags = how == MQ_HEAD_READ ? O_RDONLY :
+	    how == MQ_HEAD_CREATE ? O_RDWR | O_CREAT : O_RDWR;
+	int fd = mq_file_open(pfd, "head", flags, 0666, NULL);
 	/* A head that is no regular file is a damaged one. */
 	return fd < 0 ? mq_err_recode(EX_DATAERR, EX_CONFIG) : fd;
 }

@@ -22,6 +22,9 @@
 #define MQ_STALE_TMP 3600.0
 
 
+/* spool.c: 0, or -1 (EX_SOFTWARE) when sp was opened read-only: the
+ * places that would create or write something through sp ask first. */
+int mq_spool_writable(const mq_spool *sp);
 /* spool.c: a duration from the environment (dflt when it is unset,
  * empty or bad); a number or a size with K, M, G or T (powers of 1024). */
 double mq_env_duration(const char *name, double dflt);
@@ -110,12 +113,14 @@ uint64_t mq_dir_count(int dirfd, bool (*keep)(const char *));
 bool mq_fs_shared(int fd);
 /* fd's file opened again, with flags (O_DIRECT dropped where refused). */
 int mq_reopen(int fd, int flags);
-/* fd's file opened again to be read as the server has it now. */
-int mq_fresh_fd(int fd);
+/* fd's file opened again to be read as the server has it now; readonly
+ * (a monitor's read): without the fallocate that drops a cache, so
+ * nothing is written, and a copy a second old may be read. */
+int mq_fresh_fd(int fd, bool readonly);
 /* pread through such a descriptor, which wants alignment. */
 ssize_t mq_fresh_pread(int fd, void *buf, size_t len, uint64_t off);
 /* The size the server has now, and what it has past it. */
-int mq_fresh_size(int fd, uint64_t *size);
+int mq_fresh_size(int fd, bool readonly, uint64_t *size);
 /* A link, rename or exclusive create of path failed with err because
  * the name exists. */
 bool mq_name_taken(int dirfd, const char *path, int err);
@@ -220,7 +225,11 @@ int mq_head_lock(int fd, int wait);
  * another (without wait), -1 an error naming what. */
 int mq_file_lock(int fd, int wait, const char *what);
 void mq_head_unlock(int fd);
-int mq_head_open(int pfd, int create);
+/* To lock and write, created, or to read (O_RDONLY: no lock).  Writing
+ * is 0 and creating 1, as the int this was, so a caller written against
+ * that still gets a descriptor that can lock. */
+enum mq_head_how { MQ_HEAD_WRITE, MQ_HEAD_CREATE, MQ_HEAD_READ };
+int mq_head_open(int pfd, enum mq_head_how);
 int mq_head_format(const struct mq_head *, char buf[MQ_HEAD_SIZE + 1]);
 /* How many sequence numbers are left after committed. */
 uint64_t mq_head_room(const struct mq_head *);
@@ -232,6 +241,7 @@ struct mq_spool {
 	int topics;
 	int jfd;                        /* the journal, opened on first use */
 	bool shared;                    /* on a file system hosts share */
+	bool readonly;                  /* opened with MQ_READONLY */
 	struct mq_counter *counters;    /* counters.c, opened on first use */
 };
 
@@ -284,6 +294,7 @@ struct mq_jreader {
 	int fd;
 	char path[MQ_HOST_MAX + 16];    /* "journal", or "journals/<host>" */
 	bool fresh;                     /* read as the server has it now */
+	bool readonly;                  /* the spool's MQ_READONLY */
 	char *buf;
 	size_t cap, fill, off;
 	uint64_t pos;                   /* journal offset of buf + off */

@@ -36,6 +36,8 @@ mq_journal_fd(mq_spool *sp)
 {
 	if (sp->jfd >= 0)
 		return sp->jfd;
+	if (mq_spool_writable(sp) < 0)
+		return -1;
 	char path[MQ_HOST_MAX + 16] = "journal";
 	if (sp->shared) {
 		char name[MQ_HOST_MAX];
@@ -142,7 +144,7 @@ static int
 append(int fd, bool fresh, const char *buf, size_t len, uint64_t *end)
 {
 	uint64_t at = 0;
-	if (fresh && mq_fresh_size(fd, &at) < 0)
+	if (fresh && mq_fresh_size(fd, false, &at) < 0)
 		return -1;
 	ssize_t w = fresh ? pwrite(fd, buf, len, (off_t)at) :
 	    write(fd, buf, len);
@@ -353,7 +355,7 @@ jopen(struct mq_jreader *r)
 	if (r->fd < 0)
 		return errno == ENOENT ? 0 : -1;
 	if (r->fresh) {
-		int fd = mq_fresh_fd(r->fd);
+		int fd = mq_fresh_fd(r->fd, r->readonly);
 		close(r->fd);
 		r->fd = fd;
 		if (fd < 0)
@@ -371,6 +373,7 @@ mq_jreader_open_at(mq_spool *sp, struct mq_jreader *r, const char *path,
 	r->fd = -1;
 	snprintf(r->path, sizeof r->path, "%s", path);
 	r->fresh = sp->shared;
+	r->readonly = sp->readonly;
 	if (jopen(r) < 0)
 		return -1;
 	r->pos = from;
@@ -411,7 +414,7 @@ mq_journal_size(mq_spool *sp)
 	/* Another host's merge may have grown it. */
 	int fd = mq_file_open(sp->fd, "journal", O_RDONLY, 0, NULL);
 	uint64_t size = 0;
-	if (fd >= 0 && mq_fresh_size(fd, &size) < 0)
+	if (fd >= 0 && mq_fresh_size(fd, sp->readonly, &size) < 0)
 		size = 0;
 	if (fd >= 0)
 		close(fd);

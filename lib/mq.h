@@ -58,6 +58,11 @@ int mq_time_arg_parse(const char *s, double *out);
 /* Spool */
 typedef struct mq_spool mq_spool;
 #define MQ_CREATE 1
+/* Read only, for the tools that only look (mq-stat, list, info, status):
+ * a missing spool is EX_NOINPUT, and nothing through the handle creates,
+ * writes, sweeps, repairs or write-locks; read and search permission is
+ * enough.  What a writer would repair is reported as it is. */
+#define MQ_READONLY 2
 /* The spool location: dir if not NULL, else $MQ_SPOOL, else
  * $XDG_STATE_HOME/mq, else ~/.local/state/mq.  Caller frees. */
 char *mq_spool_locate(const char *dir);

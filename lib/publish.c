@@ -91,6 +91,8 @@ mq_sync_parse(const char *s, enum mq_sync *out)
 mq_pub *
 mq_pub_open(mq_spool *sp, const char *topic, int flags)
 {
+	if (mq_spool_writable(sp) < 0)
+		return NULL;
 	mq_pub *p = calloc(1, sizeof *p);
 	if (!p) {
 		mq_err_sys("malloc");
@@ -201,7 +203,8 @@ mq_pub_close(mq_pub *p)
 static int
 partition_fds(mq_pub *p, unsigned k)
 {
-	if (p->hfd[k] < 0 && (p->hfd[k] = mq_head_open(p->t.pfd[k], 0)) < 0)
+	if (p->hfd[k] < 0 &&
+	    (p->hfd[k] = mq_head_open(p->t.pfd[k], MQ_HEAD_WRITE)) < 0)
 		return -1;
 	if (p->logfd[k] < 0) {
 		if ((p->logfd[k] = mq_dir_open(p->t.pfd[k], "log")) < 0)

@@ -100,7 +100,7 @@ mq_partition_repair_try(const struct mq_topic *t, unsigned k)
 	if (mq_fs_locks_local(t->pfd[k]))
 		return 0;
 	struct mq_head h;
-	int hfd = mq_head_open(t->pfd[k], 0);
+	int hfd = mq_head_open(t->pfd[k], MQ_HEAD_WRITE);
 	if (hfd < 0)
 		return -1;
 	int rc = mq_head_read(hfd, &h);

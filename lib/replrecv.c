@@ -205,7 +205,8 @@ part_of(struct receiver *r, struct rtopic *rt, unsigned k)
 		return NULL;
 	}
 	struct rpart *p = &rt->pv[k];
-	if (p->hfd < 0 && (p->hfd = mq_head_open(rt->t.pfd[k], 0)) < 0)
+	if (p->hfd < 0 &&
+	    (p->hfd = mq_head_open(rt->t.pfd[k], MQ_HEAD_WRITE)) < 0)
 		return NULL;
 	if (p->logfd < 0 && (p->logfd = mq_dir_open(rt->t.pfd[k], "log")) < 0)
 		return NULL;

@@ -317,7 +317,7 @@ add_message(struct sender *s, const struct mq_jargs *ra, size_t *len)
 	if (seq >= st->committed[k]) {
 		struct mq_head h;
 		if (st->hfd[k] < 0 &&
-		    (st->hfd[k] = mq_head_open(st->t.pfd[k], 0)) < 0)
+		    (st->hfd[k] = mq_head_open(st->t.pfd[k], MQ_HEAD_WRITE)) < 0)
 			return -1;
 		if (mq_head_read(st->hfd[k], &h) < 0)
 			return -1;

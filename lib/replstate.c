@@ -74,6 +74,8 @@ int
 repl_dir(mq_spool *sp, const char *sub)
 {
 	char p[64];
+	if (mq_spool_writable(sp) < 0)
+		return -1;
 	int made = mq_faccessat(sp->fd, "replicate", F_OK, AT_SYMLINK_NOFOLLOW) < 0;
 	if (mq_path(p, sizeof p, "replicate/%s", sub) < 0 ||
 	    mq_mkdirs(sp->fd, p) < 0 || (made && mq_fsync_fd(sp->fd) < 0))
@@ -341,16 +343,27 @@ is_peer_file(const char *name)
 	return mq_is_id(name, strlen(name));
 }
 
+/* replicate/peers/ opened to read, never made: 1 with *dfd, 0 when the
+ * spool never replicated (no peers), -1 on error. */
+static int
+peers_open(mq_spool *sp, int *dfd)
+{
+	*dfd = mq_openat(sp->fd, "replicate/peers", O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC);
+	if (*dfd < 0)
+		return errno == ENOENT ? 0 : mq_err_sys("replicate/peers");
+	return 1;
+}
+
 int
 repl_peer_confirmed(mq_spool *sp, const char *peer_id, uint64_t *pos)
 {
 	*pos = 0;
-	int dfd = mq_openat(sp->fd, "replicate/peers", O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return errno == ENOENT ? 0 : mq_err_sys("replicate/peers");
+	int dfd, rc = peers_open(sp, &dfd);
+	if (rc <= 0)
+		return rc;
 	struct mq_peer_status p;
-	int rc = 0;
+	rc = 0;
 	if (mq_faccessat(dfd, peer_id, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
 		rc = peer_read(dfd, peer_id, &p);
 		if (rc == 0)
@@ -365,11 +378,12 @@ peers_read(mq_spool *sp, struct mq_peer_status **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	int dfd = repl_dir(sp, "peers");
-	if (dfd < 0)
-		return -1;
+	/* Status only reads: no replicate/ is made for it. */
+	int dfd, rc = peers_open(sp, &dfd);
+	if (rc <= 0)
+		return rc;
 	struct mq_names l = { 0 };
-	int rc = mq_names_read(dfd, is_peer_file, &l);
+	rc = mq_names_read(dfd, is_peer_file, &l);
 	mq_names_sort(&l);
 	struct mq_peer_status *v = calloc(l.n ? l.n : 1, sizeof *v);
 	if (rc == 0 && !v)

@@ -76,8 +76,10 @@ mq_reopen(int fd, int flags)
 }
 
 int
-mq_fresh_fd(int fd)
+mq_fresh_fd(int fd, bool readonly)
 {
+	if (readonly)
+		return mq_reopen(fd, O_RDONLY | O_DIRECT);
 	int nfd = mq_reopen(fd, O_RDWR | O_DIRECT);
 	/* A reader without write permission (a consumer of a spool whose
 	 * heads only publishers may write) reads what the server has, and at
@@ -134,9 +136,9 @@ mq_fresh_pread(int fd, void *buf, size_t len, uint64_t off)
 }
 
 int
-mq_fresh_size(int fd, uint64_t *size)
+mq_fresh_size(int fd, bool readonly, uint64_t *size)
 {
-	int ffd = mq_fresh_fd(fd);
+	int ffd = mq_fresh_fd(fd, readonly);
 	if (ffd < 0)
 		return -1;
 	/* FORCE_SYNC: attributes from the server, not the client's cache. */

@@ -6,6 +6,11 @@
  * it is the commit point, so a spool whose creation was interrupted is an
  * empty-looking directory that the next tool finishes, and two tools
  * creating it at once agree on one VERSION.
+ *
+ * Only a writer creates a spool (MQ_CREATE).  A handle opened MQ_READONLY
+ * is a monitor's: it never finishes an interrupted creation either, and
+ * the library's writers refuse it (mq_spool_writable), so a read command
+ * given a mistyped path fails instead of leaving a spool there.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -102,11 +107,19 @@ mq_spool_open(const char *dir, int flags)
 	}
 	sp->path = path;
 	sp->fd = sp->topics = sp->jfd = -1;
+	sp->readonly = flags & MQ_READONLY;
+	if ((flags & MQ_CREATE) && sp->readonly) {
+		mq_err(EX_SOFTWARE, "MQ_CREATE and MQ_READONLY together");
+		goto fail;
+	}
 	if ((flags & MQ_CREATE) && mq_mkdirs(AT_FDCWD, path) < 0)
 		goto fail;
 	sp->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (sp->fd < 0) {
-		mq_err_sys("spool %s", path);
+		if (errno == ENOENT)
+			mq_err(EX_NOINPUT, "no spool at %s", path);
+		else
+			mq_err_sys("spool %s", path);
 		goto fail;
 	}
 	if (mq_faccessat(sp->fd, "VERSION", F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -178,6 +191,13 @@ const char *
 mq_spool_path(const mq_spool *sp)
 {
 	return sp->path;
+}
+
+int
+mq_spool_writable(const mq_spool *sp)
+{
+	return sp->readonly ? mq_err(EX_SOFTWARE, "%s: spool opened read-only",
+	    sp->path) : 0;
 }
 
 double

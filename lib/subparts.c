@@ -41,7 +41,7 @@ open_part(mq_sub *s, struct part *p)
 	/* A consumer watches delay/, so it makes it. */
 	if (mq_gdirs_open(t, k, s->group, &p->d) < 0 ||
 	    mq_gdirs_delay(t, k, s->group, &p->d) < 0 ||
-	    (p->hfd = mq_head_open(t->pfd[k], 0)) < 0 ||
+	    (p->hfd = mq_head_open(t->pfd[k], MQ_HEAD_WRITE)) < 0 ||
 	    !(p->newdir = mq_dir_stream(p->d.newfd)) ||
 	    !(p->curdir = mq_dir_stream(p->d.curfd)) ||
 	    !(p->delaydir = mq_dir_stream(p->d.delayfd)))

@@ -141,7 +141,7 @@ mq_partition_build(int tfd, unsigned k, const char *place)
 		rc = mq_mkdir(pfd, sub[i]);
 	if (rc == 0) {
 		struct mq_head h = { 0, 0 };
-		int hfd = mq_head_open(pfd, 1);
+		int hfd = mq_head_open(pfd, MQ_HEAD_CREATE);
 		rc = hfd < 0 ? -1 : mq_head_write(hfd, &h, 1);
 		if (hfd >= 0)
 			close(hfd);
@@ -160,7 +160,8 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 		mq_topic_conf_default(&dflt);
 		c = &dflt;
 	}
-	if (mq_name_check("topic", name) < 0 || conf_check(c) < 0)
+	if (mq_spool_writable(sp) < 0 || mq_name_check("topic", name) < 0 ||
+	    conf_check(c) < 0)
 		return -1;
 	if (mq_faccessat(sp->topics, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0;
@@ -378,7 +379,7 @@ mq_lock_all(const struct mq_topic *t, int *fds)
 		fds[k] = -1;
 	for (unsigned k = 0; k < t->conf.partitions; k++) {
 		struct mq_head h;
-		fds[k] = mq_head_open(t->pfd[k], 0);
+		fds[k] = mq_head_open(t->pfd[k], MQ_HEAD_WRITE);
 		if (fds[k] < 0 || mq_head_lock(fds[k], 1) < 0 ||
 		    mq_head_read(fds[k], &h) < 0 ||
 		    mq_partition_repair_locked(t, k, fds[k], &h) < 0) {
@@ -439,7 +440,7 @@ mq_topic_info(mq_spool *sp, const char *name, struct mq_topic_info *info)
 		goto fail;
 	for (unsigned k = 0; k < np; k++) {
 		struct mq_head h;
-		int hfd = mq_head_open(t.pfd[k], 0);
+		int hfd = mq_head_open(t.pfd[k], MQ_HEAD_READ);
 		if (hfd < 0 || mq_head_read(hfd, &h) < 0) {
 			if (hfd >= 0)
 				close(hfd);

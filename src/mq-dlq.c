@@ -250,7 +250,7 @@ main(int argc, char *argv[])
 	if (opt.to)
 		tool_name("topic", opt.to);
 
-	mq_spool *sp = tool_spool(spool, 0);
+	mq_spool *sp = tool_spool(spool, redrive || purge ? 0 : MQ_READONLY);
 	size_t count;
 	if (export) {
 		if (mq_dlq_export(sp, topic, opt.group, argv[2], &count) < 0)

@@ -417,7 +417,8 @@ main(int argc, char *argv[])
 		tool_name("group", argv[2]);
 	}
 
-	mq_spool *sp = tool_spool(spool, create ? MQ_CREATE : 0);
+	mq_spool *sp = tool_spool(spool, create ? MQ_CREATE : list || info ?
+	    MQ_READONLY : 0);
 	int rc = 0;
 	if (list)
 		rc = cmd_list(sp, argc > 1 ? argv[1] : NULL, json);

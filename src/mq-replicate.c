@@ -546,7 +546,7 @@ main(int argc, char *argv[])
 	if (opt.progress < 0)
 		opt.progress = isatty(2) && !opt.use_syslog && !opt.follow;
 	mq_spool *sp = tool_spool(spool, is_keygen || is_auth || is_serve ||
-	    transfer ? MQ_CREATE : 0);
+	    transfer ? MQ_CREATE : !strcmp(cmd, "status") ? MQ_READONLY : 0);
 	signals(is_push || (is_serve && !opt.stdio && !opt.inetd));
 	int rc;
 	if (is_serve)

@@ -197,7 +197,7 @@ main(int argc, char *argv[])
 	    (group && mq_name_check("group", group) < 0))
 		fail();
 	tool_open_files();
-	mq_spool *sp = mq_spool_open(spool, 0);
+	mq_spool *sp = mq_spool_open(spool, MQ_READONLY);
 	if (!sp)
 		fail();
 	if (id) {

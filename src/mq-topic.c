@@ -264,7 +264,7 @@ cmd_key(const char *spool, int argc, char **argv)
 	    (sub == 2 && argc != 3))
 		usage(EX_USAGE);
 	tool_name("topic", argv[1]);
-	mq_spool *sp = tool_spool(spool, 0);
+	mq_spool *sp = tool_spool(spool, sub == 1 ? MQ_READONLY : 0);
 	char **keys;
 	size_t n;
 	if (sub == 0 && mq_topic_key_add(sp, argv[1],
@@ -405,7 +405,10 @@ main(int argc, char *argv[])
 	if (want == 2 && strcmp(cmd, "list"))
 		tool_name("topic", argv[1]);
 
-	mq_spool *sp = tool_spool(spool, MQ_CREATE);
+	/* Only a writing command makes the spool: a read of a mistyped
+	 * path fails instead. */
+	int looks = !strcmp(cmd, "list") || !strcmp(cmd, "info");
+	mq_spool *sp = tool_spool(spool, looks ? MQ_READONLY : MQ_CREATE);
 	int rc = 0;
 	if (!strcmp(cmd, "init"))
 		;                       /* done above, before the spool opened */

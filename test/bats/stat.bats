@@ -444,7 +444,7 @@ check_at() {
 	# A missing spool.
 	run --separate-stderr mq-stat -s "$TD/missing" --check --crit 'dlq>0'
 	assert_equal "$status" 3
-	assert_output "MQ UNKNOWN - spool $TD/missing: No such file or directory"
+	assert_output "MQ UNKNOWN - no spool at $TD/missing"
 	assert_equal "$stderr" ''
 	# Bad expressions.
 	local e

@@ -114,6 +114,14 @@ HEAD_RE='^mq-head 1 next=([0-9]{20}) committed=([0-9]{20}) sum=[0-9a-f]{8}$'
 }
 
 @test "mq-topic list prints one name per line, sorted; nothing for an empty spool" {
+	# A directory that is no spool yet stays that way: list only reads.
+	run --separate-stderr mq-topic list
+	assert_equal "$status" 66
+	assert_one_line_error mq-topic
+	assert_equal "$stderr" "mq-topic: no spool at $MQ_SPOOL"
+	assert_equal "$(count_entries "$MQ_SPOOL")" 0
+	mq-topic create b
+	mq-topic delete b
 	run --separate-stderr mq-topic list
 	assert_success
 	assert_equal "$output" ""
@@ -127,6 +135,8 @@ HEAD_RE='^mq-head 1 next=([0-9]{20}) committed=([0-9]{20}) sum=[0-9a-f]{8}$'
 }
 
 @test "mq-topic list --json is an array of {name, partitions}" {
+	mq-topic create b
+	mq-topic delete b
 	run --separate-stderr mq-topic list --json
 	assert_success
 	run "$PY" -c 'import json, sys; assert json.loads(sys.argv[1]) == [], sys.argv[1]' "$output"

@@ -192,7 +192,7 @@ test_repair(mq_spool *sp)
 	ok(mq_group_subscribe(sp, "t2", "g", NULL) == 1, "subscribe t2");
 	struct mq_topic t;
 	ok(mq_topic_open(sp, "t2", 0, &t) == 0, "open t2");
-	int hfd = mq_head_open(t.pfd[0], 0);
+	int hfd = mq_head_open(t.pfd[0], MQ_HEAD_WRITE);
 	struct mq_head h = { 2, 0 };
 	mq_head_write(hfd, &h, 0);
 	const char *junk = "00000000000000000000.0123456789abcdef0123456789abcdef";
@@ -257,6 +257,34 @@ test_receipts(mq_spool *sp)
 	mq_pub_close(p);
 }
 
+/* A read-only handle: no spool made for it, and the library's writers
+ * refuse it (the tools would fail anyway without write permission; as
+ * root nothing else would stop them). */
+static void
+test_readonly(const char *path)
+{
+	char missing[300];
+	snprintf(missing, sizeof missing, "%s/typo", spooldir);
+	ok(!mq_spool_open(missing, MQ_READONLY) && mq_errcode() == EX_NOINPUT &&
+	    access(missing, F_OK) < 0, "read-only open of no spool: %s",
+	    mq_errmsg());
+	ok(!mq_spool_open(path, MQ_READONLY | MQ_CREATE) &&
+	    mq_errcode() == EX_SOFTWARE, "MQ_CREATE with MQ_READONLY refused");
+	mq_spool *sp = mq_spool_open(path, MQ_READONLY);
+	ok(sp != NULL, "read-only open of a spool");
+	if (!sp)
+		return;
+	ok(mq_topic_create(sp, "ro", NULL) < 0 && mq_errcode() == EX_SOFTWARE,
+	    "no topic created through it: %s", mq_errmsg());
+	ok(!mq_pub_open(sp, "t1", MQ_CREATE), "no publisher on it");
+	ok(!mq_sub_open(sp, "t1", "g", NULL), "no consumer on it");
+	ok(mq_journal_fd(sp) < 0, "no journal append through it");
+	struct mq_topic_info in;
+	ok(mq_topic_info(sp, "t1", &in) == 0, "topic info reads through it");
+	mq_topic_info_free(&in);            /* zeroed when it failed */
+	mq_spool_close(sp);
+}
+
 int
 main(void)
 {
@@ -275,6 +303,7 @@ main(void)
 	test_repair(sp);
 	test_receipts(sp);
 	mq_spool_close(sp);
+	test_readonly(path);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", spooldir);
 	system(cmd);

@@ -25,7 +25,7 @@ main(void)
 	setenv("MQ_SHARED_FS", "1", 1);
 	ok(mq_fs_shared(dfd), "MQ_SHARED_FS=1 makes any file system shared");
 
-	int hfd = mq_head_open(dfd, 1);
+	int hfd = mq_head_open(dfd, MQ_HEAD_CREATE);
 	struct mq_head h = { 99, 99 };
 	ok(hfd >= 0 && mq_head_read(hfd, &h) == 0 && h.next == 0 &&
 	    h.committed == 0, "an empty head reads as next 0, committed 0");
