@@ -23,15 +23,14 @@
 void
 mq_topic_conf_default(struct mq_topic_conf *c)
 {
-	c->partitions = 1;
-	c->max_message_size = MQ_MESSAGE_MAX_DEFAULT;
-	c->retention = 7 * 86400;
-	c->ttl = 0;
-	c->expired_drop = 0;
-	c->dedup_window = 3600;
-	c->place = NULL;
-	c->signers = NULL;
-	c->nsigners = 0;
+	/* Every field: what is not named here is zero (no placement, no
+	 * signers, the permissions as made). */
+	*c = (struct mq_topic_conf){
+		.partitions = 1,
+		.max_message_size = MQ_MESSAGE_MAX_DEFAULT,
+		.retention = 7 * 86400,
+		.dedup_window = 3600,
+	};
 }
 
 static int

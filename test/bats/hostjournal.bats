@@ -152,7 +152,9 @@ jline() {
 	# Two followers merge while the hosts write.
 	spawn "$TD/fb" env MQ_HOST=h1 mq-replicate -s "$A" push --follow --rsh env --remote-spool "$B"
 	spawn "$TD/fc" env MQ_HOST=h2 mq-replicate -s "$A" push --follow --rsh env --remote-spool "$TD/c"
-	spawn "$TD/sub" env MQ_HOST=h2 mq-sub -g g t -n 60 -t 30
+	# -f: follows until it has 60, or nothing came for 30 s (without it,
+	# the first receive that finds fewer pending ends it).
+	spawn "$TD/sub" env MQ_HOST=h2 mq-sub -f -g g t -n 60 -t 30
 	local sub=$SPAWNED host w
 	local -a pids=()
 	for host in h1 h2; do
