@@ -58,7 +58,7 @@ settle(mq_spool *sp, const char *topic, const char *group, const char *r)
 	}
 	if (rc == 0)
 		return 0;
-	warnx("%s", mq_errmsg());
+	tool_warn();
 	return mq_errcode();
 }
 
@@ -130,6 +130,7 @@ main(int argc, char *argv[])
 		    "operation");
 	tool_name("topic", argv[0]);
 	tool_name("group", group);
+	tool_place(argv[0], group);
 
 	mq_spool *sp = tool_spool(spool, 0);
 	int worst = 0, rc;

@@ -249,6 +249,7 @@ main(int argc, char *argv[])
 		tool_name("group", opt.group);
 	if (opt.to)
 		tool_name("topic", opt.to);
+	tool_place(topic, opt.group);
 
 	mq_spool *sp = tool_spool(spool, redrive || purge ? 0 : MQ_READONLY);
 	size_t count;

@@ -232,7 +232,7 @@ cmd_list(mq_spool *sp, const char *glob, int json)
 			g.pattern = r->topic;
 		} else if (mq_group_info(sp, r->topic, r->group, &g) < 0) {
 			if (mq_errcode() != EX_NOINPUT) {
-				warnx("%s", mq_errmsg());
+				tool_warn();
 				worst = mq_errcode() > worst ? mq_errcode() : worst;
 			}
 			continue;
@@ -415,6 +415,9 @@ main(int argc, char *argv[])
 	if (create || delete) {
 		tool_topic_or_pattern(argv[1]);
 		tool_name("group", argv[2]);
+		tool_place(argv[1], argv[2]);
+	} else {
+		tool_place(topic, info ? argv[1] : NULL);
 	}
 
 	mq_spool *sp = tool_spool(spool, create ? MQ_CREATE : list || info ?

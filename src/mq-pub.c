@@ -346,6 +346,7 @@ main(int argc, char *argv[])
 	if (opt.idem && opt.dedup_content)
 		errx(EX_USAGE, "choose one of -i and --dedup=content");
 	tool_name("topic", argv[0]);
+	tool_place(argv[0], NULL);
 
 	mq_spool *sp = opt.sp = tool_spool(spool, MQ_CREATE);
 	mq_pub *pub = mq_pub_open(sp, argv[0], MQ_CREATE);

@@ -50,7 +50,8 @@ die(int code, const char *fmt, ...)
 static void __attribute__((noreturn))
 fail(void)
 {
-	die(mq_errcode(), "%s", mq_errmsg());
+	char buf[2048];
+	die(mq_errcode(), "%s", tool_errmsg(buf, sizeof buf));
 }
 
 static void __attribute__((noreturn))
@@ -193,11 +194,11 @@ main(int argc, char *argv[])
 		    "--watch or GROUP");
 	const char *topic = argc > 0 ? argv[0] : NULL;
 	const char *group = argc > 1 ? argv[1] : NULL;
+	tool_place(topic, group);
 	if ((topic && mq_name_check("topic", topic) < 0) ||
 	    (group && mq_name_check("group", group) < 0))
 		fail();
-	tool_open_files();
-	mq_spool *sp = mq_spool_open(spool, MQ_READONLY);
+	mq_spool *sp = tool_spool_try(spool, MQ_READONLY);
 	if (!sp)
 		fail();
 	if (id) {

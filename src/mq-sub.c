@@ -110,7 +110,7 @@ static void
 settle(mq_sub *sub, struct mq_msg *m, int ok)
 {
 	if ((ok ? mq_sub_ack(sub, m) : mq_sub_nack(sub, m, NULL)) < 0)
-		warnx("%s", mq_errmsg());
+		tool_warn();
 }
 
 static void
@@ -118,7 +118,7 @@ give_back(mq_sub *sub, struct mq_msg *m, const struct mq_nack *how)
 {
 	int rc = mq_sub_nack(sub, m, how);
 	if (rc < 0)
-		warnx("%s", mq_errmsg());
+		tool_warn();
 	else if (rc == 1)
 		warnx("message %s dead-lettered after %u deliveries", m->id,
 		    m->attempts);
@@ -137,7 +137,7 @@ handle(mq_sub *sub, struct mq_msg *m)
 	if (h.note[0])
 		warnx("%s", h.note);
 	else if (rc < 0)
-		warnx("%s", mq_errmsg());
+		tool_warn();
 	if (rc == MQ_HANDLED_DEAD)
 		warnx("message %s dead-lettered after %u deliveries", id,
 		    attempts);
@@ -150,7 +150,7 @@ release_held(mq_sub *sub)
 {
 	size_t dead;
 	if (mq_sub_release_held(sub, &dead) < 0)
-		warnx("%s", mq_errmsg());
+		tool_warn();
 	if (dead)
 		warnx("%zu message%s dead-lettered after their last delivery",
 		    dead, dead == 1 ? "" : "s");
@@ -174,7 +174,7 @@ skip_unmatched(mq_sub *sub, struct mq_msg **batch, size_t n)
 	bool match[BATCH];
 	size_t keep = 0, ns = 0;
 	if (mq_filter_match_many(flt.f, batch, n, match) < 0)
-		errx(mq_errcode(), "%s", mq_errmsg());
+		tool_fail();
 	for (size_t i = 0; i < n; i++) {
 		if (match[i])
 			batch[keep++] = batch[i];
@@ -182,7 +182,7 @@ skip_unmatched(mq_sub *sub, struct mq_msg **batch, size_t n)
 			skip[ns++] = batch[i];
 	}
 	if (ns && mq_sub_ack_batch(sub, skip, ns) < 0)
-		warnx("%s", mq_errmsg());
+		tool_warn();
 	for (size_t i = 0; i < ns; i++)
 		mq_msg_free(skip[i]);
 	return keep;
@@ -227,7 +227,7 @@ consume(mq_sub *sub)
 		if (opt.count && opt.count - delivered < max)
 			max = opt.count - delivered;
 		if (mq_sub_keep_held(sub) < 0)
-			warnx("%s", mq_errmsg());
+			tool_warn();
 		size_t n = receive(sub, timeout, batch, max);
 		if (n == 0)
 			break;
@@ -254,7 +254,7 @@ consume(mq_sub *sub)
 			    .deferred = 1, .status = -1 });
 		if (!opt.exec && !opt.manual && out_ok &&
 		    mq_sub_ack_batch(sub, batch, n) < 0)
-			warnx("%s", mq_errmsg());
+			tool_warn();
 		for (size_t i = 0; i < n; i++)
 			mq_msg_free(batch[i]);
 		if (!out_ok) {
@@ -480,6 +480,7 @@ main(int argc, char *argv[])
 		    "--from-time");
 	tool_topic_or_pattern(argv[0]);
 	tool_name("group", opt.group);
+	tool_place(argv[0], opt.group);
 	if (!keyfile && (e = getenv("MQ_SUB_KEY")) && *e)
 		keyfile = e;
 	if (keyfile && !(so.key = mq_seal_key_load(keyfile)))

@@ -150,7 +150,7 @@ cmd_list(mq_spool *sp, const char *glob, int json)
 		if (glob && fnmatch(glob, names[i], 0))
 			continue;
 		if (mq_topic_conf_read(sp, names[i], &c) < 0) {
-			warnx("%s", mq_errmsg());
+			tool_warn();
 			continue;
 		}
 		if (json)
@@ -177,7 +177,7 @@ cmd_gc(mq_spool *sp, const char *topic)
 	int worst = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (mq_topic_gc(sp, topic ? topic : names[i], &removed) < 0) {
-			warnx("%s", mq_errmsg());
+			tool_warn();
 			if (mq_errcode() > worst)
 				worst = mq_errcode();
 		}
@@ -264,6 +264,7 @@ cmd_key(const char *spool, int argc, char **argv)
 	    (sub == 2 && argc != 3))
 		usage(EX_USAGE);
 	tool_name("topic", argv[1]);
+	tool_place(argv[1], NULL);
 	mq_spool *sp = tool_spool(spool, sub == 1 ? MQ_READONLY : 0);
 	char **keys;
 	size_t n;
@@ -402,8 +403,10 @@ main(int argc, char *argv[])
 		tool_fail();
 	if (!strcmp(cmd, "init") && mq_spool_init(spool, &conf.perm) < 0)
 		tool_fail();
-	if (want == 2 && strcmp(cmd, "list"))
+	if (want == 2 && strcmp(cmd, "list")) {
 		tool_name("topic", argv[1]);
+		tool_place(argv[1], NULL);
+	}
 
 	/* Only a writing command makes the spool: a read of a mistyped
 	 * path fails instead. */

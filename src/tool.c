@@ -1,6 +1,7 @@
 /* tool.c: helpers shared by the tools' main()s. */
 #include <err.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,10 +10,71 @@
 
 #include "tool.h"
 
+/* Where the tool works: the spool, and the topic and group of its
+ * arguments. */
+static char *place_spool;
+static const char *place_topic, *place_group;
+
+void
+tool_place(const char *topic, const char *group)
+{
+	place_topic = topic;
+	place_group = group;
+}
+
+/* Whether msg names "KIND NAME" or "KIND 'NAME'" already. */
+static bool
+names(const char *msg, const char *kind, const char *name)
+{
+	char a[256], b[256];
+	snprintf(a, sizeof a, "%s %s", kind, name);
+	snprintf(b, sizeof b, "%s '%s'", kind, name);
+	return strstr(msg, a) || strstr(msg, b);
+}
+
+static void
+append(char *buf, size_t len, const char *fmt, const char *arg)
+{
+	size_t at = strlen(buf);
+	snprintf(buf + at, len - at, fmt, arg);
+}
+
+/* The error, with the place it happened in before it when it is about a
+ * file (a permission, a missing file, a failed system call): "SPOOL:
+ * topic T: group G: what", less what the message says already; one about
+ * the spool itself gets nothing. */
+const char *
+tool_errmsg(char *buf, size_t len)
+{
+	const char *msg = mq_errmsg();
+	int code = mq_errcode();
+	if ((code != EX_NOPERM && code != EX_NOINPUT && code != EX_CANTCREAT &&
+	    code != EX_IOERR && code != EX_OSERR && code != EX_TEMPFAIL) ||
+	    (place_spool && strstr(msg, place_spool)))
+		return msg;
+	buf[0] = 0;
+	if (place_spool)
+		append(buf, len, "%s: ", place_spool);
+	if (place_topic && !names(msg, "topic", place_topic))
+		append(buf, len, "topic %s: ", place_topic);
+	if (place_group && !names(msg, "group", place_group))
+		append(buf, len, "group %s: ", place_group);
+	append(buf, len, "%s", msg);
+	return buf;
+}
+
 void
 tool_fail(void)
 {
-	errx(mq_errcode(), "%s", mq_errmsg());
+	char buf[2048];
+	errx(mq_errcode(), "%s", tool_errmsg(buf, sizeof buf));
+}
+
+void
+tool_warn(void)
+{
+	char buf[2048];
+	warnx("%s", tool_errmsg(buf, sizeof buf));
 }
 
 void
@@ -59,10 +121,18 @@ tool_open_files(void)
 }
 
 mq_spool *
-tool_spool(const char *dir, int flags)
+tool_spool_try(const char *dir, int flags)
 {
 	tool_open_files();
-	mq_spool *sp = mq_spool_open(dir, flags);
+	free(place_spool);
+	place_spool = mq_spool_locate(dir);
+	return mq_spool_open(dir, flags);
+}
+
+mq_spool *
+tool_spool(const char *dir, int flags)
+{
+	mq_spool *sp = tool_spool_try(dir, flags);
 	if (!sp)
 		tool_fail();
 	return sp;

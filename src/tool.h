@@ -4,8 +4,16 @@
 
 #include "mq.h"
 
-/* Prints the library's error as "prog: message" and exits with its code. */
+/* Prints the library's error as "prog: message" and exits with its code;
+ * an error about a file names the place first, "prog: SPOOL: topic T:
+ * group G: message" (tool_place, tool_spool). */
 void tool_fail(void) __attribute__((noreturn));
+/* The same, as a warning. */
+void tool_warn(void);
+/* The error's message as tool_fail prints it (in buf, or the library's). */
+const char *tool_errmsg(char *buf, size_t len);
+/* The topic and group (NULL: none) the tool works on, for its errors. */
+void tool_place(const char *topic, const char *group);
 /* Checks a name (topic or group) before anything touches the spool. */
 void tool_name(const char *kind, const char *name);
 /* A topic name, or a wildcard pattern of topics. */
@@ -16,7 +24,10 @@ int tool_command(const char *cmd, const char *const *names);
 /* The soft limit on open files raised to the hard one (tool_spool does
  * it). */
 void tool_open_files(void);
+/* The spool, opened; it fails the tool (tool_spool) or returns NULL
+ * (tool_spool_try), its error placed. */
 mq_spool *tool_spool(const char *dir, int flags);
+mq_spool *tool_spool_try(const char *dir, int flags);
 double tool_duration(const char *opt, const char *arg);
 unsigned long tool_number(const char *opt, const char *arg, unsigned long min,
     unsigned long max);

@@ -186,3 +186,26 @@ snapshot() {
 	assert_equal "$(complete_words mq-topic create --gr)" --group
 	assert_equal "$(complete_words mq-topic init --group "${PT}te")" "${PT}team"
 }
+
+@test "a refusal names the spool, the topic, the group and the file" {
+	mq-topic init --group "${PT}team" --mode 2775
+	mq-pub -q t one
+	mq-group create t g
+	run --separate-stderr as eve 022 mq-pub -q t two
+	assert_equal "$status" 77
+	assert_equal "$stderr" "mq-pub: $S: topic t: head: Permission denied"
+	run --separate-stderr as eve 022 mq-sub -g g -n 1 -t 0 t
+	assert_equal "$status" 77
+	assert_one_line_error mq-sub
+	[[ $stderr == "mq-sub: $S: topic t: group g: "*": Permission denied" ]] ||
+	    fail "$stderr"
+	run --separate-stderr as eve 022 mq-topic delete t
+	assert_equal "$status" 77
+	[[ $stderr == "mq-topic: $S: "*"topic t"*": Permission denied" ]] ||
+	    fail "$stderr"
+	# Without search permission on the spool, the spool is the place.
+	chmod 2770 "$S"
+	run --separate-stderr as eve 022 mq-pub -q t two
+	assert_equal "$status" 77
+	assert_equal "$stderr" "mq-pub: spool $S: Permission denied"
+}

@@ -412,10 +412,10 @@ check_at() {
 	# A scope outside them, or naming no group, is unknown, not OK.
 	check_at --warn 'u:pending>3' t
 	assert_equal "$status" 3
-	assert_output 'MQ UNKNOWN - no group u to check'
+	assert_output "MQ UNKNOWN - $MQ_SPOOL: topic t: no group u to check"
 	check_at --warn 't/nope:pending>3'
 	assert_equal "$status" 3
-	assert_output 'MQ UNKNOWN - no group t/nope to check'
+	assert_output "MQ UNKNOWN - $MQ_SPOOL: no group t/nope to check"
 }
 
 @test "--check: spool figures, per file system and for the spool" {
