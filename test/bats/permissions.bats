@@ -209,3 +209,54 @@ snapshot() {
 	assert_equal "$status" 77
 	assert_equal "$stderr" "mq-pub: spool $S: Permission denied"
 }
+
+@test "real users, a signed topic: a member of the spool's group forges a message by hand; the consumer dead-letters it, never delivers it" {
+	mq-topic init --group "${PT}team" --mode 2770
+	mq-pub --keygen "$PD/alice.key" >/dev/null
+	chown "${PT}alice" "$PD/alice.key"
+	echo "$(mq-pub --pubkey "$PD/alice.key") alice" >"$TD/signers"
+	mq-topic create --signers "$TD/signers" t
+	mq-group create t g
+	local real id=0123456789abcdef0123456789abcdef p=$S/topics/t/p0 name hash
+	real=$(as alice 077 mq-pub --sign "$PD/alice.key" t real)
+	# bob may write the spool but holds no signer's key: mq-pub refuses
+	# him, so he writes the file himself, in place of the real one.
+	run --separate-stderr as bob 077 mq-pub -q t forged
+	assert_equal "$status" 77
+	hash=$("$PY" -c 'import xxhash; print(xxhash.xxh3_128(b"forged").hexdigest())')
+	name=$(printf '%020d.%s' 0 "$id")
+	as bob 077 sh -c "rm '$p/log/$(printf '%020d.%s' 0 "$real")' \
+	    '$p/g/g/new/$(printf '%020d.%s' 0 "$real")' &&
+	    printf 'Message-Id: %s\nTopic: t\nPartition: 0\nSeq: 0\nPublished: 2026-01-01T00:00:00.000000Z\nContent-Length: 6\nContent-Hash: xxh3-128:%s\n\nforged' \
+	    '$id' '$hash' >'$p/log/$name' && ln '$p/log/$name' '$p/g/g/new/$name'"
+	run --separate-stderr as alice 077 mq-sub -g g -n 1 -t 0 t
+	assert_equal "$status" 1
+	assert_output ""
+	run --separate-stderr as alice 077 mq-dlq list --json t
+	assert_success
+	assert_equal "$(jq -r '.[0].id + " " + .[0].reason' <<<"$output")" \
+	    "$id signature"
+}
+
+@test "real users, a sealed topic: the spool holds no plaintext; a member without the key cannot read it and it stays; with the key it is read" {
+	mq-topic init --group "${PT}team" --mode 2770
+	local pub
+	pub=$(mq-sub --keygen "$PD/bob.key")
+	chown "${PT}bob" "$PD/bob.key"
+	mq-topic create t
+	mq-group create t g
+	mq-topic key add t "$pub"
+	as alice 077 mq-pub -q t "the secret plan"
+	run grep -r "secret plan" "$S"
+	assert_failure
+	run --separate-stderr as alice 077 mq-sub -g g -n 1 -t 0 t
+	assert_equal "$status" 77
+	assert_one_line_error mq-sub
+	refute_output --partial "secret plan"
+	run --separate-stderr as bob 077 mq-sub -g g -n 1 -t 0 --key "$PD/bob.key" t
+	assert_success
+	assert_output "the secret plan"
+	# alice cannot read bob's key either: it is his, 0600.
+	run --separate-stderr as alice 077 mq-sub -g g -n 1 -t 0 --key "$PD/bob.key" t
+	assert_failure
+}
