@@ -72,9 +72,10 @@ int
 mq_tree_build(struct mq_tree *t, const unsigned char (*leaf)[MQ_HASH_BYTES],
     size_t n)
 {
-	/* Every level but the leaves' holds at most half the one below,
-	 * rounded up: under 2n hashes in all. */
-	size_t need = 2 * n;
+	/* The leaves, then each level: half the one below, rounded up. */
+	size_t need = n;
+	for (size_t w = n; w > 1; w = (w + 1) / 2)
+		need += (w + 1) / 2;
 	if (need > t->cap) {
 		unsigned char (*h)[MQ_HASH_BYTES] = reallocarray(t->h, need,
 		    sizeof *h);
