@@ -52,6 +52,17 @@ content_hash() {
 	echo "Content-Hash: $(header_of "$MQ_SPOOL"/topics/scratch/p0/log/*."$id" Content-Hash)"
 }
 
+# assert_signature_letter TOPIC ID DETAIL: message ID is a dead letter
+# with reason "signature" whose detail has DETAIL.
+assert_signature_letter() {
+	run -0 mq-dlq list --json "$1"
+	local d
+	d=$(jq -c --arg id "$2" '.[] | select(.id == $id)' <<<"$output")
+	[[ -n $d ]] || fail "$2 is not a dead letter: $output"
+	assert_equal "$(jq -r .reason <<<"$d")" signature
+	[[ $(jq -r .detail <<<"$d") == *"$3"* ]] || fail "detail: $d"
+}
+
 # assert_dead_signature TOPIC GROUP ID DETAIL: the consumer delivers
 # nothing, and message ID is a dead letter with reason "signature" whose
 # detail has DETAIL.
@@ -60,12 +71,7 @@ assert_dead_signature() {
 	assert_equal "$status" 1
 	assert_output ''
 	group_empty "$1" "$2"
-	run -0 mq-dlq list --json "$1"
-	local d
-	d=$(jq -c --arg id "$3" '.[] | select(.id == $id)' <<<"$output")
-	[[ -n $d ]] || fail "$3 is not a dead letter: $output"
-	assert_equal "$(jq -r .reason <<<"$d")" signature
-	[[ $(jq -r .detail <<<"$d") == *"$4"* ]] || fail "detail: $d"
+	assert_signature_letter "$1" "$3" "$4"
 }
 
 @test "--keygen makes a key file of mode 0600, --pubkey prints its public key; a key is never replaced" {
@@ -250,12 +256,7 @@ assert_dead_among() {
 	[[ $output != *"$3"* ]] || fail "$3 was delivered"
 	assert_equal "$(grep -c . <<<"$output")" "$5"
 	group_empty "$1" "$2"
-	run -0 mq-dlq list --json "$1"
-	local d
-	d=$(jq -c --arg id "$3" '.[] | select(.id == $id)' <<<"$output")
-	[[ -n $d ]] || fail "$3 is not a dead letter: $output"
-	assert_equal "$(jq -r .reason <<<"$d")" signature
-	[[ $(jq -r .detail <<<"$d") == *"$4"* ]] || fail "detail: $d"
+	assert_signature_letter "$1" "$3" "$4"
 }
 
 @test "a batch is signed once, over a hash tree: each message carries the chunk's signature, its index and path, and each verifies" {
