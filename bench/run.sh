@@ -22,7 +22,8 @@
 #   volume and on the local disk; as root with glusterd, else it says why
 #   it was not measured); `signed` runs section 10 alone (publish and
 #   drain of a topic without signers beside a topic with signers, the
-#   publisher signing and the consumer verifying each message); `sealed`
+#   publisher signing each chunk and the consumer checking each message,
+#   verifying each chunk's signature once); `sealed`
 #   runs section 11 alone (bench/sealed.bash: publish and drain of a plain
 #   and of a sealed topic, in one run).
 #
@@ -260,7 +261,8 @@ backlog() {
 # ---- 10. signed messages: publish and drain, without and with signers ----
 # Per run r, two topics with one group each, subscribed first (not timed):
 # sig.plain.r (no signers) and sig.signed.r (one signer, whose key signs
-# every message: mq-pub signs, mq-sub verifies).  Each is published with
+# every chunk: mq-pub signs, mq-sub checks each message and verifies each
+# chunk's signature once).  Each is published with
 # mq-pub -l --sync=batch and drained with mq-sub, timed; the order of the
 # two alternates from run to run, so that a drift cancels.
 signed_pub() { # NAME TOPIC [OPTION...]
@@ -314,7 +316,7 @@ signed_table() {
 	row "mq-pub -l --sync=batch, no signers" "$pp" "$(runs sig.pub.plain)"
 	row "mq-pub -l --sync=batch --sign, signers" "$ps" "$(runs sig.pub.signed)"
 	row "mq-sub, no signers" "$dp" "$(runs sig.drain.plain)"
-	row "mq-sub, signers (each message verified)" "$ds" "$(runs sig.drain.signed)"
+	row "mq-sub, signers (each message checked)" "$ds" "$(runs sig.drain.signed)"
 	awk -v pp="$(kv "$pp" seconds)" -v ps="$(kv "$ps" seconds)" \
 	    -v dp="$(kv "$dp" seconds)" -v ds="$(kv "$ds" seconds)" \
 	    -v n="$SIGN_N" 'BEGIN {

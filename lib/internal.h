@@ -353,6 +353,7 @@ uint64_t mq_journal_merge_upto(void);
 
 /* topic.c: an open topic. */
 struct mq_signers;
+struct mq_roots;
 struct mq_topic {
 	mq_spool *sp;
 	char *name;
@@ -360,6 +361,7 @@ struct mq_topic {
 	struct mq_topic_conf conf;
 	int *pfd;                            /* partition directories */
 	struct mq_signers *signers;          /* signers.c, read on first use */
+	struct mq_roots *roots;              /* sign.c: chunk signatures verified */
 };
 int mq_topic_open(mq_spool *, const char *name, int create, struct mq_topic *);
 void mq_topic_close(struct mq_topic *);
@@ -390,10 +392,12 @@ int mq_partition_repair_try(const struct mq_topic *, unsigned k);
 /* message.c */
 void mq_time_rfc3339(double t, char *buf, size_t len);
 int mq_time_parse(const char *s, struct timespec *);
-/* key, if not NULL, signs the message (sign.c). */
+/* The header block of a message, blank line included, without signature
+ * lines: *sig_at is where they go (sign.c), and reserve the room they
+ * will take of MQ_HEADER_BLOCK_MAX (0 when unsigned). */
 int mq_msg_render(const struct mq_topic *, unsigned k, uint64_t seq,
-    const char *id, const struct mq_pub_msg *, const struct mq_identity *key,
-    double now, char **out, size_t *len);
+    const char *id, const struct mq_pub_msg *, size_t reserve, double now,
+    char **out, size_t *len, size_t *sig_at);
 int mq_msg_parse(char *buf, size_t len, struct mq_msg *);
 /* EX_DATAERR unless name (a KEY, or a queue name starting with one) has
  * the message's id. */
@@ -580,16 +584,58 @@ int mq_crypto_init(void);
 int mq_keyline_next(const char **pos, const char *end,
     unsigned char pk[MQ_PUBKEY_BYTES], const char **name, size_t *nlen);
 
+/* signtree.c: the hash tree of a chunk's signed forms (BLAKE2b-256). */
+#define MQ_HASH_BYTES 32
+#define MQ_TREE_MAX MQ_CHUNK_MAX        /* leaves of one tree */
+#define MQ_TREE_DEPTH 12                /* hashes in a path, at most */
+struct mq_tree {
+	unsigned char (*h)[MQ_HASH_BYTES];  /* the leaves, then each level up */
+	size_t n, cap;                      /* leaves; hashes room */
+	size_t root;                        /* h[root] */
+};
+void mq_tree_leaf(const void *form, size_t len,
+    unsigned char out[MQ_HASH_BYTES]);
+int mq_tree_build(struct mq_tree *, const unsigned char (*leaf)[MQ_HASH_BYTES],
+    size_t n);
+/* The path of leaf i into path (MQ_TREE_DEPTH room): its length. */
+size_t mq_tree_path(const struct mq_tree *, size_t i,
+    unsigned char (*path)[MQ_HASH_BYTES]);
+/* How many hashes the path of leaf i of n has. */
+size_t mq_tree_path_len(size_t i, size_t n);
+/* The root that leaf i of n and its path (mq_tree_path_len(i, n) hashes)
+ * lead to. */
+void mq_tree_root_of(const unsigned char leaf[MQ_HASH_BYTES], size_t i,
+    size_t n, const unsigned char (*path)[MQ_HASH_BYTES],
+    unsigned char root[MQ_HASH_BYTES]);
+void mq_tree_free(struct mq_tree *);
+
 /* sign.c: signed messages (mq-spool(5), SIGNED MESSAGES). */
-#define MQ_SIGN_LINES_MAX 256
-/* The Mq-Signer and Mq-Signature lines for a header block (hdr, hlen
- * bytes, without its blank line) and a body. */
-int mq_sign_lines(const struct mq_identity *key, const char *hdr, size_t hlen,
+#define MQ_SIGN_LINES_MAX 1152
+/* The leaf of a message: its header block (hdr, hlen bytes, without its
+ * blank line or signature lines) and its body, as stored. */
+int mq_sign_leaf(const char *hdr, size_t hlen, const void *body, size_t blen,
+    unsigned char leaf[MQ_HASH_BYTES]);
+/* A chunk's signature: over the tree of its n leaves (at most
+ * MQ_TREE_MAX), or for n = 1 none, its one message signed plain. */
+struct mq_chunk_sig {
+	struct mq_tree tree;
+	size_t n;
+	unsigned char sig[64];
+};
+int mq_chunk_sign(struct mq_chunk_sig *, const struct mq_identity *key,
+    const unsigned char (*leaf)[MQ_HASH_BYTES], size_t n);
+/* The Mq-Signer and Mq-Signature lines of the chunk's message i, whose
+ * header block and body (as mq_sign_leaf takes them) gave leaf i. */
+int mq_chunk_sign_lines(const struct mq_chunk_sig *,
+    const struct mq_identity *key, size_t i, const char *hdr, size_t hlen,
     const void *body, size_t blen, char out[MQ_SIGN_LINES_MAX], size_t *olen);
+void mq_chunk_sig_free(struct mq_chunk_sig *);
 /* Whether message m, parsed from a file whose header block begins at hdr,
  * may be delivered from topic t: 1 (m->signer set when signed), 0 not
- * (the error says why: the detail of its dead letter), -1 an error. */
+ * (the error says why: the detail of its dead letter), -1 an error.  The
+ * chunk signatures it verified are kept in t->roots. */
 int mq_msg_verify(struct mq_topic *t, const char *hdr, struct mq_msg *m);
+void mq_roots_free(struct mq_roots *);
 
 /* signers.c: a topic's publisher keys, kept per topic.conf identity. */
 struct mq_signers {
@@ -636,7 +682,12 @@ struct mq_sealer {
 	struct mq_header *hdrs;             /* a message's headers, and
 					       Mq-Sealed */
 	size_t hcap;
-	unsigned char *buf;                 /* a message's sealed body */
+};
+/* Where a message's sealed body goes: the publisher keeps one per message
+ * of a chunk, since a signed chunk's files are written after all of its
+ * messages are sealed (publish.c). */
+struct mq_sealbuf {
+	unsigned char *buf;
 	size_t cap;
 };
 /* At a chunk's start, under the partition's lock: the topic's keys now,
@@ -644,10 +695,12 @@ struct mq_sealer {
  * ng of them) with a jq filter on a sealed topic is EX_CONFIG. */
 int mq_seal_chunk(struct mq_sealer *, const struct mq_topic *,
     mq_filter *const *gflt, char *const *groups, size_t ng);
-/* out: in with its body sealed and an Mq-Sealed header (valid until the
- * next call); only when the chunk has keys (s->n). */
+/* out: in with its body sealed into sb (valid while sb is) and an
+ * Mq-Sealed header (valid until the next call); only when the chunk has
+ * keys (s->n). */
 int mq_seal_msg(struct mq_sealer *, const struct mq_topic *, const char *id,
-    const struct mq_pub_msg *in, struct mq_pub_msg *out);
+    const struct mq_pub_msg *in, struct mq_sealbuf *sb,
+    struct mq_pub_msg *out);
 void mq_sealer_free(struct mq_sealer *);
 /* Opens a sealed message's body in place (nothing for a plain one):
  * EX_NOPERM when k is NULL or the body is not sealed to it (the message

@@ -125,14 +125,14 @@ mq_content_key(const void *body, size_t len, char out[48])
 
 int
 mq_msg_render(const struct mq_topic *t, unsigned k, uint64_t seq,
-    const char *id, const struct mq_pub_msg *m, const struct mq_identity *key,
-    double now, char **out, size_t *outlen)
+    const char *id, const struct mq_pub_msg *m, size_t reserve, double now,
+    char **out, size_t *outlen, size_t *sig_at)
 {
 	char hash[33], when[64];
 	hash_hex(m->body, m->len, hash);
 	mq_time_rfc3339(now, when, sizeof when);
 
-	size_t cap = 640 + MQ_SIGN_LINES_MAX + strlen(t->name) + (m->key ? strlen(m->key) : 0) +
+	size_t cap = 640 + strlen(t->name) + (m->key ? strlen(m->key) : 0) +
 	    (m->idempotency_key ? strlen(m->idempotency_key) : 0);
 	/* The topic's ttl applies to a message that has no expiry of its
 	 * own, counted from its publication. */
@@ -163,28 +163,17 @@ mq_msg_render(const struct mq_topic *t, unsigned k, uint64_t seq,
 		mq_time_rfc3339(expires, at, sizeof at);
 		o += (size_t)snprintf(buf + o, cap - o, "Mq-Expires: %s\n", at);
 	}
-	size_t user = o;
+	/* The signature lines, if any, go last of the reserved ones (the
+	 * publisher writes them in when the chunk is signed). */
+	*sig_at = o;
 	for (size_t i = 0; i < m->nheaders; i++)
 		o += (size_t)snprintf(buf + o, cap - o, "%s: %s\n",
 		    m->headers[i].name, m->headers[i].value);
-	/* The signature lines go last of the reserved ones; they sign the
-	 * block without them. */
-	char sig[MQ_SIGN_LINES_MAX];
-	size_t slen;
-	if (key && o <= MQ_HEADER_BLOCK_MAX) {
-		if (mq_sign_lines(key, buf, o, m->body, m->len, sig, &slen) < 0) {
-			free(buf);
-			return -1;
-		}
-		memmove(buf + user + slen, buf + user, o - user);
-		memcpy(buf + user, sig, slen);
-		o += slen;
-	}
 	buf[o++] = '\n';
-	if (o > MQ_HEADER_BLOCK_MAX) {
+	if (o + reserve > MQ_HEADER_BLOCK_MAX) {
 		free(buf);
 		return mq_err(EX_DATAERR, "headers longer than %d bytes",
-		    MQ_HEADER_BLOCK_MAX);
+		    MQ_HEADER_BLOCK_MAX - (int)reserve);
 	}
 	*out = buf;
 	*outlen = o;

@@ -19,8 +19,12 @@
  * and conf file identity (inode and mtime), so a publisher compiles each
  * once, and reads a group's conf again only when it was replaced.
  *
- * A publisher with a key signs each message as it renders it (sign.c);
- * on a topic with signers, one without a key or with another key is
+ * A publisher with a key signs each chunk once (sign.c): the signature
+ * covers a hash tree of the chunk's messages as they will be stored, so
+ * every message of the chunk is given its id and sequence number, sealed
+ * and rendered before the first file is written, and each file is then
+ * written whole with its signature lines; the commit point is where it
+ * was.  On a topic with signers, one without a key or with another key is
  * refused before each send writes anything (mq-spool(5), SIGNED
  * MESSAGES).
  */
@@ -48,6 +52,19 @@ struct pub_filter {
 	mq_filter *f;                   /* NULL: the group has none */
 };
 
+/* A message of the chunk, rendered and waiting to be written. */
+struct pub_staged {
+	const struct mq_pub_msg *m;     /* as given */
+	uint64_t seq;
+	const char *id;
+	const bool *in;                 /* the groups it enters */
+	double now;                     /* its publication */
+	char *hdr;                      /* its header block, without the */
+	size_t hlen, sig_at;            /* signature lines, and where they go */
+	const void *body;               /* as stored: sealed on a sealed topic */
+	size_t blen;
+};
+
 struct mq_pub {
 	mq_spool *sp;
 	struct mq_topic t;
@@ -69,8 +86,14 @@ struct mq_pub {
 	signed char *jsame;             /* journal on the partition's fs? */
 	bool *shared;                   /* partition shared between hosts? */
 	struct mq_sealer seal;          /* a sealed topic's keys (seal.c) */
-	struct mq_identity key;         /* signs each message when signing */
+	struct mq_identity key;         /* signs each chunk when signing */
 	bool signing;
+	struct pub_staged *stg;         /* the chunk's messages, and for each */
+	struct mq_sealbuf *sb;          /* its sealed body */
+	unsigned char (*leaf)[MQ_HASH_BYTES]; /* and its leaf */
+	size_t stgcap;
+	struct mq_chunk_sig csig;       /* the chunk's signature (of up to
+	                                 * MQ_TREE_MAX of them) */
 };
 
 int
@@ -195,6 +218,12 @@ mq_pub_close(mq_pub *p)
 	free(p->fm);
 	mq_filterset_free(&p->set);
 	mq_sealer_free(&p->seal);
+	for (size_t i = 0; i < p->stgcap; i++)
+		free(p->sb[i].buf);
+	free(p->sb);
+	free(p->stg);
+	free(p->leaf);
+	mq_chunk_sig_free(&p->csig);
 	mq_topic_close(&p->t);
 	mq_identity_forget(&p->key);
 	free(p);
@@ -269,42 +298,88 @@ journal_publish(mq_pub *p, unsigned k, const char *key, const bool *in,
 	    p->glist);
 }
 
-/* Writes one message at log/KEY and links it into each group g whose
- * in[g] is set: into new/, or for a message not yet due into
- * delay/<due>.KEY. */
+/* Room for a chunk of n messages. */
 static int
-stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
-    const bool *in, const int *gfd, size_t ng, enum mq_sync sync,
-    char id[MQ_ID_LEN + 1])
+stage_room(mq_pub *p, size_t n)
 {
-	double now = mq_now();
-	bool later = m->deliver_at > now;
-	char key[MQ_KEY_LEN + 1], *hdr;
-	size_t hlen;
+	if (n <= p->stgcap)
+		return 0;
+	struct pub_staged *stg = reallocarray(p->stg, n, sizeof *stg);
+	if (stg)
+		p->stg = stg;
+	struct mq_sealbuf *sb = reallocarray(p->sb, n, sizeof *sb);
+	if (sb) {
+		p->sb = sb;
+		memset(sb + p->stgcap, 0, (n - p->stgcap) * sizeof *sb);
+	}
+	unsigned char (*leaf)[MQ_HASH_BYTES] = reallocarray(p->leaf, n,
+	    sizeof *leaf);
+	if (leaf)
+		p->leaf = leaf;
+	if (!stg || !sb || !leaf)
+		return mq_err_sys("malloc");
+	p->stgcap = n;
+	return 0;
+}
+
+static void
+staged_free(mq_pub *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(p->stg[i].hdr);
+		p->stg[i].hdr = NULL;
+	}
+}
+
+/* Makes message st of the chunk what will be stored: its body sealed on
+ * a sealed topic (a signature covers the stored bytes: the sealed body
+ * and its Mq-Sealed header), its header block rendered, and when signing
+ * its leaf. */
+static int
+prepare_one(mq_pub *p, unsigned k, struct pub_staged *st,
+    struct mq_sealbuf *sb, unsigned char leaf[MQ_HASH_BYTES])
+{
+	const struct mq_pub_msg *m = st->m;
 	struct mq_pub_msg sealed;
-	if (!m->idempotency_key)
-		mq_id_new(id);
-	snprintf(key, sizeof key, "%020" PRIu64 ".%s", seq, id);
-	/* A sealed topic stores the body encrypted (seal.c); a signature
-	 * covers what is stored, the sealed body and its Mq-Sealed header. */
 	if (p->seal.n) {
-		if (mq_seal_msg(&p->seal, &p->t, id, m, &sealed) < 0)
+		if (mq_seal_msg(&p->seal, &p->t, st->id, m, sb, &sealed) < 0)
 			return -1;
 		m = &sealed;
 	}
-	if (mq_msg_render(&p->t, k, seq, id, m, p->signing ? &p->key : NULL,
-	    now, &hdr, &hlen) < 0)
+	st->body = m->body;
+	st->blen = m->len;
+	st->now = mq_now();
+	if (mq_msg_render(&p->t, k, st->seq, st->id, m, p->signing ?
+	    MQ_SIGN_LINES_MAX : 0, st->now, &st->hdr, &st->hlen, &st->sig_at) < 0)
+		return -1;
+	return p->signing ? mq_sign_leaf(st->hdr, st->hlen - 1, st->body,
+	    st->blen, leaf) : 0;
+}
+
+/* Writes message st at log/KEY, with its signature lines when signing
+ * (message i of p->csig), and links it into each group g whose in[g] is
+ * set: into new/, or for a message not yet due into delay/<due>.KEY. */
+static int
+stage_one(mq_pub *p, unsigned k, const struct pub_staged *st, size_t i,
+    const int *gfd, size_t ng, enum mq_sync sync)
+{
+	bool later = st->m->deliver_at > st->now;
+	char key[MQ_KEY_LEN + 1], sig[MQ_SIGN_LINES_MAX];
+	size_t slen = 0;
+	snprintf(key, sizeof key, "%020" PRIu64 ".%s", st->seq, st->id);
+	if (p->signing && mq_chunk_sign_lines(&p->csig, &p->key, i, st->hdr,
+	    st->hlen - 1, st->body, st->blen, sig, &slen) < 0)
 		return -1;
 	int fd = mq_openat(p->logfd[k], key, O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (fd < 0) {
-		free(hdr);
+	if (fd < 0)
 		return mq_err_sys("create message");
-	}
-	struct iovec iov[2] = {
-		{ hdr, hlen }, { (void *)m->body, m->len },
+	struct iovec iov[4] = {
+		{ st->hdr, st->sig_at }, { sig, slen },
+		{ st->hdr + st->sig_at, st->hlen - st->sig_at },
+		{ (void *)st->body, st->blen },
 	};
-	int rc = write_all(fd, iov, m->len ? 2 : 1);
+	int rc = write_all(fd, iov, 4);
 	/* Where hosts share the partition, other hosts read what reached
 	 * the server: closing does not flush a client that writes behind,
 	 * and syncfs reaches no server (mq-spool(5), SHARED FILE SYSTEMS). */
@@ -312,18 +387,49 @@ stage_one(mq_pub *p, unsigned k, uint64_t seq, const struct mq_pub_msg *m,
 		rc = fsync(fd);
 	if (close(fd) < 0)
 		rc = -1;
-	free(hdr);
 	if (rc < 0)
 		return mq_err_sys("write message");
 	char dname[MQ_KEY_LEN + 32];
 	if (later)
 		snprintf(dname, sizeof dname, "%020" PRIu64 ".%s",
-		    (uint64_t)ceil(m->deliver_at * 1000), key);
+		    (uint64_t)ceil(st->m->deliver_at * 1000), key);
 	for (size_t g = 0; rc == 0 && g < ng; g++)
-		if (in[g] && mq_linkat(p->logfd[k], key, gfd[later ? ng + g : g],
-		    later ? dname : key, 0) < 0)
+		if (st->in[g] && mq_linkat(p->logfd[k], key,
+		    gfd[later ? ng + g : g], later ? dname : key, 0) < 0)
 			rc = mq_err_sys("link message into group");
-	return rc == 0 ? journal_publish(p, k, key, in, ng) : rc;
+	return rc == 0 ? journal_publish(p, k, key, st->in, ng) : rc;
+}
+
+/* Writes the n staged messages, signing them in trees of at most
+ * MQ_TREE_MAX (an atomic batch may be a larger chunk). */
+static int
+write_staged(mq_pub *p, unsigned k, size_t n, const int *gfd, size_t ng,
+    enum mq_sync sync)
+{
+	int rc = 0;
+	for (size_t s = 0; rc == 0 && s < n; s += MQ_TREE_MAX) {
+		size_t m = n - s < MQ_TREE_MAX ? n - s : MQ_TREE_MAX;
+		if (p->signing)
+			rc = mq_chunk_sign(&p->csig, &p->key,
+			    (const unsigned char (*)[MQ_HASH_BYTES])p->leaf + s, m);
+		for (size_t i = 0; rc == 0 && i < m; i++)
+			rc = stage_one(p, k, &p->stg[s + i], i, gfd, ng, sync);
+	}
+	return rc;
+}
+
+/* A message with an idempotency key claims it in the partition's dedup
+ * index: 1 when it repeats one seen within the window (id is then the
+ * first's), 0 when it is new. */
+static int
+claim_key(mq_pub *p, unsigned k, const struct mq_pub_msg *m, uint64_t seq,
+    char *id)
+{
+	if (p->dedupfd[k] < 0 && (mq_mkdir(p->t.pfd[k], "dedup") < 0 ||
+	    (p->dedupfd[k] = mq_dir_open(p->t.pfd[k], "dedup")) < 0))
+		return -1;
+	return mq_dedup_claim(p->dedupfd[k], m->idempotency_key, seq,
+	    p->t.conf.dedup_window, id);
 }
 
 /* The chunk's records go to the journal before the commit point, and are
@@ -548,30 +654,31 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 		h.next = h.committed + n;
 		rc = mq_head_write(hfd, &h, 0);
 	}
+	/* Every message is given its id and sequence number and rendered
+	 * before the first file is written: the chunk's signature needs them
+	 * all.  A repeat of an idempotency key is left out. */
 	uint64_t seq = h.committed;
+	size_t ns = 0;
+	if (rc == 0)
+		rc = stage_room(p, n);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		const struct mq_pub_msg *m = &msgs[idx[i]];
 		char *id = ids[idx[i]];
-		if (m->idempotency_key) {
-			mq_id_new(id);
-			if (p->dedupfd[k] < 0 &&
-			    (mq_mkdir(p->t.pfd[k], "dedup") < 0 ||
-			    (p->dedupfd[k] = mq_dir_open(p->t.pfd[k],
-			    "dedup")) < 0)) {
-				rc = -1;
-				break;
-			}
-			rc = mq_dedup_claim(p->dedupfd[k], m->idempotency_key,
-			    seq, p->t.conf.dedup_window, id);
-			if (rc == 1) {
-				rc = 0;
-				continue;
-			}
-			if (rc < 0)
-				break;
+		mq_id_new(id);
+		if (m->idempotency_key &&
+		    (rc = claim_key(p, k, m, seq, id)) != 0) {
+			rc = rc == 1 ? 0 : rc;
+			continue;
 		}
-		rc = stage_one(p, k, seq++, m, p->in + i * ng, gfd, ng, sync, id);
+		struct pub_staged *st = &p->stg[ns];
+		*st = (struct pub_staged){ .m = m, .seq = seq++, .id = id,
+		    .in = p->in + i * ng };
+		rc = prepare_one(p, k, st, &p->sb[ns], p->leaf[ns]);
+		ns += st->hdr != NULL;
 	}
+	if (rc == 0)
+		rc = write_staged(p, k, ns, gfd, ng, sync);
+	staged_free(p, ns);
 	if (rc == 0 && p->dedupfd[k] >= 0 && (sync == MQ_SYNC_EACH ||
 	    (sync == MQ_SYNC_BATCH && p->shared[k])))
 		rc = mq_fsync_fd(p->dedupfd[k]);

@@ -458,17 +458,17 @@ mq_seal_chunk(struct mq_sealer *s, const struct mq_topic *t,
 
 int
 mq_seal_msg(struct mq_sealer *s, const struct mq_topic *t, const char *id,
-    const struct mq_pub_msg *in, struct mq_pub_msg *out)
+    const struct mq_pub_msg *in, struct mq_sealbuf *sb, struct mq_pub_msg *out)
 {
 	size_t nonce = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
 	size_t len = s->hlen + nonce + in->len +
 	    crypto_aead_xchacha20poly1305_ietf_ABYTES;
-	if (len > s->cap) {
-		unsigned char *b = realloc(s->buf, len);
+	if (len > sb->cap) {
+		unsigned char *b = realloc(sb->buf, len);
 		if (!b)
 			return mq_err_sys("malloc");
-		s->buf = b;
-		s->cap = len;
+		sb->buf = b;
+		sb->cap = len;
 	}
 	if (in->nheaders + 1 > s->hcap) {
 		struct mq_header *hv = reallocarray(s->hdrs, in->nheaders + 1,
@@ -482,17 +482,18 @@ mq_seal_msg(struct mq_sealer *s, const struct mq_topic *t, const char *id,
 	unsigned char *ad = seal_ad(s->head, s->hlen, t->name, id, &adlen);
 	if (!ad)
 		return -1;
-	memcpy(s->buf, s->head, s->hlen);
-	randombytes_buf(s->buf + s->hlen, nonce);
+	unsigned char *buf = sb->buf;
+	memcpy(buf, s->head, s->hlen);
+	randombytes_buf(buf + s->hlen, nonce);
 	unsigned long long clen;
-	crypto_aead_xchacha20poly1305_ietf_encrypt(s->buf + s->hlen + nonce,
-	    &clen, in->body, in->len, ad, adlen, NULL, s->buf + s->hlen, s->dk);
+	crypto_aead_xchacha20poly1305_ietf_encrypt(buf + s->hlen + nonce,
+	    &clen, in->body, in->len, ad, adlen, NULL, buf + s->hlen, s->dk);
 	free(ad);
 	memcpy(s->hdrs, in->headers, in->nheaders * sizeof *s->hdrs);
 	s->hdrs[in->nheaders] = (struct mq_header){ .name = (char *)"Mq-Sealed",
 	    .value = s->ids };
 	*out = *in;
-	out->body = s->buf;
+	out->body = buf;
 	out->len = len;
 	out->headers = s->hdrs;
 	out->nheaders = in->nheaders + 1;
@@ -504,7 +505,6 @@ mq_sealer_free(struct mq_sealer *s)
 {
 	sodium_memzero(s->dk, sizeof s->dk);
 	free(s->pk);
-	free(s->buf);
 	free(s->hdrs);
 }
 

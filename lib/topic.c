@@ -277,6 +277,7 @@ mq_topic_close(struct mq_topic *t)
 	free(t->pfd);
 	free(t->name);
 	mq_signers_free(t->signers);
+	mq_roots_free(t->roots);
 	memset(t, 0, sizeof *t);
 	t->fd = -1;
 }

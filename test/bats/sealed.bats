@@ -334,6 +334,17 @@ EOF
 	assert_success
 	[[ $(grep -o '"reason":"[a-z-]*"' <<<"$output" | sort -u) == '"reason":"signature"' ]] ||
 	    fail "$output"
+	# A batch is sealed message by message and signed once, over the
+	# sealed bodies: each verifies, then opens.
+	printf 'batch body %s\n' 1 2 3 >"$TD/lines"
+	mq-pub -q -l --sign "$TD/signer" t <"$TD/lines"
+	grep -q '^Mq-Signature: ed25519-tree:[0-9a-f]* 2/3 ' "$(log_file t 4)" ||
+	    fail "not signed as a chunk"
+	run grep -r "batch body" "$MQ_SPOOL"
+	assert_failure
+	run --separate-stderr mq-sub -g g -t 0 -F '%s\n' --key "$TD/a.key" t
+	assert_success
+	assert_output "$(printf 'batch body %s\n' 1 2 3)"
 }
 
 @test "a sealed topic's keys come along with replication: the replica's publishers seal too, and a rotation follows" {

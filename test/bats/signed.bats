@@ -52,6 +52,17 @@ content_hash() {
 	echo "Content-Hash: $(header_of "$MQ_SPOOL"/topics/scratch/p0/log/*."$id" Content-Hash)"
 }
 
+# assert_signature_letter TOPIC ID DETAIL: message ID is a dead letter
+# with reason "signature" whose detail has DETAIL.
+assert_signature_letter() {
+	run -0 mq-dlq list --json "$1"
+	local d
+	d=$(jq -c --arg id "$2" '.[] | select(.id == $id)' <<<"$output")
+	[[ -n $d ]] || fail "$2 is not a dead letter: $output"
+	assert_equal "$(jq -r .reason <<<"$d")" signature
+	[[ $(jq -r .detail <<<"$d") == *"$3"* ]] || fail "detail: $d"
+}
+
 # assert_dead_signature TOPIC GROUP ID DETAIL: the consumer delivers
 # nothing, and message ID is a dead letter with reason "signature" whose
 # detail has DETAIL.
@@ -60,12 +71,7 @@ assert_dead_signature() {
 	assert_equal "$status" 1
 	assert_output ''
 	group_empty "$1" "$2"
-	run -0 mq-dlq list --json "$1"
-	local d
-	d=$(jq -c --arg id "$3" '.[] | select(.id == $id)' <<<"$output")
-	[[ -n $d ]] || fail "$3 is not a dead letter: $output"
-	assert_equal "$(jq -r .reason <<<"$d")" signature
-	[[ $(jq -r .detail <<<"$d") == *"$4"* ]] || fail "detail: $d"
+	assert_signature_letter "$1" "$3" "$4"
 }
 
 @test "--keygen makes a key file of mode 0600, --pubkey prints its public key; a key is never replaced" {
@@ -222,6 +228,167 @@ d = h + b'\n\n' + yb" ;;
 	done
 	run -0 mq-dlq count t
 	assert_output 5
+}
+
+# chunk TOPIC KEY N PREFIX: publishes N messages PREFIX1..PREFIXN as one
+# batch (one chunk) signed with KEY; prints their ids.
+chunk() {
+	local i
+	for i in $(seq "$3"); do echo "$4$i"; done >"$TD/lines"
+	mq-pub -l --sign "$2" "$1" <"$TD/lines"
+}
+
+# file_of TOPIC ID: the log/ file of message ID (partition 0).
+file_of() {
+	echo "$MQ_SPOOL"/topics/"$1"/p0/log/*."$2"
+}
+
+# tree_sig FILE: the chunk signature (hex) in FILE's Mq-Signature.
+tree_sig() {
+	header_of "$1" Mq-Signature | sed -E 's/^ed25519-tree:([0-9a-f]{128}) .*/\1/'
+}
+
+# assert_dead_among TOPIC GROUP ID DETAIL N: a consumer delivers the N
+# other pending messages and not ID, which is a dead letter with reason
+# "signature" whose detail has DETAIL.
+assert_dead_among() {
+	run --separate-stderr mq-sub -t 0 -g "$2" -F '%i\n' "$1"
+	[[ $output != *"$3"* ]] || fail "$3 was delivered"
+	assert_equal "$(grep -c . <<<"$output")" "$5"
+	group_empty "$1" "$2"
+	assert_signature_letter "$1" "$3" "$4"
+}
+
+@test "a batch is signed once, over a hash tree: each message carries the chunk's signature, its index and path, and each verifies" {
+	keys
+	signed_topic t g "$TD/alice"
+	local a ids id i=0 f v sig=
+	a=$(mq-pub --pubkey "$TD/alice")
+	# 40 leaves: levels of 40, 20, 10, 5, 3, 2, so some hashes are
+	# promoted, and paths are of 4 to 6 hashes.
+	ids=$(chunk t "$TD/alice" 40 m)
+	for id in $ids; do
+		f=$(file_of t "$id")
+		v=$(header_of "$f" Mq-Signature)
+		[[ $v =~ ^ed25519-tree:([0-9a-f]{128})\ $i/40\ [0-9a-f]{64}(,[0-9a-f]{64}){3,5}$ ]] ||
+		    fail "message $i: $v"
+		[[ -z $sig || ${BASH_REMATCH[1]} == "$sig" ]] || fail "two signatures"
+		sig=${BASH_REMATCH[1]}
+		assert_equal "$(header_of "$f" Mq-Signer)" "$a"
+		i=$((i + 1))
+	done
+	assert_equal "$i" 40
+	# A message published alone keeps the plain form.
+	id=$(mq-pub --sign "$TD/alice" t alone)
+	[[ $(header_of "$(file_of t "$id")" Mq-Signature) =~ ^ed25519:[0-9a-f]{128}$ ]] ||
+	    fail "not the plain form"
+	run -0 mq-sub -t 0 -g g -F '%P %s\n' t
+	assert_output "$(for i in $(seq 40); do echo "$a m$i"; done; echo "$a alone")"
+	run -0 mq-dlq count t
+	assert_output 0
+}
+
+@test "a message of a signed chunk with its path, index or signature changed, moved into another chunk, or forged under a real header: dead-lettered" {
+	keys
+	signed_topic t g "$TD/alice"
+	local case x y f nf xs ys sl hash fid=00000000000000000000000000000001
+	local p=$MQ_SPOOL/topics/t/p0
+	for case in none path index othersig moved forged; do
+		# Two chunks of 8 (every path 3 hashes), the first delivered;
+		# the target is the fourth of the second, so the consumer has
+		# verified that chunk's signature (and keeps it) when it gets
+		# there.
+		x=($(chunk t "$TD/alice" 8 x))
+		y=($(chunk t "$TD/alice" 8 y))
+		run -0 mq-sub -n 8 -g g t
+		f=$(file_of t "${y[3]}")
+		cp "$f" "$TD/before"
+		xs=$(tree_sig "$(file_of t "${x[0]}")")
+		ys=$(tree_sig "$f")
+		[[ $xs =~ ^[0-9a-f]{128}$ && $xs != "$ys" ]] ||
+		    fail "signatures: $xs $ys"
+		local target=${y[3]}
+		case $case in
+		none)	# Untouched, all of it is delivered: the checks can fail.
+			run -0 mq-sub -t 0 -g g -F '%s\n' t
+			assert_output "$(printf 'y%s\n' 1 2 3 4 5 6 7 8)"
+			continue ;;
+		path)	# One digit of its first sibling hash.
+			rewrite "$f" "import re
+d = re.sub(rb'( 3/8 [0-9a-f]{10})([0-9a-f])', lambda m: m.group(1) + (b'0' if m.group(2) != b'0' else b'1'), d)" ;;
+		index)	# Another leaf's place, with a path of the same length.
+			rewrite "$f" "d = d.replace(b' 3/8 ', b' 2/8 ')" ;;
+		othersig)	# The other chunk's signature.
+			rewrite "$f" "d = d.replace(b'$ys', b'$xs')" ;;
+		moved)	# x's fourth message, its index and path kept, put in
+			# place of y's fourth under y's signature: its path
+			# leads to x's root, not to the one just verified.
+			target=${x[3]}
+			sl=$(basename "$f")
+			sl=${sl%%.*}
+			rm "$f" "$p/g/g/new/$(basename "$f")"
+			nf=$p/log/$sl.$target
+			cp "$(file_of t "$target")" "$nf"
+			rewrite "$nf" "d = d.replace(b'$xs', b'$ys')"
+			ln "$nf" "$p/g/g/new/$sl.$target" ;;
+		forged)	# A body of the forger's with y's fourth message's
+			# signature lines, in its place.
+			target=$fid
+			sl=$(basename "$f")
+			sl=${sl%%.*}
+			hash=$(content_hash forged)
+			printf 'Message-Id: %s\nTopic: t\nPartition: 0\nSeq: %d\nPublished: 2026-01-01T00:00:00.000000Z\nContent-Length: 6\n%s\nMq-Signer: %s\nMq-Signature: %s\n\nforged' \
+			    "$fid" "$((10#$sl))" "$hash" "$(header_of "$f" Mq-Signer)" \
+			    "$(header_of "$f" Mq-Signature)" >"$p/log/$sl.$fid"
+			rm "$f" "$p/g/g/new/$(basename "$f")"
+			ln "$p/log/$sl.$fid" "$p/g/g/new/$sl.$fid" ;;
+		esac
+		[[ $case == moved || $case == forged ]] ||
+		    ! cmp -s "$f" "$TD/before" || fail "$case: nothing changed"
+		assert_dead_among t g "$target" "does not match" 7
+	done
+	run -0 mq-dlq count t
+	assert_output 5
+}
+
+@test "a tree signature that is not exactly of its form is a bad signature, never a crash" {
+	keys
+	signed_topic t g "$TD/alice"
+	local case f ids n=0
+	for case in upper index-at-n index-leading-zero n-too-big n-of-one \
+	    sibling-more sibling-less trailing-comma space-after no-path \
+	    short-sig; do
+		ids=($(chunk t "$TD/alice" 3 m))
+		# Message 0 of 3: a path of 2 hashes.
+		f=$(file_of t "${ids[0]}")
+		cp "$f" "$TD/before"
+		case $case in
+		upper)	rewrite "$f" "import re
+d = re.sub(rb'( 0/3 )([0-9a-f]{64})', lambda m: m.group(1) + m.group(2).upper(), d)" ;;
+		index-at-n)	rewrite "$f" "d = d.replace(b' 0/3 ', b' 3/3 ')" ;;
+		index-leading-zero)	rewrite "$f" "d = d.replace(b' 0/3 ', b' 00/3 ')" ;;
+		n-too-big)	rewrite "$f" "d = d.replace(b' 0/3 ', b' 0/4097 ')" ;;
+		n-of-one)	rewrite "$f" "import re
+d = re.sub(rb' 0/3 [0-9a-f,]*', b' 0/1 ', d)" ;;
+		sibling-more)	rewrite "$f" "import re
+d = re.sub(rb'( 0/3 [0-9a-f,]*)', lambda m: m.group(1) + b',' + b'0' * 64, d)" ;;
+		sibling-less)	rewrite "$f" "import re
+d = re.sub(rb'( 0/3 [0-9a-f]{64}),[0-9a-f]{64}', lambda m: m.group(1), d)" ;;
+		trailing-comma)	rewrite "$f" "import re
+d = re.sub(rb'( 0/3 [0-9a-f,]*)', lambda m: m.group(1) + b',', d)" ;;
+		space-after)	rewrite "$f" "import re
+d = re.sub(rb'( 0/3 [0-9a-f,]*)', lambda m: m.group(1) + b' ', d)" ;;
+		no-path)	rewrite "$f" "import re
+d = re.sub(rb' 0/3 [0-9a-f,]*', b' 0/3', d)" ;;
+		short-sig)	rewrite "$f" "import re
+d = re.sub(rb'ed25519-tree:[0-9a-f]', b'ed25519-tree:', d)" ;;
+		esac
+		! cmp -s "$f" "$TD/before" || fail "$case: nothing changed"
+		assert_dead_among t g "${ids[0]}" "bad Mq-Signature" 2
+		n=$((n + 1))
+	done
+	run -0 mq-dlq count t
+	assert_output "$n"
 }
 
 @test "a signed message copied into another topic is dead-lettered" {
