@@ -166,24 +166,25 @@ $CC "${CF[@]}" -o "$W/bin/floor" "$ROOT/bench/floor.c"
 # shellcheck disable=SC2086
 $CC "${CF[@]}" -o "$W/bin/timeit" "$ROOT/bench/timeit.c"
 have_lib=0
+# What a program linked with libmq needs: the Makefile's PKGS, jq, m.
+# shellcheck disable=SC2046
+MQ_LIBS="$ROOT/lib/libmq.a $(pkg-config --libs libbsd-overlay jansson \
+    libxxhash libarchive libsodium libacl) -ljq -lm"
 if [ -f "$ROOT/lib/libmq.a" ]; then
-	# shellcheck disable=SC2046,SC2086
+	# shellcheck disable=SC2086
 	$CC "${CF[@]}" -I"$ROOT/lib" -o "$W/bin/lat" "$ROOT/bench/lat.c" \
-	    "$ROOT/lib/libmq.a" $(pkg-config --libs libbsd-overlay jansson \
-	    libxxhash libarchive libsodium) -ljq -lm && have_lib=1
+	    $MQ_LIBS && have_lib=1
 fi
 if [ "$have_lib" = 1 ] && [ "$SECTION" = all ]; then
-	# shellcheck disable=SC2046,SC2086
+	# shellcheck disable=SC2086
 	$CC "${CF[@]}" -I"$ROOT/lib" -o "$W/bin/counters" \
-	    "$ROOT/bench/counters.c" "$ROOT/lib/libmq.a" $(pkg-config --libs \
-	    libbsd-overlay jansson libxxhash libarchive libsodium) -ljq -lm ||
+	    "$ROOT/bench/counters.c" $MQ_LIBS ||
 	    die "bench/counters.c does not build"
 fi
 if [ "$have_lib" = 1 ] && [ "$SECTION" != fanout ]; then
-	# shellcheck disable=SC2046,SC2086
+	# shellcheck disable=SC2086
 	$CC "${CF[@]}" -pthread -I"$ROOT/lib" -o "$W/bin/replag" \
-	    "$ROOT/bench/replag.c" "$ROOT/lib/libmq.a" $(pkg-config --libs \
-	    libbsd-overlay jansson libxxhash libarchive libsodium) -ljq -lm ||
+	    "$ROOT/bench/replag.c" $MQ_LIBS ||
 	    die "bench/replag.c does not build"
 fi
 if [ "$have_lib" = 0 ]; then

@@ -229,7 +229,7 @@ consumers_are() {
 	assert_output --partial "publish-rate is a figure of a topic"
 	run --separate-stderr mq-stat --check --warn 'nope:publish-rate>1'
 	assert_equal "$status" 3
-	assert_output 'MQ UNKNOWN - no topic nope to check'
+	assert_output "MQ UNKNOWN - $MQ_SPOOL: no topic nope to check"
 }
 
 @test "MQ_STATS=off counts nothing; a spool the user cannot write still publishes" {
