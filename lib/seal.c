@@ -489,7 +489,8 @@ mq_seal_msg(struct mq_sealer *s, const struct mq_topic *t, const char *id,
 	crypto_aead_xchacha20poly1305_ietf_encrypt(buf + s->hlen + nonce,
 	    &clen, in->body, in->len, ad, adlen, NULL, buf + s->hlen, s->dk);
 	free(ad);
-	memcpy(s->hdrs, in->headers, in->nheaders * sizeof *s->hdrs);
+	if (in->nheaders)               /* none: headers may be NULL */
+		memcpy(s->hdrs, in->headers, in->nheaders * sizeof *s->hdrs);
 	s->hdrs[in->nheaders] = (struct mq_header){ .name = (char *)"Mq-Sealed",
 	    .value = s->ids };
 	*out = *in;
