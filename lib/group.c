@@ -206,25 +206,27 @@ mq_group_conf_render(const struct mq_topic *t, const struct mq_group_conf *c,
 	return rc;
 }
 
-/* Makes the group's directories in partition k; an ordered group also
- * gets its ownership token, free (see ordered.c). */
+/* Makes the group's directories in partition k, with the ACLs of the
+ * topic's roles; an ordered group also gets its ownership token, free
+ * (see ordered.c). */
 int
 mq_group_dirs_make(const struct mq_topic *t, unsigned k, const char *group,
     int ordered)
 {
-	static const char *const sub[] = { "tmp", "new", "cur", "delay" };
+	static const struct mq_dir_spec sub[] = {
+		{ "", MQ_DIR_GROUP }, { "tmp", MQ_DIR_GROUP },
+		{ "new", MQ_DIR_QUEUE }, { "cur", MQ_DIR_GROUP },
+		{ "delay", MQ_DIR_QUEUE },
+	};
 	char p[MQ_NAME_MAX + 16];
 	/* Trees without a conf are leftovers of an unfinished unsubscribe:
 	 * a new group of the same name starts empty. */
 	if (mq_path(p, sizeof p, "dlq/%s", group) < 0 ||
 	    mq_rmtree(t->pfd[k], p) < 0 ||
 	    mq_path(p, sizeof p, "g/%s", group) < 0 ||
-	    mq_rmtree(t->pfd[k], p) < 0 || mq_mkdir(t->pfd[k], p) < 0)
+	    mq_rmtree(t->pfd[k], p) < 0 || mq_perm_mkdirs(t->pfd[k], p, sub,
+	    sizeof sub / sizeof *sub, &t->conf.roles) < 0)
 		return -1;
-	for (size_t i = 0; i < sizeof sub / sizeof *sub; i++)
-		if (mq_path(p, sizeof p, "g/%s/%s", group, sub[i]) < 0 ||
-		    mq_mkdir(t->pfd[k], p) < 0)
-			return -1;
 	if (ordered && mq_owner_init(t, k, group) < 0)
 		return -1;
 	return mq_fsync_at(t->pfd[k], "g");

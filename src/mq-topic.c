@@ -18,7 +18,7 @@
 enum {
 	OPT_JSON = 256, OPT_PARTITIONS, OPT_MAX_SIZE, OPT_RETENTION, OPT_HELP,
 	OPT_TTL, OPT_EXPIRED, OPT_PLACE, OPT_GROUP, OPT_MODE, OPT_SIGNERS,
-	OPT_NO_SIGNERS,
+	OPT_NO_SIGNERS, OPT_PUBLISHERS, OPT_CONSUMERS, OPT_ADMINS,
 };
 
 static void
@@ -30,6 +30,8 @@ usage(int code)
 	    "BYTES]\n                [--retention SECONDS] [--ttl SECONDS] "
 	    "[--expired dlq|drop]\n                [--signers FILE] "
 	    "[--group GROUP] [--mode MODE]\n"
+	    "                [--publishers GROUP] [--consumers GROUP] "
+	    "[--admins GROUP]\n"
 	    "                [--place K=DIR]... TOPIC\n"
 	    "       %s [-s SPOOL] alter --partitions N [--place K=DIR]... "
 	    "TOPIC\n"
@@ -299,12 +301,17 @@ main(int argc, char *argv[])
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "signers", required_argument, NULL, OPT_SIGNERS },
 		{ "no-signers", no_argument, NULL, OPT_NO_SIGNERS },
+		{ "publishers", required_argument, NULL, OPT_PUBLISHERS },
+		{ "consumers", required_argument, NULL, OPT_CONSUMERS },
+		{ "admins", required_argument, NULL, OPT_ADMINS },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_topic_conf conf;
 	mq_topic_conf_default(&conf);
 	const char *spool = NULL, *group = NULL, *mode = NULL, *signfile = NULL;
+	const char *roles[MQ_ROLES] = { NULL };
+	bool roleopt = false;
 	int c, json = 0, confopts = 0, partopt = 0, signopt = 0;
 	char **placeargs = calloc((size_t)argc + 1, sizeof *placeargs);
 	size_t nplace = 0;
@@ -325,6 +332,12 @@ main(int argc, char *argv[])
 			break;
 		case OPT_GROUP: group = optarg; break;
 		case OPT_MODE: mode = optarg; break;
+		case OPT_PUBLISHERS:
+		case OPT_CONSUMERS:
+		case OPT_ADMINS:
+			roles[c - OPT_PUBLISHERS] = optarg;
+			roleopt = true;
+			break;
 		case OPT_MAX_SIZE:
 			conf.max_message_size = tool_number("--max-message-size",
 			    optarg, 1, MQ_MESSAGE_MAX_LIMIT);
@@ -365,7 +378,8 @@ main(int argc, char *argv[])
 	tool_command(cmd, (const char *const[]){ "init", "create", "alter",
 	    "list", "info", "delete", "gc", "key", NULL });
 	if (!strcmp(cmd, "key")) {
-		if (json || confopts || partopt || nplace || group || mode)
+		if (json || confopts || partopt || nplace || group || mode ||
+		    roleopt)
 			errx(EX_USAGE, "key takes no options but -s");
 		free(placeargs);
 		return cmd_key(spool, argc - 1, argv + 1);
@@ -399,7 +413,11 @@ main(int argc, char *argv[])
 		errx(EX_USAGE, "--json goes with list and info");
 	if ((group || mode) && strcmp(cmd, "init") && strcmp(cmd, "create"))
 		errx(EX_USAGE, "--group and --mode go with init and create");
-	if (mq_perm_parse(group, mode, &conf.perm) < 0)
+	if (roleopt && strcmp(cmd, "create"))
+		errx(EX_USAGE, "--publishers, --consumers and --admins go with "
+		    "create");
+	if (mq_perm_parse(group, mode, &conf.perm) < 0 ||
+	    mq_roles_parse(roles, &conf.roles) < 0)
 		tool_fail();
 	if (!strcmp(cmd, "init") && mq_spool_init(spool, &conf.perm) < 0)
 		tool_fail();
