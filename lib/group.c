@@ -296,6 +296,17 @@ mq_group_subscribe_as(mq_spool *sp, const char *topic, const char *group,
 again:
 	if (open_for_group(sp, topic, group, 1, &t) < 0)
 		return -1;
+	/* A backfill links the log's messages, which the kernel allows
+	 * only to those who may write them (fs.protected_hardlinks): with
+	 * roles, administrators and publishers, not consumers.  Refused
+	 * before the group is made, rather than left half filled. */
+	if (backfills(c) && mq_roles_any(&t.conf.roles) &&
+	    mq_faccessat(t.pfd[0], "log", W_OK, AT_EACCESS) < 0) {
+		mq_topic_close(&t);
+		return mq_err(EX_NOPERM, "a group that starts before now is "
+		    "made by an administrator of the topic: a consumer may not "
+		    "link its messages");
+	}
 	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
 	int rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
 	/* An alter that committed before we had the locks: the group needs

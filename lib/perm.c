@@ -120,9 +120,25 @@ mq_perm_apply(int dfd, const char *what, const struct mq_perm *p)
 	return 0;
 }
 
+/* Whether directory fd's ACL names groups: a topic with roles, whose
+ * ACLs the spool's permissions must not replace. */
+static bool
+has_roles(int fd)
+{
+	acl_t acl = acl_get_fd(fd);
+	acl_entry_t e;
+	acl_tag_t tag;
+	bool named = false;
+	for (int w = ACL_FIRST_ENTRY; acl && !named &&
+	    acl_get_entry(acl, w, &e) == 1; w = ACL_NEXT_ENTRY)
+		named = acl_get_tag_type(e, &tag) == 0 && tag == ACL_GROUP;
+	acl_free(acl);
+	return named;
+}
+
 /* What is already in a directory gets the permissions too: directories
  * as the top, files its mode less x, but the replication key stays
- * private; no link is followed. */
+ * private and a topic with roles keeps its own; no link is followed. */
 static int
 apply_below(int dfd, const char *what, bool keys, const struct mq_perm *p)
 {
@@ -148,6 +164,8 @@ apply_below(int dfd, const char *what, bool keys, const struct mq_perm *p)
 		bool private = keys && !strcmp(e->d_name, "key");
 		if (fstat(fd, &st) < 0)
 			rc = mq_err_sys("%s", sub);
+		else if (S_ISDIR(st.st_mode) && has_roles(fd))
+			;
 		else if (S_ISDIR(st.st_mode))
 			rc = mq_perm_apply(fd, sub, p) < 0 ? -1 : apply_below(fd,
 			    sub, !strcmp(e->d_name, "replicate"), p);
