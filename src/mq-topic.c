@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -54,6 +55,14 @@ print_json(json_t *j)
 		errx(EX_SOFTWARE, "cannot write JSON");
 	putchar('\n');
 	json_decref(j);
+}
+
+/* A role's group name, NULL if the gid has none. */
+static const char *
+group_name(gid_t gid)
+{
+	struct group *g = getgrgid(gid);
+	return g ? g->gr_name : NULL;
 }
 
 static int
@@ -216,21 +225,35 @@ cmd_info(mq_spool *sp, const char *topic, int json)
 			    "delayed", (json_int_t)in.groups[i].delayed,
 			    "dead", (json_int_t)in.groups[i].dead,
 			    "lag", (json_int_t)in.groups[i].lag));
+		json_t *roles = json_object();
+		for (int r = 0; r < MQ_ROLES; r++)
+			if (in.conf.roles.has[r])
+				json_object_set_new(roles, mq_role_name(r),
+				    json_pack("{s:I, s:s?}", "gid",
+				    (json_int_t)in.conf.roles.gid[r], "group",
+				    group_name(in.conf.roles.gid[r])));
 		print_json(json_pack("{s:s, s:i, s:I, s:I, s:f, s:s, s:I, s:i, "
-		    "s:o, s:o}", "name", in.name, "partitions",
+		    "s:o, s:o, s:o}", "name", in.name, "partitions",
 		    (int)in.conf.partitions,
 		    "max_message_size", (json_int_t)in.conf.max_message_size,
 		    "retention", (json_int_t)in.conf.retention,
 		    "ttl", in.conf.ttl, "expired",
 		    in.conf.expired_drop ? "drop" : "dlq", "dedup_window",
 		    (json_int_t)in.conf.dedup_window, "signers",
-		    (int)in.conf.nsigners, "heads", heads, "groups", groups));
+		    (int)in.conf.nsigners, "roles", roles, "heads", heads,
+		    "groups", groups));
 	} else {
 		printf("topic: %s\npartitions: %u\nmax-message-size: %zu\n"
 		    "retention: %.0f\nttl: %g\nexpired: %s\nsigners: %u\n",
 		    in.name, in.conf.partitions, in.conf.max_message_size,
 		    in.conf.retention, in.conf.ttl,
 		    in.conf.expired_drop ? "drop" : "dlq", in.conf.nsigners);
+		for (int r = 0; r < MQ_ROLES; r++)
+			if (in.conf.roles.has[r])
+				printf("%s: %s (%lu)\n", mq_role_name(r),
+				    group_name(in.conf.roles.gid[r]) ?
+				    group_name(in.conf.roles.gid[r]) : "?",
+				    (unsigned long)in.conf.roles.gid[r]);
 		printf("%-10s %12s %12s %12s\n", "PARTITION", "COMMITTED",
 		    "MESSAGES", "BYTES");
 		for (unsigned k = 0; k < in.conf.partitions; k++)

@@ -192,8 +192,19 @@ matrix_row() {
 	assert_failure
 	run --separate-stderr as pub sh -c "echo x >>'$S/topics/t/topic.conf'"
 	assert_failure
-	grep -qx "publishers=$(getent group "${RT}PUB" | cut -d: -f3) ${RT}PUB" \
-	    "$S/topics/t/topic.conf"
+	local gid
+	gid=$(getent group "${RT}PUB" | cut -d: -f3)
+	grep -qx "publishers=$gid ${RT}PUB" "$S/topics/t/topic.conf"
+	run --separate-stderr as out mq-topic info t
+	assert_success
+	assert_line "publishers: ${RT}PUB ($gid)"
+	run --separate-stderr as out mq-topic info --json t
+	assert_success
+	run "$PY" -c 'import json, sys; o = json.loads(sys.argv[1])["roles"]
+assert sorted(o) == ["admins", "consumers", "publishers"], o
+assert o["publishers"] == {"gid": int(sys.argv[2]), "group": sys.argv[3]}, o
+' "$output" "$gid" "${RT}PUB"
+	assert_success
 }
 
 @test "roles: an unknown group is refused (67) before anything is made; the roles go with create only" {
