@@ -16,6 +16,11 @@
  * Where the file system has no ACLs (sshfs, some NFS servers) the mode
  * and the group still apply to the directory, and what is made below
  * follows each maker's umask: the tool says so once.
+ *
+ * A topic with roles (publishers, consumers, admins: Unix groups) has a
+ * named entry per role in the access and default ACL of each of its
+ * directories, by the directory's kind, from the one table below; there
+ * no ACLs is an error, since nothing else could keep the roles apart.
  */
 #include <acl/libacl.h>
 #include <errno.h>
