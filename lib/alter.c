@@ -345,7 +345,7 @@ alter_locked(const struct mq_topic *t, unsigned n, const char *const *place)
 		const char *dir = place ? place[k] : NULL;
 		char p[32];
 		snprintf(p, sizeof p, "p%u", k);
-		rc = mq_partition_build(t->fd, k, dir);
+		rc = mq_partition_build(t->fd, k, dir, &t->conf.roles);
 		if (rc == 0 && (nt.pfd[k] = mq_dir_open_partition(t->fd, p)) < 0)
 			rc = -1;
 		for (size_t i = 0; rc == 0 && i < groups.n; i++) {

@@ -206,25 +206,27 @@ mq_group_conf_render(const struct mq_topic *t, const struct mq_group_conf *c,
 	return rc;
 }
 
-/* Makes the group's directories in partition k; an ordered group also
- * gets its ownership token, free (see ordered.c). */
+/* Makes the group's directories in partition k, with the ACLs of the
+ * topic's roles; an ordered group also gets its ownership token, free
+ * (see ordered.c). */
 int
 mq_group_dirs_make(const struct mq_topic *t, unsigned k, const char *group,
     int ordered)
 {
-	static const char *const sub[] = { "tmp", "new", "cur", "delay" };
+	static const struct mq_dir_spec sub[] = {
+		{ "", MQ_DIR_GROUP }, { "tmp", MQ_DIR_GROUP },
+		{ "new", MQ_DIR_QUEUE }, { "cur", MQ_DIR_GROUP },
+		{ "delay", MQ_DIR_QUEUE },
+	};
 	char p[MQ_NAME_MAX + 16];
 	/* Trees without a conf are leftovers of an unfinished unsubscribe:
 	 * a new group of the same name starts empty. */
 	if (mq_path(p, sizeof p, "dlq/%s", group) < 0 ||
 	    mq_rmtree(t->pfd[k], p) < 0 ||
 	    mq_path(p, sizeof p, "g/%s", group) < 0 ||
-	    mq_rmtree(t->pfd[k], p) < 0 || mq_mkdir(t->pfd[k], p) < 0)
+	    mq_rmtree(t->pfd[k], p) < 0 || mq_perm_mkdirs(t->pfd[k], p, sub,
+	    sizeof sub / sizeof *sub, &t->conf.roles) < 0)
 		return -1;
-	for (size_t i = 0; i < sizeof sub / sizeof *sub; i++)
-		if (mq_path(p, sizeof p, "g/%s/%s", group, sub[i]) < 0 ||
-		    mq_mkdir(t->pfd[k], p) < 0)
-			return -1;
 	if (ordered && mq_owner_init(t, k, group) < 0)
 		return -1;
 	return mq_fsync_at(t->pfd[k], "g");
@@ -294,6 +296,17 @@ mq_group_subscribe_as(mq_spool *sp, const char *topic, const char *group,
 again:
 	if (open_for_group(sp, topic, group, 1, &t) < 0)
 		return -1;
+	/* A backfill links the log's messages, which the kernel allows
+	 * only to those who may write them (fs.protected_hardlinks): with
+	 * roles, administrators and publishers, not consumers.  Refused
+	 * before the group is made, rather than left half filled. */
+	if (backfills(c) && mq_roles_any(&t.conf.roles) &&
+	    mq_faccessat(t.pfd[0], "log", W_OK, AT_EACCESS) < 0) {
+		mq_topic_close(&t);
+		return mq_err(EX_NOPERM, "a group that starts before now is "
+		    "made by an administrator of the topic: a consumer may not "
+		    "link its messages");
+	}
 	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
 	int rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
 	/* An alter that committed before we had the locks: the group needs

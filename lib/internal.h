@@ -33,6 +33,45 @@ int mq_size_parse(const char *s, double *out);
 /* perm.c: permissions on one directory, or on it and all below. */
 int mq_perm_apply(int dfd, const char *what, const struct mq_perm *);
 int mq_perm_apply_tree(int dfd, const char *what, const struct mq_perm *);
+/* The kinds of directory of a topic that roles tell apart; see
+ * mq-spool(5), PERMISSIONS, Roles. */
+enum mq_dir_kind {
+	MQ_DIR_TOPIC,           /* topics/T */
+	MQ_DIR_STATS,           /* T/stats */
+	MQ_DIR_GROUPS,          /* T/groups */
+	MQ_DIR_PARTITION,       /* T/p<k> */
+	MQ_DIR_LOG,             /* p<k>/log */
+	MQ_DIR_DEDUP,           /* p<k>/dedup */
+	MQ_DIR_GROUPS_OF,       /* p<k>/g */
+	MQ_DIR_GROUP,           /* p<k>/g/G */
+	MQ_DIR_QUEUE,           /* p<k>/g/G/new, delay: publishers link in */
+	MQ_DIR_DLQ,             /* p<k>/dlq */
+	MQ_DIR_KINDS
+};
+/* Gives directory dfd (path what, for errors), of kind kind in a topic
+ * with roles r, the access and default ACL the roles need; nothing if r
+ * has none.  EX_UNAVAILABLE where the file system has no ACLs. */
+int mq_perm_dir(int dfd, const char *what, const struct mq_roles *r,
+    enum mq_dir_kind kind);
+/* The same for path below dirfd, made there with mq_mkdir first. */
+int mq_perm_mkdir(int dirfd, const char *path, const struct mq_roles *r,
+    enum mq_dir_kind kind);
+/* mq_perm_apply, and the roles' ACL of the topic directory (made
+ * before the mode's default ACL can be). */
+int mq_perm_topic(int dfd, const char *what, const struct mq_perm *,
+    const struct mq_roles *);
+/* Makes each of the n directories dir/name (name alone when dir is
+ * NULL) of v, in order, as mq_perm_mkdir does. */
+struct mq_dir_spec {
+	const char *name;
+	enum mq_dir_kind kind;
+};
+int mq_perm_mkdirs(int dirfd, const char *dir, const struct mq_dir_spec *v,
+    size_t n, const struct mq_roles *r);
+struct mq_conf;
+/* topic.conf's role keys: added to kv, or read from it. */
+int mq_roles_conf_add(struct mq_conf *kv, const struct mq_roles *);
+int mq_roles_conf_get(const struct mq_conf *kv, struct mq_roles *);
 
 /* seal.c: makes a topic's keys those of a replication peer's keys file
  * (text): 1 if they changed, 0 if they were those; EX_DATAERR for a file
@@ -370,7 +409,8 @@ int mq_groups_read(const struct mq_topic *, struct mq_names *);
 int mq_group_names_read(int dirfd, struct mq_names *);
 int mq_lock_all(const struct mq_topic *, int *fds);
 void mq_unlock_all(const struct mq_topic *, int *fds);
-int mq_partition_build(int tfd, unsigned k, const char *place);
+int mq_partition_build(int tfd, unsigned k, const char *place,
+    const struct mq_roles *);
 
 /* alter.c: growing topics; placed partitions. */
 int mq_places_check(const char *const *place, unsigned from, unsigned n);

@@ -82,6 +82,21 @@ struct mq_perm {
  * the setgid bit (and mode 2770 if none is given).  EX_NOUSER for an
  * unknown group, EX_USAGE for a bad mode. */
 int mq_perm_parse(const char *group, const char *mode, struct mq_perm *);
+/* A topic's roles (mq-spool(5), PERMISSIONS, Roles): the Unix group whose
+ * members publish to it, the one whose members consume from it, and the
+ * one whose members administer it, each by gid when has[role]. */
+enum mq_role { MQ_ROLE_PUBLISHERS, MQ_ROLE_CONSUMERS, MQ_ROLE_ADMINS,
+	MQ_ROLES };
+struct mq_roles {
+	bool has[MQ_ROLES];
+	gid_t gid[MQ_ROLES];
+};
+/* names[role] a group name or number, or NULL: no such role.
+ * EX_NOUSER for an unknown group. */
+int mq_roles_parse(const char *const names[MQ_ROLES], struct mq_roles *);
+bool mq_roles_any(const struct mq_roles *);
+/* "publishers", "consumers", "admins": the role's topic.conf key. */
+const char *mq_role_name(enum mq_role);
 /* Makes the spool if it is missing, then gives it and all it holds the
  * permissions (mq-topic init). */
 int mq_spool_init(const char *dir, const struct mq_perm *);
@@ -102,6 +117,9 @@ struct mq_topic_conf {
 	/* Create only: the topic directory's permissions, given before
 	 * anything is made in it. */
 	struct mq_perm perm;
+	/* The roles, given at create (with none, the modes alone decide),
+	 * read back from topic.conf: what is made later gets them too. */
+	struct mq_roles roles;
 	/* Create only: NULL, or the publisher keys whose signatures its
 	 * messages need, as mq_topic_alter_signers takes them. */
 	const char *signers;

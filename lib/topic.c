@@ -65,6 +65,8 @@ mq_topic_conf_parse(const struct mq_conf *kv, struct mq_topic_conf *c)
 	c->expired_drop = exp && !strcmp(exp, "drop");
 	for (size_t i = 0; i < kv->n; i++)
 		c->nsigners += !strcmp(kv->keys[i], "signer");
+	if (mq_roles_conf_get(kv, &c->roles) < 0)
+		return -1;
 	if (parts < 1 || parts > MQ_PARTITIONS_MAX || max < 1 ||
 	    max > MQ_MESSAGE_MAX_LIMIT)
 		return mq_err(EX_CONFIG, "topic.conf: value out of range");
@@ -93,6 +95,8 @@ conf_text(const struct mq_topic_conf *c, char **out)
 		rc = mq_conf_addf(&kv, "dedup-window", "%.0f", c->dedup_window);
 	if (rc == 0 && c->signers)
 		rc = mq_signers_add(&kv, c->signers);
+	if (rc == 0)
+		rc = mq_roles_conf_add(&kv, &c->roles);
 	if (rc == 0)
 		rc = mq_conf_render(&kv, out);
 	mq_conf_free(&kv);
@@ -124,20 +128,26 @@ sweep_spool_tmp(mq_spool *sp)
 	close(fd);
 }
 
-/* Builds partition k in tfd, or in place (then p<k> links there). */
+/* Builds partition k in tfd, or in place (then p<k> links there), with
+ * the ACLs of the topic's roles. */
 int
-mq_partition_build(int tfd, unsigned k, const char *place)
+mq_partition_build(int tfd, unsigned k, const char *place,
+    const struct mq_roles *roles)
 {
 	char p[64];
-	static const char *const sub[] = { "log", "g", "dlq", "dedup" };
+	static const struct mq_dir_spec sub[] = {
+		{ "log", MQ_DIR_LOG }, { "g", MQ_DIR_GROUPS_OF },
+		{ "dlq", MQ_DIR_DLQ }, { "dedup", MQ_DIR_DEDUP },
+	};
 	if (mq_path(p, sizeof p, "p%u", k) < 0 || (!place && mq_mkdir(tfd, p) < 0))
 		return -1;
 	int pfd = place ? mq_place_make(tfd, p, place) : mq_dir_open(tfd, p);
 	if (pfd < 0)
 		return -1;
-	int rc = 0;
-	for (size_t i = 0; i < sizeof sub / sizeof *sub && rc == 0; i++)
-		rc = mq_mkdir(pfd, sub[i]);
+	int rc = mq_perm_dir(pfd, p, roles, MQ_DIR_PARTITION);
+	if (rc == 0)
+		rc = mq_perm_mkdirs(pfd, NULL, sub, sizeof sub / sizeof *sub,
+		    roles);
 	if (rc == 0) {
 		struct mq_head h = { 0, 0 };
 		int hfd = mq_head_open(pfd, MQ_HEAD_CREATE);
@@ -178,14 +188,19 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 		return -1;
 	}
 	int tfd = mq_dir_open(sp->fd, stage);
-	int rc = tfd < 0 ? -1 : mq_perm_apply(tfd, name, &c->perm);
+	int rc = tfd < 0 ? -1 : mq_perm_topic(tfd, name, &c->perm, &c->roles);
 	if (rc == 0)
 		rc = mq_write_file(tfd, "topic.conf", text, strlen(text), 1, 0);
 	free(text);
 	if (rc == 0)
-		rc = mq_mkdir(tfd, "groups");
+		rc = mq_perm_mkdir(tfd, "groups", &c->roles, MQ_DIR_GROUPS);
+	/* Made later otherwise, but with roles it takes other rights than
+	 * the topic directory gives what is made in it. */
+	if (rc == 0 && mq_roles_any(&c->roles))
+		rc = mq_perm_mkdir(tfd, "stats", &c->roles, MQ_DIR_STATS);
 	for (unsigned k = 0; rc == 0 && k < c->partitions; k++)
-		rc = mq_partition_build(tfd, k, c->place ? c->place[k] : NULL);
+		rc = mq_partition_build(tfd, k, c->place ? c->place[k] : NULL,
+		    &c->roles);
 	if (rc == 0 && syncfs(tfd) < 0)
 		rc = mq_err_sys("sync");
 	if (tfd >= 0)

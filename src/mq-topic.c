@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@
 enum {
 	OPT_JSON = 256, OPT_PARTITIONS, OPT_MAX_SIZE, OPT_RETENTION, OPT_HELP,
 	OPT_TTL, OPT_EXPIRED, OPT_PLACE, OPT_GROUP, OPT_MODE, OPT_SIGNERS,
-	OPT_NO_SIGNERS,
+	OPT_NO_SIGNERS, OPT_PUBLISHERS, OPT_CONSUMERS, OPT_ADMINS,
 };
 
 static void
@@ -30,6 +31,8 @@ usage(int code)
 	    "BYTES]\n                [--retention SECONDS] [--ttl SECONDS] "
 	    "[--expired dlq|drop]\n                [--signers FILE] "
 	    "[--group GROUP] [--mode MODE]\n"
+	    "                [--publishers GROUP] [--consumers GROUP] "
+	    "[--admins GROUP]\n"
 	    "                [--place K=DIR]... TOPIC\n"
 	    "       %s [-s SPOOL] alter --partitions N [--place K=DIR]... "
 	    "TOPIC\n"
@@ -52,6 +55,14 @@ print_json(json_t *j)
 		errx(EX_SOFTWARE, "cannot write JSON");
 	putchar('\n');
 	json_decref(j);
+}
+
+/* A role's group name, NULL if the gid has none. */
+static const char *
+group_name(gid_t gid)
+{
+	struct group *g = getgrgid(gid);
+	return g ? g->gr_name : NULL;
 }
 
 static int
@@ -214,21 +225,35 @@ cmd_info(mq_spool *sp, const char *topic, int json)
 			    "delayed", (json_int_t)in.groups[i].delayed,
 			    "dead", (json_int_t)in.groups[i].dead,
 			    "lag", (json_int_t)in.groups[i].lag));
+		json_t *roles = json_object();
+		for (int r = 0; r < MQ_ROLES; r++)
+			if (in.conf.roles.has[r])
+				json_object_set_new(roles, mq_role_name(r),
+				    json_pack("{s:I, s:s?}", "gid",
+				    (json_int_t)in.conf.roles.gid[r], "group",
+				    group_name(in.conf.roles.gid[r])));
 		print_json(json_pack("{s:s, s:i, s:I, s:I, s:f, s:s, s:I, s:i, "
-		    "s:o, s:o}", "name", in.name, "partitions",
+		    "s:o, s:o, s:o}", "name", in.name, "partitions",
 		    (int)in.conf.partitions,
 		    "max_message_size", (json_int_t)in.conf.max_message_size,
 		    "retention", (json_int_t)in.conf.retention,
 		    "ttl", in.conf.ttl, "expired",
 		    in.conf.expired_drop ? "drop" : "dlq", "dedup_window",
 		    (json_int_t)in.conf.dedup_window, "signers",
-		    (int)in.conf.nsigners, "heads", heads, "groups", groups));
+		    (int)in.conf.nsigners, "roles", roles, "heads", heads,
+		    "groups", groups));
 	} else {
 		printf("topic: %s\npartitions: %u\nmax-message-size: %zu\n"
 		    "retention: %.0f\nttl: %g\nexpired: %s\nsigners: %u\n",
 		    in.name, in.conf.partitions, in.conf.max_message_size,
 		    in.conf.retention, in.conf.ttl,
 		    in.conf.expired_drop ? "drop" : "dlq", in.conf.nsigners);
+		for (int r = 0; r < MQ_ROLES; r++)
+			if (in.conf.roles.has[r])
+				printf("%s: %s (%lu)\n", mq_role_name(r),
+				    group_name(in.conf.roles.gid[r]) ?
+				    group_name(in.conf.roles.gid[r]) : "?",
+				    (unsigned long)in.conf.roles.gid[r]);
 		printf("%-10s %12s %12s %12s\n", "PARTITION", "COMMITTED",
 		    "MESSAGES", "BYTES");
 		for (unsigned k = 0; k < in.conf.partitions; k++)
@@ -299,12 +324,17 @@ main(int argc, char *argv[])
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "signers", required_argument, NULL, OPT_SIGNERS },
 		{ "no-signers", no_argument, NULL, OPT_NO_SIGNERS },
+		{ "publishers", required_argument, NULL, OPT_PUBLISHERS },
+		{ "consumers", required_argument, NULL, OPT_CONSUMERS },
+		{ "admins", required_argument, NULL, OPT_ADMINS },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_topic_conf conf;
 	mq_topic_conf_default(&conf);
 	const char *spool = NULL, *group = NULL, *mode = NULL, *signfile = NULL;
+	const char *roles[MQ_ROLES] = { NULL };
+	bool roleopt = false;
 	int c, json = 0, confopts = 0, partopt = 0, signopt = 0;
 	char **placeargs = calloc((size_t)argc + 1, sizeof *placeargs);
 	size_t nplace = 0;
@@ -325,6 +355,12 @@ main(int argc, char *argv[])
 			break;
 		case OPT_GROUP: group = optarg; break;
 		case OPT_MODE: mode = optarg; break;
+		case OPT_PUBLISHERS:
+		case OPT_CONSUMERS:
+		case OPT_ADMINS:
+			roles[c - OPT_PUBLISHERS] = optarg;
+			roleopt = true;
+			break;
 		case OPT_MAX_SIZE:
 			conf.max_message_size = tool_number("--max-message-size",
 			    optarg, 1, MQ_MESSAGE_MAX_LIMIT);
@@ -365,7 +401,8 @@ main(int argc, char *argv[])
 	tool_command(cmd, (const char *const[]){ "init", "create", "alter",
 	    "list", "info", "delete", "gc", "key", NULL });
 	if (!strcmp(cmd, "key")) {
-		if (json || confopts || partopt || nplace || group || mode)
+		if (json || confopts || partopt || nplace || group || mode ||
+		    roleopt)
 			errx(EX_USAGE, "key takes no options but -s");
 		free(placeargs);
 		return cmd_key(spool, argc - 1, argv + 1);
@@ -399,7 +436,11 @@ main(int argc, char *argv[])
 		errx(EX_USAGE, "--json goes with list and info");
 	if ((group || mode) && strcmp(cmd, "init") && strcmp(cmd, "create"))
 		errx(EX_USAGE, "--group and --mode go with init and create");
-	if (mq_perm_parse(group, mode, &conf.perm) < 0)
+	if (roleopt && strcmp(cmd, "create"))
+		errx(EX_USAGE, "--publishers, --consumers and --admins go with "
+		    "create");
+	if (mq_perm_parse(group, mode, &conf.perm) < 0 ||
+	    mq_roles_parse(roles, &conf.roles) < 0)
 		tool_fail();
 	if (!strcmp(cmd, "init") && mq_spool_init(spool, &conf.perm) < 0)
 		tool_fail();
