@@ -10,6 +10,7 @@
 # teardown_file.  The tools are copied where those users can run them.
 
 load helper
+load users
 
 setup_file() {
 	[[ $EUID == 0 ]] || skip "needs root to add users"
@@ -22,10 +23,8 @@ setup_file() {
 		useradd -M -N -g "$RT${u^^}" -G "${RT}ALL" -s /bin/sh "$RT$u"
 	done
 	useradd -M -N -s /bin/sh "${RT}out"
-	export RD=$(mktemp -d /tmp/mq-roles.XXXXXX)
-	chmod 755 "$RD"
-	mkdir "$RD/bin"
-	install -m 755 "$MQ_BIN_DIR"/mq-* "$RD/bin/"
+	export USERS_DIR
+	USERS_DIR=$(users_dir mq-roles)
 }
 
 teardown_file() {
@@ -37,29 +36,16 @@ teardown_file() {
 	for g in PUB CON ADM ALL; do
 		groupdel "$RT$g" 2>/dev/null || true
 	done
-	rm -rf "${RD:?}"
+	rm -rf "${USERS_DIR:?}"
 }
 
 setup() {
-	[[ $EUID == 0 ]] || skip "needs root to add users"
-	export PATH="$RD/bin:$PATH"
-	TD=$BATS_TEST_TMPDIR
-	S=$RD/spool.$BATS_TEST_NUMBER
-	rm -rf "$S"
-	export MQ_SPOOL=$S
+	users_setup
 }
 
 # as USER CMD...: CMD as that user (with its groups), under umask 077.
 as() {
-	local user=$RT$1
-	shift
-	runuser -u "$user" -- env PATH="$RD/bin:/usr/bin:/bin" MQ_SPOOL="$S" \
-	    HOME=/nonexistent sh -c 'umask 077; exec "$@"' sh "$@"
-}
-
-snapshot() {
-	find "$S" -printf '%p %m %u %g %s\n' | sort
-	find "$S" -type f -print0 | sort -z | xargs -0 -r sha256sum
+	as_user "$RT$1" 077 "${@:2}"
 }
 
 # The spool shared by the role users' common group; topic t with the
@@ -82,12 +68,7 @@ allowed() {
 # forbidden USER CMD...: exit 77, one line naming the tool, nothing
 # changed.
 forbidden() {
-	local before
-	before=$(snapshot)
-	run --separate-stderr as "$@"
-	[[ $status == 77 ]] || fail "$1: ${*:2}: exit $status, not 77: $stderr"
-	assert_one_line_error "$2"
-	assert_equal "$(snapshot)" "$before"
+	refused_as "$RT$1" 077 "${@:2}"
 }
 
 # claim USER: a receipt for a message of g, claimed by USER.

@@ -1,0 +1,55 @@
+# users.bash: for the tests that run the tools as other Unix users
+# (permissions.bats, roles.bats; root only).  Load after helper.  A test
+# file sets USERS_DIR (made by users_dir), and its setup sets S, the
+# spool of the test, under it.
+
+# users_dir PREFIX: a new directory the users can reach, its path on
+# stdout, with the tools copied into its bin/ (the checkout may be in a
+# directory they cannot enter).
+users_dir() {
+	local d
+	d=$(mktemp -d "/tmp/$1.XXXXXX") || return 1
+	chmod 755 "$d"
+	mkdir "$d/bin"
+	install -m 755 "$MQ_BIN_DIR"/mq-* "$d/bin/"
+	echo "$d"
+}
+
+# users_setup: the spool of this test, $S, under USERS_DIR, and the copied
+# tools first on PATH.
+users_setup() {
+	[[ $EUID == 0 ]] || skip "needs root to add users"
+	export PATH="$USERS_DIR/bin:$PATH"
+	TD=$BATS_TEST_TMPDIR
+	S=$USERS_DIR/spool.$BATS_TEST_NUMBER
+	rm -rf "$S"
+	export MQ_SPOOL=$S
+}
+
+# as_user USER UMASK CMD...: CMD as USER (with its groups) under UMASK, on
+# the spool $S with the copied tools.
+as_user() {
+	local user=$1 mask=$2
+	shift 2
+	runuser -u "$user" -- env PATH="$USERS_DIR/bin:/usr/bin:/bin" \
+	    MQ_SPOOL="$S" HOME=/nonexistent sh -c 'umask "$0"; exec "$@"' \
+	    "$mask" "$@"
+}
+
+# snapshot: every path below the spool with its mode, owner, group and
+# size, and a checksum of every file.
+snapshot() {
+	find "$S" -printf '%p %m %u %g %s\n' | sort
+	find "$S" -type f -print0 | sort -z | xargs -0 -r sha256sum
+}
+
+# refused_as USER UMASK CMD...: exit 77, one line naming the tool, and the
+# spool as it was.
+refused_as() {
+	local before
+	before=$(snapshot)
+	run --separate-stderr as_user "$@"
+	[[ $status == 77 ]] || fail "$1: ${*:3}: exit $status, not 77: $stderr"
+	assert_one_line_error "$3"
+	assert_equal "$(snapshot)" "$before"
+}
