@@ -307,10 +307,17 @@ signed_measure() {
 		done
 	done
 }
+# pair_medians PREFIX KIND: pp, ps, dp and ds, the median results of
+# publish and drain into the plain topics and into those of KIND (sections
+# 10 and 11).
+pair_medians() {
+	pp=$(med "$1.pub.plain") ps=$(med "$1.pub.$2")
+	dp=$(med "$1.drain.plain") ds=$(med "$1.drain.$2")
+}
+
 signed_table() {
 	local pp ps dp ds
-	pp=$(med sig.pub.plain) ps=$(med sig.pub.signed)
-	dp=$(med sig.drain.plain) ds=$(med sig.drain.signed)
+	pair_medians sig signed
 	echo "10. signed messages: $SIGN_N messages of $SIZE bytes, one group"
 	printf '  %-42s %9s %9s %7s %7s  %s\n' "" "msgs/s" "seconds" "user s" \
 	    "sys s" "runs (msgs/s)"

@@ -52,8 +52,7 @@ sealed_us() {
 
 sealed_table() {
 	local pp ps dp ds
-	pp=$(med seal.pub.plain) ps=$(med seal.pub.sealed)
-	dp=$(med seal.drain.plain) ds=$(med seal.drain.sealed)
+	pair_medians seal sealed
 	echo "11. sealed topic: $SEAL_N messages of $SIZE bytes, publish (mq-pub -l) then drain (mq-sub --key)"
 	printf '  %-42s %9s %9s %7s %7s %8s\n' "" "msgs/s" "seconds" "user s" \
 	    "sys s" "µs/msg"
