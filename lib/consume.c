@@ -246,16 +246,12 @@ mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
 		return mq_err_sys("malloc");
 	}
 	m->priv = pv;
-	size_t len = 0;
-	while (len < size) {
-		ssize_t r = read(fd, pv->buf + len, size - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
+	ssize_t len = mq_read_full(fd, pv->buf, size);
 	close(fd);
+	if (len < 0) {
+		mq_msg_free(m);
+		return mq_err_sys("read %s", curname);
+	}
 	pv->buf[len] = 0;
 	const char *base = strrchr(curname, '/');
 	if (!key)

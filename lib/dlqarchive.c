@@ -126,43 +126,14 @@ message_check(char *buf, size_t len, const char *topic, unsigned k,
 	return rc;
 }
 
-/* Reads a whole file of at most max bytes, NUL-terminated, with its stat.
- * Returns 1 when it is not there. */
+/* A file of the spool, whole: 1 when it is not there. */
 static int
 slurp(int dfd, const char *name, size_t max, char **bufp, size_t *lenp,
     struct stat *st)
 {
-	int fd = mq_file_open(dfd, name, O_RDONLY, 0, st);
-	if (fd < 0)
-		return errno == ENOENT ? 1 : -1;
-	if ((uint64_t)st->st_size > max) {
-		close(fd);
-		return mq_err(EX_DATAERR, "%s: too large", name);
-	}
-	size_t size = (size_t)st->st_size, len = 0;
-	char *buf = malloc(size + 1);
-	if (!buf) {
-		close(fd);
-		return mq_err_sys("malloc");
-	}
-	while (len < size) {
-		ssize_t r = read(fd, buf + len, size - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			free(buf);
-			close(fd);
-			return mq_err_sys("read %s", name);
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	buf[len] = 0;
-	*bufp = buf;
-	*lenp = len;
-	return 0;
+	if (mq_read_at_st(dfd, name, max, bufp, lenp, st) == 0)
+		return 0;
+	return mq_errcode() == EX_NOINPUT && errno == ENOENT ? 1 : -1;
 }
 
 static int

@@ -222,8 +222,26 @@ mq_file_open(int dirfd, const char *path, int flags, mode_t mode,
 	return fd;
 }
 
+ssize_t
+mq_read_full(int fd, char *buf, size_t size)
+{
+	size_t len = 0;
+	while (len < size) {
+		ssize_t r = read(fd, buf + len, size - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	return (ssize_t)len;
+}
+
 int
-mq_read_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
+mq_read_at_st(int dirfd, const char *path, size_t max, char **bufp,
+    size_t *lenp, struct stat *stp)
 {
 	struct stat st;
 	int fd = mq_file_open(dirfd, path, O_RDONLY, 0, &st);
@@ -234,32 +252,31 @@ mq_read_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
 		return mq_err(EX_DATAERR, "%s: file too large (%lld bytes)",
 		    path, (long long)st.st_size);
 	}
-	size_t cap = (size_t)st.st_size + 1, len = 0;
-	char *buf = malloc(cap);
+	char *buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
 		close(fd);
 		return mq_err_sys("malloc");
 	}
-	for (;;) {
-		ssize_t r = read(fd, buf + len, cap - len - 1);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			free(buf);
-			close(fd);
-			return mq_err_sys("read %s", path);
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-		if (len == cap - 1)
-			break;
+	ssize_t len = mq_read_full(fd, buf, (size_t)st.st_size);
+	if (len < 0) {
+		mq_err_sys("read %s", path);
+		free(buf);
+		close(fd);
+		return -1;
 	}
 	close(fd);
 	buf[len] = 0;
 	*bufp = buf;
-	*lenp = len;
+	*lenp = (size_t)len;
+	if (stp)
+		*stp = st;
 	return 0;
+}
+
+int
+mq_read_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
+{
+	return mq_read_at_st(dirfd, path, max, bufp, lenp, NULL);
 }
 
 /* Writes a whole file under a temporary dot name beside path, then puts it

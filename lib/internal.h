@@ -126,8 +126,14 @@ int mq_rmtree(int dirfd, const char *path);
  * for a regular file. */
 int mq_file_open(int dirfd, const char *path, int flags, mode_t mode,
     struct stat *st);
+/* A whole file of at most max bytes, NUL-terminated (EX_DATAERR if
+ * larger); _st gives its stat too.  mq_read_full: up to size bytes of fd,
+ * however many reads it takes: how many (fewer at EOF), or -1. */
 int mq_read_at(int dirfd, const char *path, size_t max, char **buf,
     size_t *len);
+int mq_read_at_st(int dirfd, const char *path, size_t max, char **buf,
+    size_t *len, struct stat *st);
+ssize_t mq_read_full(int fd, char *buf, size_t size);
 int mq_write_file(int dirfd, const char *path, const void *data, size_t len,
     int sync, int replace);
 /* The same, synced and replacing, with the file's mode set to mode. */
