@@ -338,10 +338,8 @@ mq_dlq_purge(mq_spool *sp, const struct mq_dead *d)
 		return -1;
 	int dfd = d->partition < t.conf.partitions ? dlq_dir(&t, d) : -1;
 	int rc = dfd < 0 ? -1 : 0;
-	/* A directory put in a queue was dead-lettered as one. */
-	if (rc == 0 && mq_unlinkat(dfd, d->name, 0) < 0)
-		rc = errno == EISDIR ? mq_rmtree(dfd, d->name) :
-		    errno == ENOENT ? 1 : mq_err_sys("purge %s", d->id);
+	if (rc == 0 && mq_remove_entry(dfd, d->name) < 0)
+		rc = errno == ENOENT ? 1 : mq_err_sys("purge %s", d->id);
 	if (rc == 0) {
 		mq_journal_change(&t, 'X', d->partition, d->group, d->name);
 		drop_record(dfd, d->name);

@@ -182,6 +182,14 @@ rmtree_at(int parent, const char *name)
 }
 
 int
+mq_remove_entry(int dirfd, const char *name)
+{
+	if (mq_unlinkat(dirfd, name, 0) == 0)
+		return 0;
+	return errno == EISDIR ? mq_rmtree(dirfd, name) : -1;
+}
+
+int
 mq_rmtree(int dirfd, const char *path)
 {
 	const char *name;

@@ -156,10 +156,7 @@ mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 			if (mq_seq_of(l.v[i], &seq) < 0 || seq >= h.committed ||
 			    now - mq_key_time(l.v[i]) <= keep)
 				continue;
-			/* A directory put there is no message, but goes
-			 * as one. */
-			if (mq_unlinkat(lfd, l.v[i], 0) == 0 || (errno == EISDIR &&
-			    mq_rmtree(lfd, l.v[i]) == 0))
+			if (mq_remove_entry(lfd, l.v[i]) == 0)
 				(*removed)++;
 			else if (errno != ENOENT)
 				rc = mq_err_sys("unlink log/%s", l.v[i]);

@@ -117,6 +117,10 @@ int mq_fsync_at(int dirfd, const char *path);      /* a directory */
  * following a link on the way; a descriptor to close. */
 int mq_dir_walk(int dirfd, const char *path, const char **last);
 /* Removes path and all it holds, following no link at any level. */
+/* An entry that stands for a message: unlinked, or removed whole where
+ * someone put a directory (it went through the queues as one); 0, or -1
+ * with errno. */
+int mq_remove_entry(int dirfd, const char *name);
 int mq_rmtree(int dirfd, const char *path);
 /* Opens a spool file as openat does (flags, mode): never through a link,
  * never waiting on a FIFO, and
