@@ -839,7 +839,7 @@ if [ "$SECTION" = stat ]; then
 fi
 if [ "$SECTION" = sealed ]; then
 	sealed_measure
-	alone_header "section 10 alone: median of $REPEAT run(s)"
+	alone_header "section 11 alone: median of $REPEAT run(s)"
 	sealed_table
 	exit 0
 fi
