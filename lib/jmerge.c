@@ -258,20 +258,6 @@ mq_journal_list(mq_spool *sp, struct mq_names *out)
 	return rc;
 }
 
-int
-mq_journal_lock(mq_spool *sp)
-{
-	if (mkdirat(sp->fd, "journals", 0777) < 0 && errno != EEXIST)
-		return mq_err_sys("journals");
-	int fd = mq_file_open(sp->fd, "journals/.lock", O_RDWR | O_CREAT, 0666,
-	    NULL);
-	if (fd >= 0 && mq_file_lock(fd, 1, "journals/.lock") < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* The message a record is about, as "topic k KEY": every type but T
  * names one (a dead letter's name starts with its KEY). */
 static char *

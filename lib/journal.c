@@ -161,6 +161,22 @@ append(int fd, bool fresh, const char *buf, size_t len, uint64_t *end)
 	return 0;
 }
 
+/* journals/.lock, made if missing and locked: who appends to SPOOL/journal
+ * or merges into it on a shared file system holds it (jmerge.c). */
+int
+mq_journal_lock(mq_spool *sp)
+{
+	if (mkdirat(sp->fd, "journals", 0777) < 0 && errno != EEXIST)
+		return mq_err_sys("journals");
+	int fd = mq_file_open(sp->fd, "journals/.lock", O_RDWR | O_CREAT, 0666,
+	    NULL);
+	if (fd >= 0 && mq_file_lock(fd, 1, "journals/.lock") < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 int
 mq_journal_write(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
 {

@@ -83,7 +83,4 @@ int repl_send(mq_spool *, mq_link *, const char *peer, const char *peer_name,
 int repl_recv(mq_spool *, mq_link *, const char *peer, const char *peer_name,
     const struct mq_repl_opts *);
 
-/* A KEY's sequence number, from the start of the name. */
-int repl_key_seq(const char *key, uint64_t *seq);
-
 #endif

@@ -105,21 +105,6 @@ struct receiver {
 	char line[MQ_JLINE_MAX + MQ_ID_LEN + 32];
 };
 
-/* A KEY's sequence number; -1 for anything that is not a KEY (a name
- * from a peer is never used as a path before it passed this). */
-int
-repl_key_seq(const char *key, uint64_t *seq)
-{
-	char k[MQ_KEY_LEN + 1];
-	if (strlen(key) < MQ_KEY_LEN)
-		return -1;
-	memcpy(k, key, MQ_KEY_LEN);
-	k[MQ_KEY_LEN] = 0;
-	if (!mq_is_key(k))
-		return -1;
-	return mq_seq_of(key, seq);
-}
-
 static void
 group_close(struct rgroup *g)
 {
@@ -437,7 +422,7 @@ apply_publish(struct receiver *r, struct rtopic *rt, unsigned k,
 	uint64_t seq;
 	if (!p)
 		return -1;
-	if (repl_key_seq(key, &seq) < 0)
+	if (mq_seq_of(key, &seq) < 0)
 		return mq_err(EX_PROTOCOL, "peer: bad message name %s", key);
 	double due = deliver_at(data, len);
 	/* The groups it went to at the origin that exist here. */
@@ -555,7 +540,7 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 	char key[MQ_KEY_LEN + 1], found[MQ_KEY_LEN + 64];
 	uint64_t seq;
 	snprintf(key, sizeof key, "%s", name);
-	if (repl_key_seq(key, &seq) < 0 || (type != 'A' && type != 'L' &&
+	if (mq_seq_of(key, &seq) < 0 || (type != 'A' && type != 'L' &&
 	    !mq_is_entry(name)))
 		return mq_err(EX_PROTOCOL, "peer: bad message name %s", name);
 	int fd, rc = 0;
@@ -1179,7 +1164,7 @@ finish_cut(struct receiver *r, uint64_t covered)
 		const char *key = rec.type == 'P' ? ja.a : ja.b;
 		const char *groups = rec.type == 'P' ? ja.b : ja.a;
 		struct rtopic *rt = topic_of(r, ja.topic);
-		if (!rt || k >= rt->t.conf.partitions || repl_key_seq(key,
+		if (!rt || k >= rt->t.conf.partitions || mq_seq_of(key,
 		    &(uint64_t){ 0 }) < 0)
 			continue;
 		char kbuf[MQ_KEY_LEN + 1];

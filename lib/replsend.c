@@ -308,7 +308,7 @@ add_message(struct sender *s, const struct mq_jargs *ra, size_t *len)
 	uint64_t seq;
 	if (!st)
 		return mq_errcode() == EX_NOINPUT ? 1 : -1;
-	if (repl_key_seq(ra->a, &seq) < 0)
+	if (mq_seq_of(ra->a, &seq) < 0)
 		return 1;
 	unsigned k = ra->k;
 	if (st->logfd[k] < 0 &&
