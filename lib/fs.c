@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -228,6 +229,34 @@ mq_file_open(int dirfd, const char *path, int flags, mode_t mode,
 		return mq_err(EX_DATAERR, "%s: not a regular file", path);
 	}
 	return fd;
+}
+
+void
+mq_iov_advance(struct iovec **iov, int *n, size_t done)
+{
+	while (*n > 0 && done >= (*iov)->iov_len) {
+		done -= (*iov)->iov_len;
+		(*iov)++;
+		(*n)--;
+	}
+	if (*n > 0) {
+		(*iov)->iov_base = (char *)(*iov)->iov_base + done;
+		(*iov)->iov_len -= done;
+	}
+}
+
+int
+mq_write_all(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		ssize_t w = writev(fd, iov, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		mq_iov_advance(&iov, &n, (size_t)w);
+	}
+	return 0;
 }
 
 ssize_t

@@ -138,6 +138,11 @@ int mq_read_at(int dirfd, const char *path, size_t max, char **buf,
 int mq_read_at_st(int dirfd, const char *path, size_t max, char **buf,
     size_t *len, struct stat *st);
 ssize_t mq_read_full(int fd, char *buf, size_t size);
+/* All of iov[0..n) written (writev, as often as it takes): 0, or -1 with
+ * errno.  mq_iov_advance: iov and n past done bytes, for such a loop. */
+struct iovec;
+int mq_write_all(int fd, struct iovec *iov, int n);
+void mq_iov_advance(struct iovec **iov, int *n, size_t done);
 int mq_write_file(int dirfd, const char *path, const void *data, size_t len,
     int sync, int replace);
 /* The same, synced and replacing, with the file's mode set to mode. */

@@ -33,6 +33,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -74,23 +75,6 @@ truthy(jv r)
 	return k != JV_KIND_INVALID && k != JV_KIND_NULL && k != JV_KIND_FALSE;
 }
 
-/* All of len bytes read (out false) or written (out true) on a blocking
- * descriptor: 0, or -1 at EOF or on an error. */
-static int
-full(int fd, char *buf, size_t len, bool out)
-{
-	for (size_t done = 0; done < len; ) {
-		ssize_t r = out ? write(fd, buf + done, len - done) :
-		    read(fd, buf + done, len - done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		done += (size_t)r;
-	}
-	return 0;
-}
-
 /* The answer to one body: 'n' (not one JSON value), 'x' (a set's output
  * is not its array: a filter halted it), or 'r' and a byte per answer. */
 static size_t
@@ -130,7 +114,8 @@ worker(jq_state *jq, size_t n)
 	size_t cap = 0;
 	for (;;) {
 		uint64_t len;
-		if (!out || full(WORKER_FD, (char *)&len, sizeof len, false) < 0)
+		if (!out || mq_read_full(WORKER_FD, (char *)&len, sizeof len) !=
+		    (ssize_t)sizeof len)
 			_exit(0);
 		if (len > cap) {
 			free(buf);
@@ -138,10 +123,10 @@ worker(jq_state *jq, size_t n)
 				_exit(EX_OSERR);
 			cap = len;
 		}
-		if (full(WORKER_FD, buf, len, false) < 0)
+		if (mq_read_full(WORKER_FD, buf, len) != (ssize_t)len)
 			_exit(0);
-		size_t olen = answer(jq, n, buf, len, out);
-		if (full(WORKER_FD, out, olen, true) < 0)
+		struct iovec a = { out, answer(jq, n, buf, len, out) };
+		if (mq_write_all(WORKER_FD, &a, 1) < 0)
 			_exit(0);
 	}
 }
@@ -240,9 +225,12 @@ static int
 exchange(struct mq_jqrun *w, const struct iovec *body, size_t n, size_t *done,
     bool *out, int *st)
 {
-	size_t k = w->n ? w->n : 1, sent = *done, off = 0, got = 0;
+	size_t k = w->n ? w->n : 1, sent = *done, got = 0;
 	double timeout = mq_filter_timeout(), deadline = mq_mono() + timeout;
+	/* The body being sent, its length first: what is left of it. */
 	uint64_t hdr = 0;
+	struct iovec v[2], *left_v = v;
+	int left_n = 0;
 	while (*done < n) {
 		struct pollfd p = { w->fd, POLLIN | (sent < n ? POLLOUT : 0), 0 };
 		double left = deadline - mq_mono();
@@ -252,24 +240,22 @@ exchange(struct mq_jqrun *w, const struct iovec *body, size_t n, size_t *done,
 		if (poll(&p, 1, ms) < 0 && errno != EINTR)
 			break;
 		if (p.revents & POLLOUT) {
-			/* The next body, its length first. */
-			hdr = body[sent].iov_len;
-			struct iovec v[2] = { { &hdr, sizeof hdr }, body[sent] };
-			size_t skip = off;
-			int i = 0;
-			for (; i < 2 && skip >= v[i].iov_len; i++)
-				skip -= v[i].iov_len;
-			v[i].iov_base = (char *)v[i].iov_base + skip;
-			v[i].iov_len -= skip;
-			struct msghdr mh = { .msg_iov = v + i, .msg_iovlen = 2 - i };
+			if (!left_n) {
+				hdr = body[sent].iov_len;
+				v[0] = (struct iovec){ &hdr, sizeof hdr };
+				v[1] = body[sent];
+				left_v = v;
+				left_n = 2;
+			}
+			struct msghdr mh = { .msg_iov = left_v,
+			    .msg_iovlen = (size_t)left_n };
 			ssize_t r = sendmsg(w->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (r < 0 && errno != EAGAIN && errno != EINTR)
 				break;
-			if (r > 0 && (off += (size_t)r) == sizeof hdr +
-			    body[sent].iov_len) {
+			if (r > 0)
+				mq_iov_advance(&left_v, &left_n, (size_t)r);
+			if (!left_n)
 				sent++;
-				off = 0;
-			}
 		}
 		if (!(p.revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;

@@ -243,29 +243,6 @@ partition_fds(mq_pub *p, unsigned k)
 	return 0;
 }
 
-static int
-write_all(int fd, struct iovec *iov, int n)
-{
-	while (n > 0) {
-		ssize_t w = writev(fd, iov, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		while (n > 0 && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (char *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
-		}
-	}
-	return 0;
-}
-
 /* The chunk's P record of a message: the groups it was linked into. */
 static int
 journal_publish(mq_pub *p, unsigned k, const char *key, const bool *in,
@@ -379,7 +356,7 @@ stage_one(mq_pub *p, unsigned k, const struct pub_staged *st, size_t i,
 		{ st->hdr + st->sig_at, st->hlen - st->sig_at },
 		{ (void *)st->body, st->blen },
 	};
-	int rc = write_all(fd, iov, 4);
+	int rc = mq_write_all(fd, iov, 4);
 	/* Where hosts share the partition, other hosts read what reached
 	 * the server: closing does not flush a client that writes behind,
 	 * and syncfs reaches no server (mq-spool(5), SHARED FILE SYSTEMS). */
