@@ -174,11 +174,25 @@ filter_parse(const char *expr, const char *const *match, size_t nmatch)
 	return f;
 }
 
+/* The filter's jq program, compiled once and given to its runner: 0, or
+ * -1 (EX_USAGE with jq's message) if it does not compile. */
+static int
+compiled(mq_filter *f)
+{
+	if (f->jq)
+		return 0;
+	if (!(f->jq = jq_program(f->expr)))
+		return -1;
+	f->run = (struct mq_jqrun){ .jq = f->jq,
+	    .what = f->what ? f->what : "--filter" };
+	return 0;
+}
+
 mq_filter *
 mq_filter_compile(const char *expr, const char *const *match, size_t nmatch)
 {
 	mq_filter *f = filter_parse(expr, match, nmatch);
-	if (f && expr && !(f->jq = jq_program(expr))) {
+	if (f && expr && compiled(f) < 0) {
 		mq_filter_free(f);
 		return NULL;
 	}
@@ -259,7 +273,7 @@ mq_filter_eval(mq_filter *f, const struct mq_fmsg *m, size_t n, bool *match)
 		nj += match[i] = headers_hold(f, &m[i]);
 	if (!f->expr || !nj)
 		return 0;
-	if (!f->jq && !(f->jq = jq_program(f->expr)))
+	if (compiled(f) < 0)
 		return compile_failed(f);
 	/* The bodies of the messages the headers let through. */
 	struct iovec *body = calloc(nj, sizeof *body);
@@ -272,9 +286,6 @@ mq_filter_eval(mq_filter *f, const struct mq_fmsg *m, size_t n, bool *match)
 			body[j] = (struct iovec){ (void *)m[i].body, m[i].len };
 			at[j++] = i;
 		}
-	f->run.jq = f->jq;
-	f->run.n = 0;
-	f->run.what = f->what ? f->what : "--filter";
 	if (rc == 0)
 		rc = mq_jqrun_eval(&f->run, body, nj, yes, st);
 	for (size_t j = 0; rc == 0 && j < nj; j++) {
@@ -316,7 +327,6 @@ mq_filterset_free(struct mq_filterset *s)
 	if (s->jq)
 		jq_teardown(&s->jq);
 	free(s->f);
-	free(s->in);
 	memset(s, 0, sizeof *s);
 }
 
@@ -337,11 +347,8 @@ mq_filterset_use(struct mq_filterset *s, mq_filter *const *f, size_t n)
 	mq_filterset_free(s);
 	if (!nj)
 		return 0;
-	if (!(s->f = calloc(nj, sizeof *s->f)) ||
-	    !(s->in = calloc(nj, sizeof *s->in))) {
-		mq_filterset_free(s);
+	if (!(s->f = calloc(nj, sizeof *s->f)))
 		return mq_err_sys("malloc");
-	}
 	for (size_t i = 0; i < n; i++)
 		if (f[i] && f[i]->expr)
 			s->f[s->n++] = f[i];
@@ -349,8 +356,7 @@ mq_filterset_use(struct mq_filterset *s, mq_filter *const *f, size_t n)
 	if (text && !(s->jq = jq_program(text))) {
 		/* Name the filter that does not compile. */
 		for (size_t i = 0; i < s->n; i++)
-			if (!s->f[i]->jq && !(s->f[i]->jq =
-			    jq_program(s->f[i]->expr))) {
+			if (compiled(s->f[i]) < 0) {
 				compile_failed(s->f[i]);
 				break;
 			}
@@ -360,6 +366,8 @@ mq_filterset_use(struct mq_filterset *s, mq_filter *const *f, size_t n)
 		mq_filterset_free(s);
 		return -1;
 	}
+	s->run = (struct mq_jqrun){ .jq = s->jq, .n = s->n,
+	    .what = "the groups" };
 	return 0;
 }
 
@@ -378,9 +386,6 @@ mq_filterset_eval(struct mq_filterset *s, mq_filter *const *f, size_t nf,
 	if (rc == 0 && s->jq) {
 		for (size_t i = 0; i < n; i++)
 			body[i] = (struct iovec){ (void *)m[i].body, m[i].len };
-		s->run.jq = s->jq;
-		s->run.n = s->n;
-		s->run.what = "the groups";
 		rc = mq_jqrun_eval(&s->run, body, n, yes, st);
 	}
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -482,8 +487,7 @@ mq_filter_conf_check(const struct mq_conf *kv, const char *what)
 	mq_filter *f;
 	if (mq_filter_from_conf(kv, what, &f) < 0)
 		return -1;
-	int rc = f && f->expr && !(f->jq = jq_program(f->expr)) ?
-	    compile_failed(f) : 0;
+	int rc = f && f->expr && compiled(f) < 0 ? compile_failed(f) : 0;
 	mq_filter_free(f);
 	return rc;
 }

@@ -531,7 +531,6 @@ struct mq_filterset {
 	struct jq_state *jq;
 	mq_filter **f;                      /* its filters, in program order */
 	size_t n;
-	bool *in;                           /* a run's answers */
 	struct mq_jqrun run;
 };
 int mq_filterset_use(struct mq_filterset *, mq_filter *const *f, size_t n);
