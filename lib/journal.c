@@ -43,8 +43,8 @@ mq_journal_fd(mq_spool *sp)
 		char name[MQ_HOST_MAX];
 		mq_hostname(name);
 		snprintf(path, sizeof path, "journals/%s", name);
-		if (mkdirat(sp->fd, "journals", 0777) < 0 && errno != EEXIST)
-			return mq_err_sys("journals");
+		if (mq_mkdir(sp->fd, "journals") < 0)
+			return -1;
 	}
 	int fd = mq_file_open(sp->fd, path, O_WRONLY | O_APPEND | O_CREAT, 0666,
 	    NULL);
@@ -166,8 +166,8 @@ append(int fd, bool fresh, const char *buf, size_t len, uint64_t *end)
 int
 mq_journal_lock(mq_spool *sp)
 {
-	if (mkdirat(sp->fd, "journals", 0777) < 0 && errno != EEXIST)
-		return mq_err_sys("journals");
+	if (mq_mkdir(sp->fd, "journals") < 0)
+		return -1;
 	int fd = mq_file_open(sp->fd, "journals/.lock", O_RDWR | O_CREAT, 0666,
 	    NULL);
 	if (fd >= 0 && mq_file_lock(fd, 1, "journals/.lock") < 0) {
