@@ -233,3 +233,25 @@ refused() {
 	run --separate-stderr as alice 077 mq-sub -g g -n 1 -t 0 --key "$USERS_DIR/bob.key" t
 	assert_failure
 }
+
+@test "mq-topic init where the file system has no ACLs (ramfs): the mode and group apply to the directory, and the tool says the rest follows the umask" {
+	mkdir -p "$TD/ramfs"
+	mount -t ramfs ramfs "$TD/ramfs" || fail "cannot mount ramfs"
+	echo "$TD/ramfs" >>"$TD/.mounts"
+	run --separate-stderr mq-topic -s "$TD/ramfs/s" init --group "${PT}team" --mode 2770
+	assert_success
+	assert_equal "$stderr" "mq-topic: $TD/ramfs/s: this file system has no ACLs: what is made below follows each maker's umask"
+	assert_equal "$(stat -c '%a %G' "$TD/ramfs/s")" "2770 ${PT}team"
+	[[ -f $TD/ramfs/s/VERSION ]] || fail "no spool made"
+}
+
+@test "mq-topic init leaves a placed partition, a link to another directory, as it is" {
+	mkdir -m 700 "$TD/disk"
+	mq-topic create --partitions 2 --place "1=$TD/disk/p1" t
+	local before
+	before=$(stat -c '%a %G' "$TD/disk/p1")
+	mq-topic init --group "${PT}team" --mode 2770
+	assert_equal "$(stat -c '%a %G' "$TD/disk/p1")" "$before"
+	[[ -L $S/topics/t/p1 ]] || fail "p1 is no longer a link"
+	assert_equal "$(stat -c '%a %G' "$S/topics/t/p0")" "2770 ${PT}team"
+}
