@@ -633,6 +633,14 @@ int mq_crypto_init(void);
  * that is no key; *pos moves past the line either way. */
 int mq_keyline_next(const char **pos, const char *end,
     unsigned char pk[MQ_PUBKEY_BYTES], const char **name, size_t *nlen);
+/* A key file (publisher, sealed-topic consumer): its magic line, then
+ * the secret key of sklen bytes in hex.  Create makes a new file of mode
+ * 0600 (an existing one is EX_CANTCREAT); parse gives -1, no error set,
+ * for a text that is not one. */
+int mq_keyfile_create(const char *path, const char *magic,
+    const unsigned char *sk, size_t sklen);
+int mq_keytext_parse(const char *buf, size_t len, const char *magic,
+    unsigned char *sk, size_t sklen);
 
 /* signtree.c: the hash tree of a chunk's signed forms (BLAKE2b-256). */
 #define MQ_HASH_BYTES 32

@@ -20,8 +20,8 @@
  *
  * A consumer opens the envelope with its secret key; it keeps the last
  * data key it opened, so a chunk's messages cost one crypto_box_seal_open.
- * A key file is written under a temporary name with mode 0600 from its
- * creation, synced, and linked into place: there whole or not at all.
+ * A key file is made as a publisher's key is (keys.c, mq_keyfile_create)
+ * with its own magic line.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -72,58 +72,28 @@ int
 mq_seal_keygen(const char *path, char pub[MQ_PUBKEY_HEX + 1])
 {
 	unsigned char pk[crypto_box_PUBLICKEYBYTES], sk[crypto_box_SECRETKEYBYTES];
-	char skhex[2 * sizeof sk + 1], text[sizeof skhex + 32], tmp[4096];
 	if (mq_crypto_init() < 0)
 		return -1;
-	if (mq_path(tmp, sizeof tmp, "%s.tmp.%08x", path, arc4random()) < 0)
-		return -1;
 	crypto_box_keypair(pk, sk);
-	sodium_bin2hex(skhex, sizeof skhex, sk, sizeof sk);
-	int len = snprintf(text, sizeof text, "%s\n%s\n", SEAL_KEY_MAGIC, skhex);
+	int rc = mq_keyfile_create(path, SEAL_KEY_MAGIC, sk, sizeof sk);
 	sodium_memzero(sk, sizeof sk);
-	sodium_memzero(skhex, sizeof skhex);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	if (fd < 0) {
-		sodium_memzero(text, sizeof text);
-		return mq_err_sys("%s", path);
-	}
-	int rc = write(fd, text, (size_t)len) == len && fsync(fd) == 0 ? 0 : -1;
-	sodium_memzero(text, sizeof text);
-	if (close(fd) < 0)
-		rc = -1;
-	if (rc == 0 && link(tmp, path) < 0)
-		rc = errno == EEXIST ? mq_err(EX_CANTCREAT, "%s exists", path) :
-		    mq_err_sys("%s", path);
-	else if (rc < 0)
-		mq_err_sys("write %s", path);
-	int e = errno;
-	unlink(tmp);
-	errno = e;
-	if (rc < 0)
-		return -1;
-	sodium_bin2hex(pub, MQ_PUBKEY_HEX + 1, pk, sizeof pk);
-	return 0;
+	if (rc == 0)
+		mq_pubkey_hex(pk, pub);
+	return rc;
 }
 
 mq_seal_key *
 mq_seal_key_load(const char *path)
 {
 	char *buf;
-	size_t len, ml = strlen(SEAL_KEY_MAGIC);
+	size_t len;
 	if (mq_crypto_init() < 0 ||
 	    mq_read_at(AT_FDCWD, path, 4096, &buf, &len) < 0)
 		return NULL;
 	mq_seal_key *k = sodium_malloc(sizeof *k);
-	size_t got;
-	const char *end;
-	int rc = k ? 0 : mq_err_sys("malloc");
-	if (rc == 0 && (len < ml + 2 + 2 * sizeof k->sk ||
-	    memcmp(buf, SEAL_KEY_MAGIC, ml) || buf[ml] != '\n' ||
-	    sodium_hex2bin(k->sk, sizeof k->sk, buf + ml + 1, 2 * sizeof k->sk,
-	    NULL, &got, &end) < 0 || got != sizeof k->sk))
-		rc = mq_err(EX_CONFIG, "%s: not an mq key (mq-sub --keygen makes "
-		    "one)", path);
+	int rc = !k ? mq_err_sys("malloc") : mq_keytext_parse(buf, len,
+	    SEAL_KEY_MAGIC, k->sk, sizeof k->sk) < 0 ? mq_err(EX_CONFIG,
+	    "%s: not an mq key (mq-sub --keygen makes one)", path) : 0;
 	sodium_memzero(buf, len);
 	free(buf);
 	if (rc < 0) {
