@@ -725,6 +725,8 @@ int mq_signers_adopt(mq_spool *, const char *topic, const struct mq_conf *kv,
 #define MQ_SEAL_BOX (32 + 48)           /* crypto_box_seal of a data key */
 #define MQ_SEAL_OVERHEAD(n) (6 + (n) * (MQ_PUBKEY_BYTES + MQ_SEAL_BOX) + \
 	24 + 16)
+#define MQ_SEAL_AD_MAX (MQ_SEAL_OVERHEAD(MQ_SEAL_KEYS_MAX) + MQ_NAME_MAX + \
+	1 + MQ_ID_LEN)
 /* A publisher's sealing state: the keys (cached by the keys file's
  * identity) and the chunk's data key and envelope head. */
 struct mq_sealer {
@@ -735,8 +737,10 @@ struct mq_sealer {
 	unsigned char (*pk)[MQ_PUBKEY_BYTES];
 	char ids[MQ_SEAL_KEYS_MAX * 17];    /* the Mq-Sealed value */
 	unsigned char dk[32];
-	unsigned char head[MQ_SEAL_OVERHEAD(MQ_SEAL_KEYS_MAX)];
-	size_t hlen;
+	/* A message's associated data: the envelope's head (hlen bytes,
+	 * the chunk's), the topic, a NUL and the message id. */
+	unsigned char ad[MQ_SEAL_AD_MAX];
+	size_t hlen, adlen;
 	struct mq_header *hdrs;             /* a message's headers, and
 					       Mq-Sealed */
 	size_t hcap;

@@ -45,25 +45,20 @@ struct mq_seal_key {
 	unsigned char box[MQ_SEAL_BOX];         /* the last data key opened */
 	unsigned char dk[crypto_aead_xchacha20poly1305_ietf_KEYBYTES];
 	bool have_dk;
+	unsigned char ad[MQ_SEAL_AD_MAX];      /* a message's associated data */
 };
 
-/* The associated data of a message's ciphertext: the envelope before the
- * nonce, the topic, a NUL and the message id. */
-static unsigned char *
-seal_ad(const unsigned char *head, size_t hlen, const char *topic,
-    const char *id, size_t *len)
+/* A message's associated data: the envelope before the nonce, the topic,
+ * a NUL and the message id.  ad holds the envelope's head (hlen bytes);
+ * returns the length. */
+static size_t
+seal_ad(unsigned char ad[MQ_SEAL_AD_MAX], size_t hlen, const char *topic,
+    const char *id)
 {
-	size_t tlen = strlen(topic);
-	unsigned char *ad = malloc(hlen + tlen + 1 + MQ_ID_LEN);
-	if (!ad) {
-		mq_err_sys("malloc");
-		return NULL;
-	}
-	memcpy(ad, head, hlen);
-	memcpy(ad + hlen, topic, tlen + 1);
-	memcpy(ad + hlen + tlen + 1, id, MQ_ID_LEN);
-	*len = hlen + tlen + 1 + MQ_ID_LEN;
-	return ad;
+	size_t tlen = strlen(topic) + 1;
+	memcpy(ad + hlen, topic, tlen);
+	memcpy(ad + hlen + tlen, id, MQ_ID_LEN);
+	return hlen + tlen + MQ_ID_LEN;
 }
 
 /* Key files */
@@ -385,7 +380,7 @@ mq_seal_chunk(struct mq_sealer *s, const struct mq_topic *t,
 		return 0;
 	/* The envelope's head: magic, count, then a public key and its
 	 * sealed data key per recipient. */
-	unsigned char *h = s->head;
+	unsigned char *h = s->ad;
 	crypto_aead_xchacha20poly1305_ietf_keygen(s->dk);
 	memcpy(h, MQ_SEAL_MAGIC, 4);
 	h[4] = (unsigned char)(s->n >> 8);
@@ -399,6 +394,7 @@ mq_seal_chunk(struct mq_sealer *s, const struct mq_topic *t,
 			    "a usable public key", t->name, i + 1);
 	}
 	s->hlen = 6 + s->n * (MQ_PUBKEY_BYTES + MQ_SEAL_BOX);
+	s->adlen = 0;
 	return 0;
 }
 
@@ -424,17 +420,18 @@ mq_seal_msg(struct mq_sealer *s, const struct mq_topic *t, const char *id,
 		s->hdrs = hv;
 		s->hcap = in->nheaders + 1;
 	}
-	size_t adlen;
-	unsigned char *ad = seal_ad(s->head, s->hlen, t->name, id, &adlen);
-	if (!ad)
-		return -1;
+	/* The topic goes in once a chunk, the id per message. */
+	if (!s->adlen)
+		s->adlen = seal_ad(s->ad, s->hlen, t->name, id);
+	else
+		memcpy(s->ad + s->adlen - MQ_ID_LEN, id, MQ_ID_LEN);
 	unsigned char *buf = sb->buf;
-	memcpy(buf, s->head, s->hlen);
+	memcpy(buf, s->ad, s->hlen);
 	randombytes_buf(buf + s->hlen, nonce);
 	unsigned long long clen;
 	crypto_aead_xchacha20poly1305_ietf_encrypt(buf + s->hlen + nonce,
-	    &clen, in->body, in->len, ad, adlen, NULL, buf + s->hlen, s->dk);
-	free(ad);
+	    &clen, in->body, in->len, s->ad, s->adlen, NULL, buf + s->hlen,
+	    s->dk);
 	if (in->nheaders)               /* none: headers may be NULL */
 		memcpy(s->hdrs, in->headers, in->nheaders * sizeof *s->hdrs);
 	s->hdrs[in->nheaders] = (struct mq_header){ .name = (char *)"Mq-Sealed",
@@ -471,6 +468,7 @@ mq_seal_open(mq_seal_key *k, const struct mq_topic *t, struct mq_msg *m)
 	size_t n = m->len >= 6 ? (size_t)b[4] << 8 | b[5] : 0;
 	size_t hlen = 6 + n * (MQ_PUBKEY_BYTES + MQ_SEAL_BOX);
 	if (m->len < 6 || memcmp(b, MQ_SEAL_MAGIC, 4) || n == 0 ||
+	    n > MQ_SEAL_KEYS_MAX ||
 	    m->len < hlen + nonce + crypto_aead_xchacha20poly1305_ietf_ABYTES)
 		return mq_err(EX_DATAERR, "topic %s: message %s: the sealed body "
 		    "is damaged", t->name, m->id);
@@ -496,10 +494,8 @@ mq_seal_open(mq_seal_key *k, const struct mq_topic *t, struct mq_msg *m)
 		memcpy(k->box, box, MQ_SEAL_BOX);
 		k->have_dk = true;
 	}
-	size_t adlen;
-	unsigned char *ad = seal_ad(b, hlen, t->name, m->id, &adlen);
-	if (!ad)
-		return -1;
+	memcpy(k->ad, b, hlen);
+	size_t adlen = seal_ad(k->ad, hlen, t->name, m->id);
 	/* The plaintext replaces the envelope in the message's buffer. */
 	size_t clen = m->len - hlen - nonce;
 	unsigned char npub[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
@@ -507,8 +503,7 @@ mq_seal_open(mq_seal_key *k, const struct mq_topic *t, struct mq_msg *m)
 	memmove(b, b + hlen + nonce, clen);
 	unsigned long long plen;
 	int rc = crypto_aead_xchacha20poly1305_ietf_decrypt(b, &plen, NULL, b,
-	    clen, ad, adlen, npub, k->dk);
-	free(ad);
+	    clen, k->ad, adlen, npub, k->dk);
 	if (rc < 0) {
 		m->len = 0;
 		return mq_err(EX_DATAERR, "topic %s: message %s: the sealed body "
