@@ -637,6 +637,14 @@ int mq_crypto_init(void);
  * that is no key; *pos moves past the line either way. */
 int mq_keyline_next(const char **pos, const char *end,
     unsigned char pk[MQ_PUBKEY_BYTES], const char **name, size_t *nlen);
+/* A key file (publisher, sealed-topic consumer): its magic line, then
+ * the secret key of sklen bytes in hex.  Create makes a new file of mode
+ * 0600 (an existing one is EX_CANTCREAT); parse gives -1, no error set,
+ * for a text that is not one. */
+int mq_keyfile_create(const char *path, const char *magic,
+    const unsigned char *sk, size_t sklen);
+int mq_keytext_parse(const char *buf, size_t len, const char *magic,
+    unsigned char *sk, size_t sklen);
 
 /* signtree.c: the hash tree of a chunk's signed forms (BLAKE2b-256). */
 #define MQ_HASH_BYTES 32
@@ -721,6 +729,8 @@ int mq_signers_adopt(mq_spool *, const char *topic, const struct mq_conf *kv,
 #define MQ_SEAL_BOX (32 + 48)           /* crypto_box_seal of a data key */
 #define MQ_SEAL_OVERHEAD(n) (6 + (n) * (MQ_PUBKEY_BYTES + MQ_SEAL_BOX) + \
 	24 + 16)
+#define MQ_SEAL_AD_MAX (MQ_SEAL_OVERHEAD(MQ_SEAL_KEYS_MAX) + MQ_NAME_MAX + \
+	1 + MQ_ID_LEN)
 /* A publisher's sealing state: the keys (cached by the keys file's
  * identity) and the chunk's data key and envelope head. */
 struct mq_sealer {
@@ -731,8 +741,10 @@ struct mq_sealer {
 	unsigned char (*pk)[MQ_PUBKEY_BYTES];
 	char ids[MQ_SEAL_KEYS_MAX * 17];    /* the Mq-Sealed value */
 	unsigned char dk[32];
-	unsigned char head[MQ_SEAL_OVERHEAD(MQ_SEAL_KEYS_MAX)];
-	size_t hlen;
+	/* A message's associated data: the envelope's head (hlen bytes,
+	 * the chunk's), the topic, a NUL and the message id. */
+	unsigned char ad[MQ_SEAL_AD_MAX];
+	size_t hlen, adlen;
 	struct mq_header *hdrs;             /* a message's headers, and
 					       Mq-Sealed */
 	size_t hcap;

@@ -47,31 +47,47 @@ hex_decode(const char *hex, size_t hexlen, unsigned char *out, size_t len)
 	return 0;
 }
 
-/* A key file's text: its magic line, then the secret key in hex; pub gets
- * the public key of the pair made. */
+/* A key file's text: its magic line, then the secret key (at most
+ * crypto_sign_SECRETKEYBYTES) in hex. */
 #define KEY_TEXT_MAX (2 * crypto_sign_SECRETKEYBYTES + 64)
 static void
-key_make(const char *magic, char text[KEY_TEXT_MAX], size_t len,
+key_text(const char *magic, const unsigned char *sk, size_t sklen,
+    char text[KEY_TEXT_MAX])
+{
+	char skhex[2 * crypto_sign_SECRETKEYBYTES + 1];
+	sodium_bin2hex(skhex, sizeof skhex, sk, sklen);
+	snprintf(text, KEY_TEXT_MAX, "%s\n%s\n", magic, skhex);
+	sodium_memzero(skhex, sizeof skhex);
+}
+
+/* An Ed25519 key file's text; pub gets the public key of the pair made. */
+static void
+key_make(const char *magic, char text[KEY_TEXT_MAX],
     char pub[MQ_PUBKEY_HEX + 1])
 {
 	unsigned char pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
-	char skhex[2 * sizeof sk + 1];
 	crypto_sign_keypair(pk, sk);
-	sodium_bin2hex(skhex, sizeof skhex, sk, sizeof sk);
+	key_text(magic, sk, sizeof sk, text);
 	sodium_bin2hex(pub, MQ_PUBKEY_HEX + 1, pk, sizeof pk);
-	snprintf(text, len, "%s\n%s\n", magic, skhex);
 	sodium_memzero(sk, sizeof sk);
-	sodium_memzero(skhex, sizeof skhex);
+}
+
+int
+mq_keytext_parse(const char *buf, size_t len, const char *magic,
+    unsigned char *sk, size_t sklen)
+{
+	size_t ml = strlen(magic);
+	if (len < ml + 2 + 2 * sklen || memcmp(buf, magic, ml) ||
+	    buf[ml] != '\n' || hex_decode(buf + ml + 1, 2 * sklen, sk, sklen) < 0)
+		return -1;
+	return 0;
 }
 
 static int
 key_parse(const char *buf, size_t len, const char *magic,
     struct mq_identity *id)
 {
-	size_t ml = strlen(magic);
-	if (len < ml + 2 + 2 * sizeof id->sk || memcmp(buf, magic, ml) ||
-	    buf[ml] != '\n' || hex_decode(buf + ml + 1, 2 * sizeof id->sk,
-	    id->sk, sizeof id->sk) < 0)
+	if (mq_keytext_parse(buf, len, magic, id->sk, sizeof id->sk) < 0)
 		return -1;
 	crypto_sign_ed25519_sk_to_pk(id->pk, id->sk);
 	return 0;
@@ -146,7 +162,7 @@ mq_keys_generate(mq_spool *sp, const char *name, int replace,
 	if (name && (!*name || strpbrk(name, " \t\n\r") || strlen(name) > 64))
 		return mq_err(EX_USAGE, "a key name is 1 to 64 characters, no "
 		    "spaces");
-	key_make(KEY_MAGIC, text, sizeof text, pub);
+	key_make(KEY_MAGIC, text, pub);
 	int rc = write_private(sp, "replicate/key", text, 0600, replace);
 	sodium_memzero(text, sizeof text);
 	if (rc < 0)
@@ -290,15 +306,15 @@ mq_peer_authorize(mq_spool *sp, const char *hex, const char *name)
 	return rc < 0 ? -1 : 1;
 }
 
-/* Publisher keys: a file of the user's, made beside its final name with
- * O_EXCL and linked into place, so it is there whole or not at all and
- * an existing file is never replaced. */
+/* A key file of the user's (publisher keys, consumer keys of sealed
+ * topics): made beside its final name with O_EXCL and linked into place,
+ * so it is there whole or not at all and an existing file is never
+ * replaced. */
 int
-mq_signkey_generate(const char *path, char pub[MQ_PUBKEY_HEX + 1])
+mq_keyfile_create(const char *path, const char *magic, const unsigned char *sk,
+    size_t sklen)
 {
 	char text[KEY_TEXT_MAX], tmp[PATH_MAX], rnd[17];
-	if (mq_crypto_init() < 0)
-		return -1;
 	mq_hex_random(rnd, 16);
 	if (mq_path(tmp, sizeof tmp, "%s.tmp.%s", path, rnd) < 0)
 		return -1;
@@ -306,7 +322,7 @@ mq_signkey_generate(const char *path, char pub[MQ_PUBKEY_HEX + 1])
 	    0600);
 	if (fd < 0)
 		return mq_err(EX_CANTCREAT, "%s: %s", path, strerror(errno));
-	key_make(SIGN_MAGIC, text, sizeof text, pub);
+	key_text(magic, sk, sklen, text);
 	size_t len = strlen(text);
 	int rc = write(fd, text, len) == (ssize_t)len && fsync(fd) == 0 ? 0 : -1;
 	sodium_memzero(text, sizeof text);
@@ -319,6 +335,20 @@ mq_signkey_generate(const char *path, char pub[MQ_PUBKEY_HEX + 1])
 		    path, errno == EEXIST ? "exists: a key is never replaced" :
 		    strerror(errno));
 	unlink(tmp);
+	return rc;
+}
+
+int
+mq_signkey_generate(const char *path, char pub[MQ_PUBKEY_HEX + 1])
+{
+	unsigned char pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
+	if (mq_crypto_init() < 0)
+		return -1;
+	crypto_sign_keypair(pk, sk);
+	int rc = mq_keyfile_create(path, SIGN_MAGIC, sk, sizeof sk);
+	sodium_memzero(sk, sizeof sk);
+	if (rc == 0)
+		mq_pubkey_hex(pk, pub);
 	return rc;
 }
 

@@ -20,8 +20,8 @@
  *
  * A consumer opens the envelope with its secret key; it keeps the last
  * data key it opened, so a chunk's messages cost one crypto_box_seal_open.
- * A key file is written under a temporary name with mode 0600 from its
- * creation, synced, and linked into place: there whole or not at all.
+ * A key file is made as a publisher's key is (keys.c, mq_keyfile_create)
+ * with its own magic line.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,25 +45,20 @@ struct mq_seal_key {
 	unsigned char box[MQ_SEAL_BOX];         /* the last data key opened */
 	unsigned char dk[crypto_aead_xchacha20poly1305_ietf_KEYBYTES];
 	bool have_dk;
+	unsigned char ad[MQ_SEAL_AD_MAX];      /* a message's associated data */
 };
 
-/* The associated data of a message's ciphertext: the envelope before the
- * nonce, the topic, a NUL and the message id. */
-static unsigned char *
-seal_ad(const unsigned char *head, size_t hlen, const char *topic,
-    const char *id, size_t *len)
+/* A message's associated data: the envelope before the nonce, the topic,
+ * a NUL and the message id.  ad holds the envelope's head (hlen bytes);
+ * returns the length. */
+static size_t
+seal_ad(unsigned char ad[MQ_SEAL_AD_MAX], size_t hlen, const char *topic,
+    const char *id)
 {
-	size_t tlen = strlen(topic);
-	unsigned char *ad = malloc(hlen + tlen + 1 + MQ_ID_LEN);
-	if (!ad) {
-		mq_err_sys("malloc");
-		return NULL;
-	}
-	memcpy(ad, head, hlen);
-	memcpy(ad + hlen, topic, tlen + 1);
-	memcpy(ad + hlen + tlen + 1, id, MQ_ID_LEN);
-	*len = hlen + tlen + 1 + MQ_ID_LEN;
-	return ad;
+	size_t tlen = strlen(topic) + 1;
+	memcpy(ad + hlen, topic, tlen);
+	memcpy(ad + hlen + tlen, id, MQ_ID_LEN);
+	return hlen + tlen + MQ_ID_LEN;
 }
 
 /* Key files */
@@ -72,58 +67,28 @@ int
 mq_seal_keygen(const char *path, char pub[MQ_PUBKEY_HEX + 1])
 {
 	unsigned char pk[crypto_box_PUBLICKEYBYTES], sk[crypto_box_SECRETKEYBYTES];
-	char skhex[2 * sizeof sk + 1], text[sizeof skhex + 32], tmp[4096];
 	if (mq_crypto_init() < 0)
 		return -1;
-	if (mq_path(tmp, sizeof tmp, "%s.tmp.%08x", path, arc4random()) < 0)
-		return -1;
 	crypto_box_keypair(pk, sk);
-	sodium_bin2hex(skhex, sizeof skhex, sk, sizeof sk);
-	int len = snprintf(text, sizeof text, "%s\n%s\n", SEAL_KEY_MAGIC, skhex);
+	int rc = mq_keyfile_create(path, SEAL_KEY_MAGIC, sk, sizeof sk);
 	sodium_memzero(sk, sizeof sk);
-	sodium_memzero(skhex, sizeof skhex);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	if (fd < 0) {
-		sodium_memzero(text, sizeof text);
-		return mq_err_sys("%s", path);
-	}
-	int rc = write(fd, text, (size_t)len) == len && fsync(fd) == 0 ? 0 : -1;
-	sodium_memzero(text, sizeof text);
-	if (close(fd) < 0)
-		rc = -1;
-	if (rc == 0 && link(tmp, path) < 0)
-		rc = errno == EEXIST ? mq_err(EX_CANTCREAT, "%s exists", path) :
-		    mq_err_sys("%s", path);
-	else if (rc < 0)
-		mq_err_sys("write %s", path);
-	int e = errno;
-	unlink(tmp);
-	errno = e;
-	if (rc < 0)
-		return -1;
-	sodium_bin2hex(pub, MQ_PUBKEY_HEX + 1, pk, sizeof pk);
-	return 0;
+	if (rc == 0)
+		mq_pubkey_hex(pk, pub);
+	return rc;
 }
 
 mq_seal_key *
 mq_seal_key_load(const char *path)
 {
 	char *buf;
-	size_t len, ml = strlen(SEAL_KEY_MAGIC);
+	size_t len;
 	if (mq_crypto_init() < 0 ||
 	    mq_read_at(AT_FDCWD, path, 4096, &buf, &len) < 0)
 		return NULL;
 	mq_seal_key *k = sodium_malloc(sizeof *k);
-	size_t got;
-	const char *end;
-	int rc = k ? 0 : mq_err_sys("malloc");
-	if (rc == 0 && (len < ml + 2 + 2 * sizeof k->sk ||
-	    memcmp(buf, SEAL_KEY_MAGIC, ml) || buf[ml] != '\n' ||
-	    sodium_hex2bin(k->sk, sizeof k->sk, buf + ml + 1, 2 * sizeof k->sk,
-	    NULL, &got, &end) < 0 || got != sizeof k->sk))
-		rc = mq_err(EX_CONFIG, "%s: not an mq key (mq-sub --keygen makes "
-		    "one)", path);
+	int rc = !k ? mq_err_sys("malloc") : mq_keytext_parse(buf, len,
+	    SEAL_KEY_MAGIC, k->sk, sizeof k->sk) < 0 ? mq_err(EX_CONFIG,
+	    "%s: not an mq key (mq-sub --keygen makes one)", path) : 0;
 	sodium_memzero(buf, len);
 	free(buf);
 	if (rc < 0) {
@@ -151,36 +116,34 @@ mq_seal_key_free(mq_seal_key *k)
 
 /* The topic's keys file */
 
-/* Parses the keys file: public keys in hex, one a line; blank lines and
- * lines starting with '#' are skipped.  pk gets them (at most
- * MQ_SEAL_KEYS_MAX), *n how many. */
+/* Parses the keys file: public keys in hex, one a line (the form of
+ * authorized_peers, keys.c, without names); blank lines and lines
+ * starting with '#' are skipped.  pk gets them, *n how many. */
 static int
-keys_parse(const char *topic, char *buf, size_t len,
-    unsigned char (*pk)[MQ_PUBKEY_BYTES], size_t *n)
+keys_parse(const char *topic, const char *buf, size_t len,
+    unsigned char pk[MQ_SEAL_KEYS_MAX][MQ_PUBKEY_BYTES], size_t *n)
 {
+	const char *at = buf, *name;
+	unsigned char k[MQ_PUBKEY_BYTES];
+	size_t nlen;
+	int rc;
 	*n = 0;
-	for (char *line = buf, *end = buf + len; line < end;) {
-		char *nl = memchr(line, '\n', (size_t)(end - line));
-		char *e = nl ? nl : end;
-		line[e - line] = 0;
-		if (*line && *line != '#') {
-			if (*n == MQ_SEAL_KEYS_MAX)
-				return mq_err(EX_DATAERR, "topic %s: keys: more than "
-				    "%d keys", topic, MQ_SEAL_KEYS_MAX);
-			if (mq_pubkey_parse(line, pk[*n]) < 0)
-				return mq_err(EX_DATAERR, "topic %s: keys: a line is "
-				    "not a public key (64 hex digits)", topic);
-			(*n)++;
-		}
-		line = nl ? nl + 1 : end;
+	while ((rc = mq_keyline_next(&at, buf + len, k, &name, &nlen)) != 0) {
+		if (rc < 0 || nlen)
+			return mq_err(EX_DATAERR, "topic %s: keys: a line is not a "
+			    "public key (64 hex digits)", topic);
+		if (*n == MQ_SEAL_KEYS_MAX)
+			return mq_err(EX_DATAERR, "topic %s: keys: more than %d "
+			    "keys", topic, MQ_SEAL_KEYS_MAX);
+		memcpy(pk[(*n)++], k, sizeof k);
 	}
 	return 0;
 }
 
 /* Reads topic t's keys: 0 with *n = 0 when it has none. */
 static int
-keys_read(const struct mq_topic *t, unsigned char (*pk)[MQ_PUBKEY_BYTES],
-    size_t *n)
+keys_read(const struct mq_topic *t,
+    unsigned char pk[MQ_SEAL_KEYS_MAX][MQ_PUBKEY_BYTES], size_t *n)
 {
 	char *buf;
 	size_t len;
@@ -194,20 +157,16 @@ keys_read(const struct mq_topic *t, unsigned char (*pk)[MQ_PUBKEY_BYTES],
 }
 
 static int
-keys_write(const struct mq_topic *t, unsigned char (*pk)[MQ_PUBKEY_BYTES],
-    size_t n)
+keys_write(const struct mq_topic *t,
+    const unsigned char pk[][MQ_PUBKEY_BYTES], size_t n)
 {
-	char *text = malloc(n * (MQ_PUBKEY_HEX + 1) + 1);
-	if (!text)
-		return mq_err_sys("malloc");
+	char text[MQ_SEAL_KEYS_MAX * (MQ_PUBKEY_HEX + 1)];
 	for (size_t i = 0; i < n; i++) {
 		mq_pubkey_hex(pk[i], text + i * (MQ_PUBKEY_HEX + 1));
 		text[i * (MQ_PUBKEY_HEX + 1) + MQ_PUBKEY_HEX] = '\n';
 	}
-	int rc = mq_write_file(t->fd, KEYS_FILE, text, n * (MQ_PUBKEY_HEX + 1),
-	    1, 1);
-	free(text);
-	if (rc < 0)
+	if (mq_write_file(t->fd, KEYS_FILE, text, n * (MQ_PUBKEY_HEX + 1),
+	    1, 1) < 0)
 		return mq_err(mq_errcode(), "topic %s: %s", t->name, mq_errmsg());
 	return mq_fsync_fd(t->fd);
 }
@@ -220,88 +179,82 @@ jq_refused(const char *topic, const char *group)
 	    "needs the plaintext (header conditions still work)", topic, group);
 }
 
+/* Refused (EX_CONFIG) when a group of t has a jq filter. */
+static int
+no_jq_groups(const struct mq_topic *t)
+{
+	struct mq_names groups = { 0 };
+	int rc = mq_groups_read(t, &groups);
+	for (size_t g = 0; rc == 0 && g < groups.n; g++) {
+		struct mq_conf kv;
+		if ((rc = mq_group_conf_read(t, groups.v[g], &kv)) < 0)
+			break;
+		if (mq_conf_get(&kv, "filter"))
+			rc = jq_refused(t->name, groups.v[g]);
+		mq_conf_free(&kv);
+	}
+	mq_names_free(&groups);
+	return rc;
+}
+
 enum keys_op { KEYS_REMOVE, KEYS_ADD, KEYS_SET };
 
 /* Changes the keys under every partition's lock: add (n keys), remove
  * (one), or set (make them the n given: a replication peer's).  Adding
- * to a topic whose groups have a jq filter is refused. */
+ * to a topic whose groups have a jq filter is refused.  Returns how many
+ * keys changed (for set: n when any did). */
 static int
-keys_change(mq_spool *sp, const char *topic, const char *const *hex,
-    size_t n, enum keys_op op)
+keys_change(mq_spool *sp, const char *topic,
+    const unsigned char (*arg)[MQ_PUBKEY_BYTES], size_t n, enum keys_op op)
 {
-	int add = op != KEYS_REMOVE;
-	unsigned char (*pk)[MQ_PUBKEY_BYTES] =
-	    malloc((MQ_SEAL_KEYS_MAX + n) * sizeof *pk);
-	unsigned char (*arg)[MQ_PUBKEY_BYTES] = malloc((n ? n : 1) * sizeof *arg);
-	int rc = pk && arg ? 0 : mq_err_sys("malloc");
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		if (mq_pubkey_parse(hex[i], arg[i]) < 0)
-			rc = mq_err(EX_DATAERR, "'%.80s' is not a public key (64 hex "
-			    "digits)", hex[i]);
+	unsigned char pk[MQ_SEAL_KEYS_MAX][MQ_PUBKEY_BYTES];
 	struct mq_topic t;
-	int *hfds = NULL;
-	if (rc < 0 || mq_topic_open(sp, topic, 0, &t) < 0) {
-		free(pk);
-		free(arg);
+	if (mq_topic_open(sp, topic, 0, &t) < 0)
 		return -1;
-	}
 	size_t have = 0, changed = 0;
-	hfds = calloc(t.conf.partitions, sizeof *hfds);
-	rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
+	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
+	int rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
 	if (rc == 0)
 		rc = keys_read(&t, pk, &have);
-	struct mq_names groups = { 0 };
-	if (rc == 0 && add)
-		rc = mq_groups_read(&t, &groups);
-	for (size_t g = 0; rc == 0 && g < groups.n; g++) {
-		struct mq_conf kv;
-		if ((rc = mq_group_conf_read(&t, groups.v[g], &kv)) < 0)
-			break;
-		if (mq_conf_get(&kv, "filter"))
-			rc = jq_refused(t.name, groups.v[g]);
-		mq_conf_free(&kv);
-	}
+	if (rc == 0 && op != KEYS_REMOVE)
+		rc = no_jq_groups(&t);
 	if (rc == 0 && op == KEYS_SET) {
 		/* Another set, or the same in another order: the peer's. */
-		bool same = have == n;
-		for (size_t i = 0; same && i < n; i++)
-			same = !memcmp(pk[i], arg[i], MQ_PUBKEY_BYTES);
-		changed = same ? 0 : n;
+		if (have != n || memcmp(pk, arg, n * sizeof *arg))
+			changed = n;
 		have = n;
 		memcpy(pk, arg, n * sizeof *arg);
-		n = 0;
 	}
-	for (size_t i = 0; rc == 0 && i < n; i++) {
+	for (size_t i = 0; rc == 0 && op != KEYS_SET && i < n; i++) {
+		char hex[MQ_PUBKEY_HEX + 1];
 		size_t at = 0;
 		while (at < have && memcmp(pk[at], arg[i], MQ_PUBKEY_BYTES))
 			at++;
-		if (add && at == have) {
+		mq_pubkey_hex(arg[i], hex);
+		if (op == KEYS_ADD && at < have)
+			continue;
+		if (op == KEYS_ADD && have == MQ_SEAL_KEYS_MAX)
+			rc = mq_err(EX_USAGE, "topic %s: at most %d keys", t.name,
+			    MQ_SEAL_KEYS_MAX);
+		else if (op == KEYS_ADD)
 			memcpy(pk[have++], arg[i], MQ_PUBKEY_BYTES);
-			changed++;
-		} else if (!add && at == have) {
+		else if (at == have)
 			rc = mq_err(EX_NOINPUT, "topic %s has no key %s", t.name,
-			    hex[i]);
-		} else if (!add && have == 1) {
-			rc = mq_err(EX_USAGE, "topic %s: %s is its last key: a sealed "
-			    "topic stays sealed (add its successor first)", t.name,
-			    hex[i]);
-		} else if (!add) {
-			memmove(pk[at], pk[at + 1], (have - at - 1) * sizeof *pk);
-			have--;
-			changed++;
-		}
+			    hex);
+		else if (have == 1)
+			rc = mq_err(EX_USAGE, "topic %s: %s is its last key: a "
+			    "sealed topic stays sealed (add its successor first)",
+			    t.name, hex);
+		else
+			memmove(pk[at], pk[at + 1], (--have - at) * sizeof *pk);
+		changed += rc == 0;
 	}
-	if (rc == 0 && have > MQ_SEAL_KEYS_MAX)
-		rc = mq_err(EX_USAGE, "topic %s: at most %d keys", t.name,
-		    MQ_SEAL_KEYS_MAX);
 	if (rc == 0 && changed)
-		rc = keys_write(&t, pk, have);
+		rc = keys_write(&t, (const unsigned char (*)[MQ_PUBKEY_BYTES])pk,
+		    have);
 	if (hfds)
 		mq_unlock_all(&t, hfds);
-	mq_names_free(&groups);
 	free(hfds);
-	free(pk);
-	free(arg);
 	mq_topic_close(&t);
 	return rc < 0 ? -1 : (int)changed;
 }
@@ -310,73 +263,63 @@ int
 mq_topic_key_add(mq_spool *sp, const char *topic, const char *const *hex,
     size_t n)
 {
-	return keys_change(sp, topic, hex, n, KEYS_ADD);
+	unsigned char (*pk)[MQ_PUBKEY_BYTES] = malloc((n ? n : 1) * sizeof *pk);
+	int rc = pk ? 0 : mq_err_sys("malloc");
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (mq_pubkey_parse(hex[i], pk[i]) < 0)
+			rc = mq_err(EX_DATAERR, "'%.80s' is not a public key (64 hex "
+			    "digits)", hex[i]);
+	if (rc == 0)
+		rc = keys_change(sp, topic,
+		    (const unsigned char (*)[MQ_PUBKEY_BYTES])pk, n, KEYS_ADD);
+	free(pk);
+	return rc;
 }
 
 int
 mq_topic_key_remove(mq_spool *sp, const char *topic, const char *hex)
 {
-	return keys_change(sp, topic, &hex, 1, KEYS_REMOVE) < 0 ? -1 : 0;
+	unsigned char pk[1][MQ_PUBKEY_BYTES];
+	if (mq_pubkey_parse(hex, pk[0]) < 0)
+		return mq_err(EX_DATAERR, "'%.80s' is not a public key (64 hex "
+		    "digits)", hex);
+	return keys_change(sp, topic, (const unsigned char (*)[MQ_PUBKEY_BYTES])pk,
+	    1, KEYS_REMOVE) < 0 ? -1 : 0;
 }
 
 int
 mq_topic_keys_adopt(mq_spool *sp, const char *topic, const char *text,
     size_t len)
 {
-	unsigned char (*pk)[MQ_PUBKEY_BYTES] =
-	    malloc(MQ_SEAL_KEYS_MAX * sizeof *pk);
-	char *buf = malloc(len + 1), (*hex)[MQ_PUBKEY_HEX + 1] = NULL;
-	const char **v = NULL;
-	size_t n = 0;
-	int rc = pk && buf ? 0 : mq_err_sys("malloc");
-	if (rc == 0) {
-		memcpy(buf, text, len);
-		rc = keys_parse(topic, buf, len, pk, &n);
-	}
-	if (rc == 0 && n == 0)
-		rc = mq_err(EX_DATAERR, "topic %s: keys: none", topic);
-	if (rc == 0 && (!(hex = calloc(n, sizeof *hex)) ||
-	    !(v = calloc(n, sizeof *v))))
-		rc = mq_err_sys("malloc");
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		mq_pubkey_hex(pk[i], hex[i]);
-		v[i] = hex[i];
-	}
-	if (rc == 0)
-		rc = keys_change(sp, topic, v, n, KEYS_SET);
-	free(pk);
-	free(buf);
-	free(hex);
-	free(v);
-	return rc;
+	unsigned char pk[MQ_SEAL_KEYS_MAX][MQ_PUBKEY_BYTES];
+	size_t n;
+	if (keys_parse(topic, text, len, pk, &n) < 0)
+		return -1;
+	if (n == 0)
+		return mq_err(EX_DATAERR, "topic %s: keys: none", topic);
+	return keys_change(sp, topic, (const unsigned char (*)[MQ_PUBKEY_BYTES])pk,
+	    n, KEYS_SET);
 }
 
 int
 mq_topic_keys(mq_spool *sp, const char *topic, char ***keys, size_t *n)
 {
+	unsigned char pk[MQ_SEAL_KEYS_MAX][MQ_PUBKEY_BYTES];
 	struct mq_topic t;
-	unsigned char (*pk)[MQ_PUBKEY_BYTES] =
-	    malloc(MQ_SEAL_KEYS_MAX * sizeof *pk);
-	if (!pk)
-		return mq_err_sys("malloc");
-	if (mq_topic_open(sp, topic, 0, &t) < 0) {
-		free(pk);
+	if (mq_topic_open(sp, topic, 0, &t) < 0)
 		return -1;
-	}
 	int rc = keys_read(&t, pk, n);
+	mq_topic_close(&t);
 	char **v = rc == 0 ? calloc(*n ? *n : 1, sizeof *v) : NULL;
 	if (rc == 0 && !v)
-		rc = mq_err_sys("malloc");
+		return mq_err_sys("malloc");
 	for (size_t i = 0; rc == 0 && i < *n; i++) {
 		if (!(v[i] = malloc(MQ_PUBKEY_HEX + 1))) {
 			mq_strv_free(v, i);
-			rc = mq_err_sys("malloc");
-			break;
+			return mq_err_sys("malloc");
 		}
 		mq_pubkey_hex(pk[i], v[i]);
 	}
-	free(pk);
-	mq_topic_close(&t);
 	if (rc == 0)
 		*keys = v;
 	return rc;
@@ -386,15 +329,13 @@ int
 mq_seal_filter_check(const struct mq_topic *t, const char *group,
     const struct mq_group_conf *c)
 {
-	unsigned char (*pk)[MQ_PUBKEY_BYTES];
+	unsigned char pk[MQ_SEAL_KEYS_MAX][MQ_PUBKEY_BYTES];
 	size_t n;
 	if (!c->filter)
 		return 0;
-	if (!(pk = malloc(MQ_SEAL_KEYS_MAX * sizeof *pk)))
-		return mq_err_sys("malloc");
-	int rc = keys_read(t, pk, &n);
-	free(pk);
-	return rc < 0 ? -1 : n ? jq_refused(t->name, group) : 0;
+	if (keys_read(t, pk, &n) < 0)
+		return -1;
+	return n ? jq_refused(t->name, group) : 0;
 }
 
 /* Publishing */
@@ -439,7 +380,7 @@ mq_seal_chunk(struct mq_sealer *s, const struct mq_topic *t,
 		return 0;
 	/* The envelope's head: magic, count, then a public key and its
 	 * sealed data key per recipient. */
-	unsigned char *h = s->head;
+	unsigned char *h = s->ad;
 	crypto_aead_xchacha20poly1305_ietf_keygen(s->dk);
 	memcpy(h, MQ_SEAL_MAGIC, 4);
 	h[4] = (unsigned char)(s->n >> 8);
@@ -453,6 +394,7 @@ mq_seal_chunk(struct mq_sealer *s, const struct mq_topic *t,
 			    "a usable public key", t->name, i + 1);
 	}
 	s->hlen = 6 + s->n * (MQ_PUBKEY_BYTES + MQ_SEAL_BOX);
+	s->adlen = 0;
 	return 0;
 }
 
@@ -478,17 +420,18 @@ mq_seal_msg(struct mq_sealer *s, const struct mq_topic *t, const char *id,
 		s->hdrs = hv;
 		s->hcap = in->nheaders + 1;
 	}
-	size_t adlen;
-	unsigned char *ad = seal_ad(s->head, s->hlen, t->name, id, &adlen);
-	if (!ad)
-		return -1;
+	/* The topic goes in once a chunk, the id per message. */
+	if (!s->adlen)
+		s->adlen = seal_ad(s->ad, s->hlen, t->name, id);
+	else
+		memcpy(s->ad + s->adlen - MQ_ID_LEN, id, MQ_ID_LEN);
 	unsigned char *buf = sb->buf;
-	memcpy(buf, s->head, s->hlen);
+	memcpy(buf, s->ad, s->hlen);
 	randombytes_buf(buf + s->hlen, nonce);
 	unsigned long long clen;
 	crypto_aead_xchacha20poly1305_ietf_encrypt(buf + s->hlen + nonce,
-	    &clen, in->body, in->len, ad, adlen, NULL, buf + s->hlen, s->dk);
-	free(ad);
+	    &clen, in->body, in->len, s->ad, s->adlen, NULL, buf + s->hlen,
+	    s->dk);
 	if (in->nheaders)               /* none: headers may be NULL */
 		memcpy(s->hdrs, in->headers, in->nheaders * sizeof *s->hdrs);
 	s->hdrs[in->nheaders] = (struct mq_header){ .name = (char *)"Mq-Sealed",
@@ -525,6 +468,7 @@ mq_seal_open(mq_seal_key *k, const struct mq_topic *t, struct mq_msg *m)
 	size_t n = m->len >= 6 ? (size_t)b[4] << 8 | b[5] : 0;
 	size_t hlen = 6 + n * (MQ_PUBKEY_BYTES + MQ_SEAL_BOX);
 	if (m->len < 6 || memcmp(b, MQ_SEAL_MAGIC, 4) || n == 0 ||
+	    n > MQ_SEAL_KEYS_MAX ||
 	    m->len < hlen + nonce + crypto_aead_xchacha20poly1305_ietf_ABYTES)
 		return mq_err(EX_DATAERR, "topic %s: message %s: the sealed body "
 		    "is damaged", t->name, m->id);
@@ -550,10 +494,8 @@ mq_seal_open(mq_seal_key *k, const struct mq_topic *t, struct mq_msg *m)
 		memcpy(k->box, box, MQ_SEAL_BOX);
 		k->have_dk = true;
 	}
-	size_t adlen;
-	unsigned char *ad = seal_ad(b, hlen, t->name, m->id, &adlen);
-	if (!ad)
-		return -1;
+	memcpy(k->ad, b, hlen);
+	size_t adlen = seal_ad(k->ad, hlen, t->name, m->id);
 	/* The plaintext replaces the envelope in the message's buffer. */
 	size_t clen = m->len - hlen - nonce;
 	unsigned char npub[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
@@ -561,8 +503,7 @@ mq_seal_open(mq_seal_key *k, const struct mq_topic *t, struct mq_msg *m)
 	memmove(b, b + hlen + nonce, clen);
 	unsigned long long plen;
 	int rc = crypto_aead_xchacha20poly1305_ietf_decrypt(b, &plen, NULL, b,
-	    clen, ad, adlen, npub, k->dk);
-	free(ad);
+	    clen, k->ad, adlen, npub, k->dk);
 	if (rc < 0) {
 		m->len = 0;
 		return mq_err(EX_DATAERR, "topic %s: message %s: the sealed body "

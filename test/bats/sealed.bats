@@ -104,6 +104,22 @@ EOF
 	assert_equal "$(mq-topic key list t)" "$b"
 }
 
+@test "a topic holds at most 64 keys: the 65th is refused and changes nothing" {
+	mkgroup t g
+	local keys
+	mapfile -t keys < <(python3 -c 'import os
+for _ in range(65): print(os.urandom(32).hex())')
+	run --separate-stderr mq-topic key add t "${keys[@]}"
+	assert_equal "$status" 64
+	assert_one_line_error mq-topic
+	[[ ! -e $MQ_SPOOL/topics/t/keys ]]
+	mq-topic key add t "${keys[@]:0:64}"
+	assert_equal "$(mq-topic key list t | wc -l)" 64
+	run --separate-stderr mq-topic key add t "${keys[64]}"
+	assert_equal "$status" 64
+	assert_equal "$(mq-topic key list t | wc -l)" 64
+}
+
 @test "a sealed topic round-trips bodies exactly, binary ones too" {
 	keygen a
 	sealed_topic t g "$a"
