@@ -90,7 +90,7 @@ struct mq_pub {
 	bool signing;
 	struct pub_staged *stg;         /* the chunk's messages, and for each */
 	struct mq_sealbuf *sb;          /* its sealed body */
-	unsigned char (*leaf)[MQ_HASH_BYTES]; /* and its leaf */
+	unsigned char (*leaf)[MQ_HASH_BYTES]; /* the leaves of the tree signed */
 	size_t stgcap;
 	struct mq_chunk_sig csig;       /* the chunk's signature (of up to
 	                                 * MQ_TREE_MAX of them) */
@@ -310,11 +310,10 @@ staged_free(mq_pub *p, size_t n)
 
 /* Makes message st of the chunk what will be stored: its body sealed on
  * a sealed topic (a signature covers the stored bytes: the sealed body
- * and its Mq-Sealed header), its header block rendered, and when signing
- * its leaf. */
+ * and its Mq-Sealed header) and its header block rendered. */
 static int
 prepare_one(mq_pub *p, unsigned k, struct pub_staged *st,
-    struct mq_sealbuf *sb, unsigned char leaf[MQ_HASH_BYTES])
+    struct mq_sealbuf *sb)
 {
 	const struct mq_pub_msg *m = st->m;
 	struct mq_pub_msg sealed;
@@ -326,11 +325,8 @@ prepare_one(mq_pub *p, unsigned k, struct pub_staged *st,
 	st->body = m->body;
 	st->blen = m->len;
 	st->now = mq_now();
-	if (mq_msg_render(&p->t, k, st->seq, st->id, m, p->signing ?
-	    MQ_SIGN_LINES_MAX : 0, st->now, &st->hdr, &st->hlen, &st->sig_at) < 0)
-		return -1;
-	return p->signing ? mq_sign_leaf(st->hdr, st->hlen - 1, st->body,
-	    st->blen, leaf) : 0;
+	return mq_msg_render(&p->t, k, st->seq, st->id, m, p->signing ?
+	    MQ_SIGN_LINES_MAX : 0, st->now, &st->hdr, &st->hlen, &st->sig_at);
 }
 
 /* Writes message st at log/KEY, with its signature lines when signing
@@ -378,7 +374,8 @@ stage_one(mq_pub *p, unsigned k, const struct pub_staged *st, size_t i,
 }
 
 /* Writes the n staged messages, signing them in trees of at most
- * MQ_TREE_MAX (an atomic batch may be a larger chunk). */
+ * MQ_TREE_MAX (an atomic batch may be a larger chunk).  A tree of one is
+ * none: its message is signed plain, so its leaf is never hashed. */
 static int
 write_staged(mq_pub *p, unsigned k, size_t n, const int *gfd, size_t ng,
     enum mq_sync sync)
@@ -386,9 +383,12 @@ write_staged(mq_pub *p, unsigned k, size_t n, const int *gfd, size_t ng,
 	int rc = 0;
 	for (size_t s = 0; rc == 0 && s < n; s += MQ_TREE_MAX) {
 		size_t m = n - s < MQ_TREE_MAX ? n - s : MQ_TREE_MAX;
-		if (p->signing)
+		for (size_t i = 0; p->signing && m > 1 && rc == 0 && i < m; i++)
+			rc = mq_sign_leaf(p->stg[s + i].hdr, p->stg[s + i].hlen - 1,
+			    p->stg[s + i].body, p->stg[s + i].blen, p->leaf[i]);
+		if (rc == 0 && p->signing)
 			rc = mq_chunk_sign(&p->csig, &p->key,
-			    (const unsigned char (*)[MQ_HASH_BYTES])p->leaf + s, m);
+			    (const unsigned char (*)[MQ_HASH_BYTES])p->leaf, m);
 		for (size_t i = 0; rc == 0 && i < m; i++)
 			rc = stage_one(p, k, &p->stg[s + i], i, gfd, ng, sync);
 	}
@@ -650,7 +650,7 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 		struct pub_staged *st = &p->stg[ns];
 		*st = (struct pub_staged){ .m = m, .seq = seq++, .id = id,
 		    .in = p->in + i * ng };
-		rc = prepare_one(p, k, st, &p->sb[ns], p->leaf[ns]);
+		rc = prepare_one(p, k, st, &p->sb[ns]);
 		ns += st->hdr != NULL;
 	}
 	if (rc == 0)

@@ -23,6 +23,19 @@
 #define SIGNERS_MAX 256
 #define SIGNER_NAME_MAX 64
 
+/* A signer's name: at most SIGNER_NAME_MAX bytes, no control character
+ * but tab. */
+static bool
+name_ok(const char *name, size_t nlen)
+{
+	if (nlen > SIGNER_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < nlen; i++)
+		if ((unsigned char)name[i] < 0x20 && name[i] != '\t')
+			return false;
+	return true;
+}
+
 /* One "HEX [NAME]" (len bytes) as a conf value: 1 with the key, or 0 when
  * it is not one. */
 static int
@@ -30,13 +43,8 @@ signer_value(const char *v, size_t len, unsigned char pk[MQ_PUBKEY_BYTES],
     size_t *nlen)
 {
 	const char *at = v, *name;
-	if (mq_keyline_next(&at, v + len, pk, &name, nlen) != 1 ||
-	    at != v + len || *nlen > SIGNER_NAME_MAX)
-		return 0;
-	for (size_t i = 0; i < *nlen; i++)
-		if ((unsigned char)name[i] < 0x20 && name[i] != '\t')
-			return 0;
-	return 1;
+	return mq_keyline_next(&at, v + len, pk, &name, nlen) == 1 &&
+	    at == v + len && name_ok(name, *nlen);
 }
 
 static int
@@ -118,23 +126,20 @@ mq_signers_add(struct mq_conf *kv, const char *text)
 	const char *at = text, *end = text + strlen(text), *name;
 	unsigned char pk[MQ_PUBKEY_BYTES];
 	size_t nlen, n = 0;
-	for (unsigned line = 1; at < end; line++) {
-		const char *nl = memchr(at, '\n', (size_t)(end - at));
-		const char *start = at, *e = nl ? nl : end;
-		at = nl ? nl + 1 : end;
-		while (e > start && (e[-1] == '\r' || e[-1] == ' ' ||
-		    e[-1] == '\t'))
-			e--;
-		if (e == start || *start == '#')
-			continue;
-		if (!signer_value(start, (size_t)(e - start), pk, &nlen))
+	int rc;
+	while ((rc = mq_keyline_next(&at, end, pk, &name, &nlen)) != 0) {
+		if (rc < 0 || !name_ok(name, nlen)) {
+			/* The line read last, the one before at. */
+			unsigned line = 1;
+			for (const char *c = text; c + 1 < at; c++)
+				line += *c == '\n';
 			return mq_err(EX_DATAERR, "signers, line %u: expected a "
 			    "public key (64 hex digits) and a name of at most %d "
 			    "characters", line, SIGNER_NAME_MAX);
+		}
 		if (++n > SIGNERS_MAX)
 			return mq_err(EX_DATAERR, "signers: more than %d keys",
 			    SIGNERS_MAX);
-		name = start + (e - start) - nlen;
 		char hex[MQ_PUBKEY_HEX + 1];
 		mq_pubkey_hex(pk, hex);
 		if (mq_conf_addf(kv, "signer", "%s%s%.*s", hex, nlen ? " " : "",

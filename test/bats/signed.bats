@@ -288,6 +288,25 @@ assert_dead_among() {
 	assert_output 0
 }
 
+@test "an atomic batch of more than 4096 is signed in trees of 4096 in turn; a message left over is signed plain" {
+	keys
+	signed_topic t g "$TD/alice"
+	local ids first last
+	seq 4097 >"$TD/lines"
+	ids=$(mq-pub -l --atomic --sign "$TD/alice" t <"$TD/lines")
+	first=$(head -1 <<<"$ids")
+	last=$(tail -1 <<<"$ids")
+	[[ $(header_of "$(file_of t "$first")" Mq-Signature) =~ ^ed25519-tree:[0-9a-f]{128}\ 0/4096\  ]] ||
+	    fail "the first is not of a tree of 4096"
+	[[ $(header_of "$(file_of t "$last")" Mq-Signature) =~ ^ed25519:[0-9a-f]{128}$ ]] ||
+	    fail "the last is not signed plain"
+	run -0 mq-sub -t 0 -g g -F '%s\n' t
+	assert_equal "$(grep -c . <<<"$output")" 4097
+	assert_equal "$(tail -1 <<<"$output")" 4097
+	run -0 mq-dlq count t
+	assert_output 0
+}
+
 @test "a message of a signed chunk with its path, index or signature changed, moved into another chunk, or forged under a real header: dead-lettered" {
 	keys
 	signed_topic t g "$TD/alice"
