@@ -36,18 +36,27 @@
 
 #include "internal.h"
 
+/* A gid in decimal at s (not (gid_t)-1, which means none); the position
+ * after it, or NULL. */
+static const char *
+gid_number(const char *s, gid_t *gid)
+{
+	uint64_t n;
+	const char *end = mq_decimal(s, (gid_t)-1 - 1, &n);
+	if (end)
+		*gid = (gid_t)n;
+	return end;
+}
+
 /* A group's gid from its name or number: EX_NOUSER if there is none. */
 static int
 group_lookup(const char *group, gid_t *gid)
 {
 	struct group *g = getgrnam(group);
-	char *end;
-	unsigned long n = g ? 0 : strtoul(group, &end, 10);
+	const char *end;
 	if (g)
 		*gid = g->gr_gid;
-	else if (*group && !*end && group[0] != '-' && n < (gid_t)-1)
-		*gid = (gid_t)n;
-	else
+	else if (!(end = gid_number(group, gid)) || *end)
 		return mq_err(EX_NOUSER, "no group '%.64s'", group);
 	return 0;
 }
@@ -276,16 +285,12 @@ mq_roles_conf_get(const struct mq_conf *kv, struct mq_roles *r)
 {
 	*r = (struct mq_roles){ 0 };
 	for (int i = 0; i < MQ_ROLES; i++) {
-		const char *v = mq_conf_get(kv, role_names[i]);
-		char *end;
+		const char *v = mq_conf_get(kv, role_names[i]), *end;
 		if (!v)
 			continue;
-		unsigned long n = strtoul(v, &end, 10);
-		if (*v < '0' || *v > '9' || (*end && *end != ' ') ||
-		    n >= (gid_t)-1)
+		if (!(end = gid_number(v, &r->gid[i])) || (*end && *end != ' '))
 			return mq_err(EX_CONFIG, "topic.conf: %s must be a group "
 			    "number", role_names[i]);
-		r->gid[i] = (gid_t)n;
 		r->has[i] = true;
 	}
 	return 0;
