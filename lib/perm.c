@@ -336,9 +336,10 @@ acl_add_roles(acl_t *acl, const struct mq_roles *r, const unsigned char *bits)
 
 /* The ACL of a directory of kind kind: its access ACL with the roles,
  * and its default ACL (from base when not 0, else the one it has, else
- * its mode) with them.  The access ACL is set only if it changes: that
- * set clears the setgid bit when the caller is not in the directory's
- * group. */
+ * its mode) with them.  Each is set only if it changes: a directory made
+ * in one of the same kind's rights has inherited the default already,
+ * and setting the access ACL clears the setgid bit when the caller is
+ * not in the directory's group. */
 static int
 roles_set(int dfd, const char *what, const struct mq_roles *r,
     enum mq_dir_kind kind, mode_t base)
@@ -349,22 +350,26 @@ roles_set(int dfd, const char *what, const struct mq_roles *r,
 	struct stat st;
 	snprintf(path, sizeof path, "/proc/self/fd/%d", dfd);
 	acl_t now = acl_get_fd(dfd), acc = now ? acl_dup(now) : NULL;
-	acl_t dfl = base ? acl_from_mode(base & 0777) :
-	    acl_get_file(path, ACL_TYPE_DEFAULT);
-	if (dfl && acl_entries(dfl) == 0 && fstat(dfd, &st) == 0) {
-		acl_free(dfl);
-		dfl = acl_from_mode(st.st_mode & 0777);
+	/* had: the default it has, if any and base does not replace it. */
+	acl_t had = base ? NULL : acl_get_file(path, ACL_TYPE_DEFAULT), dfl;
+	if (base || (had && acl_entries(had) == 0 && fstat(dfd, &st) == 0)) {
+		acl_free(had);
+		had = NULL;
+		dfl = acl_from_mode((base ? base : st.st_mode) & 0777);
+	} else {
+		dfl = had ? acl_dup(had) : NULL;
 	}
 	int rc = now && acc && dfl &&
 	    acl_add_roles(&acc, r, rights[kind][0]) == 0 &&
 	    acl_add_roles(&dfl, r, rights[kind][1]) == 0 ? 0 : -1;
 	if (rc == 0 && acl_cmp(now, acc) != 0)
 		rc = acl_set_fd(dfd, acc);
-	if (rc == 0)
+	if (rc == 0 && (!had || acl_cmp(had, dfl) != 0))
 		rc = acl_set_file(path, ACL_TYPE_DEFAULT, dfl);
 	int e = errno;
 	acl_free(now);
 	acl_free(acc);
+	acl_free(had);
 	acl_free(dfl);
 	if (rc == 0)
 		return 0;
