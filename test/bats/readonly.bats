@@ -203,7 +203,7 @@ ro_run() {
 	assert_one_line_error mq-group
 }
 
-@test "a read command given a path that is no spool creates nothing (as root)" {
+@test "a read command given a path that is no spool, or a directory without VERSION, creates nothing (as root)" {
 	local p=$TD/typo cmd
 	for cmd in "mq-topic list" "mq-topic info t" "mq-group list" \
 	    "mq-group info -t t g" "mq-stat" "mq-stat --json t" \
@@ -219,6 +219,18 @@ ro_run() {
 	assert_equal "$status" 3
 	assert_output "MQ UNKNOWN - no spool at $p"
 	[[ ! -e $p ]] || fail "mq-stat --check made $p"
+	# Nor does one given a directory without VERSION: an interrupted
+	# creation is a writer's to finish.
+	local e=$TD/empty
+	mkdir "$e"
+	for cmd in "mq-topic list" "mq-group list" "mq-stat" "mq-dlq count t" \
+	    "mq-replicate status"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr $cmd -s "$e"
+		assert_equal "$status" 66
+		assert_equal "$stderr" "${cmd%% *}: no spool at $e"
+		[[ -z $(ls -A "$e") ]] || fail "$cmd wrote in $e"
+	done
 	# A writing command still makes the spool on first use.
 	run -0 mq-topic -s "$p" create t
 	[[ -f $p/VERSION ]] || fail "no spool made"
