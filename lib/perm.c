@@ -36,18 +36,27 @@
 
 #include "internal.h"
 
+/* A gid in decimal at s (not (gid_t)-1, which means none); the position
+ * after it, or NULL. */
+static const char *
+gid_number(const char *s, gid_t *gid)
+{
+	uint64_t n;
+	const char *end = mq_decimal(s, (gid_t)-1 - 1, &n);
+	if (end)
+		*gid = (gid_t)n;
+	return end;
+}
+
 /* A group's gid from its name or number: EX_NOUSER if there is none. */
 static int
 group_lookup(const char *group, gid_t *gid)
 {
 	struct group *g = getgrnam(group);
-	char *end;
-	unsigned long n = g ? 0 : strtoul(group, &end, 10);
+	const char *end;
 	if (g)
 		*gid = g->gr_gid;
-	else if (*group && !*end && group[0] != '-' && n < (gid_t)-1)
-		*gid = (gid_t)n;
-	else
+	else if (!(end = gid_number(group, gid)) || *end)
 		return mq_err(EX_NOUSER, "no group '%.64s'", group);
 	return 0;
 }
@@ -276,16 +285,12 @@ mq_roles_conf_get(const struct mq_conf *kv, struct mq_roles *r)
 {
 	*r = (struct mq_roles){ 0 };
 	for (int i = 0; i < MQ_ROLES; i++) {
-		const char *v = mq_conf_get(kv, role_names[i]);
-		char *end;
+		const char *v = mq_conf_get(kv, role_names[i]), *end;
 		if (!v)
 			continue;
-		unsigned long n = strtoul(v, &end, 10);
-		if (*v < '0' || *v > '9' || (*end && *end != ' ') ||
-		    n >= (gid_t)-1)
+		if (!(end = gid_number(v, &r->gid[i])) || (*end && *end != ' '))
 			return mq_err(EX_CONFIG, "topic.conf: %s must be a group "
 			    "number", role_names[i]);
-		r->gid[i] = (gid_t)n;
 		r->has[i] = true;
 	}
 	return 0;
@@ -331,9 +336,10 @@ acl_add_roles(acl_t *acl, const struct mq_roles *r, const unsigned char *bits)
 
 /* The ACL of a directory of kind kind: its access ACL with the roles,
  * and its default ACL (from base when not 0, else the one it has, else
- * its mode) with them.  The access ACL is set only if it changes: that
- * set clears the setgid bit when the caller is not in the directory's
- * group. */
+ * its mode) with them.  Each is set only if it changes: a directory made
+ * in one of the same kind's rights has inherited the default already,
+ * and setting the access ACL clears the setgid bit when the caller is
+ * not in the directory's group. */
 static int
 roles_set(int dfd, const char *what, const struct mq_roles *r,
     enum mq_dir_kind kind, mode_t base)
@@ -344,22 +350,26 @@ roles_set(int dfd, const char *what, const struct mq_roles *r,
 	struct stat st;
 	snprintf(path, sizeof path, "/proc/self/fd/%d", dfd);
 	acl_t now = acl_get_fd(dfd), acc = now ? acl_dup(now) : NULL;
-	acl_t dfl = base ? acl_from_mode(base & 0777) :
-	    acl_get_file(path, ACL_TYPE_DEFAULT);
-	if (dfl && acl_entries(dfl) == 0 && fstat(dfd, &st) == 0) {
-		acl_free(dfl);
-		dfl = acl_from_mode(st.st_mode & 0777);
+	/* had: the default it has, if any and base does not replace it. */
+	acl_t had = base ? NULL : acl_get_file(path, ACL_TYPE_DEFAULT), dfl;
+	if (base || (had && acl_entries(had) == 0 && fstat(dfd, &st) == 0)) {
+		acl_free(had);
+		had = NULL;
+		dfl = acl_from_mode((base ? base : st.st_mode) & 0777);
+	} else {
+		dfl = had ? acl_dup(had) : NULL;
 	}
 	int rc = now && acc && dfl &&
 	    acl_add_roles(&acc, r, rights[kind][0]) == 0 &&
 	    acl_add_roles(&dfl, r, rights[kind][1]) == 0 ? 0 : -1;
 	if (rc == 0 && acl_cmp(now, acc) != 0)
 		rc = acl_set_fd(dfd, acc);
-	if (rc == 0)
+	if (rc == 0 && (!had || acl_cmp(had, dfl) != 0))
 		rc = acl_set_file(path, ACL_TYPE_DEFAULT, dfl);
 	int e = errno;
 	acl_free(now);
 	acl_free(acc);
+	acl_free(had);
 	acl_free(dfl);
 	if (rc == 0)
 		return 0;

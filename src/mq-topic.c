@@ -248,12 +248,13 @@ cmd_info(mq_spool *sp, const char *topic, int json)
 		    in.name, in.conf.partitions, in.conf.max_message_size,
 		    in.conf.retention, in.conf.ttl,
 		    in.conf.expired_drop ? "drop" : "dlq", in.conf.nsigners);
-		for (int r = 0; r < MQ_ROLES; r++)
-			if (in.conf.roles.has[r])
-				printf("%s: %s (%lu)\n", mq_role_name(r),
-				    group_name(in.conf.roles.gid[r]) ?
-				    group_name(in.conf.roles.gid[r]) : "?",
-				    (unsigned long)in.conf.roles.gid[r]);
+		for (int r = 0; r < MQ_ROLES; r++) {
+			if (!in.conf.roles.has[r])
+				continue;
+			const char *name = group_name(in.conf.roles.gid[r]);
+			printf("%s: %s (%lu)\n", mq_role_name(r), name ? name : "?",
+			    (unsigned long)in.conf.roles.gid[r]);
+		}
 		printf("%-10s %12s %12s %12s\n", "PARTITION", "COMMITTED",
 		    "MESSAGES", "BYTES");
 		for (unsigned k = 0; k < in.conf.partitions; k++)

@@ -7,10 +7,11 @@
 # The user is made in setup_file and removed in teardown_file, so these
 # tests need root: CI runs them as root, and they say why they skip
 # anywhere else.  The spool is built once, as root, under a directory the
-# user can reach (bats' own temporary directories may be 0700), with the
-# tools copied beside it for the same reason.
+# user can reach (users_dir: bats' own temporary directories may be
+# 0700), with the tools copied beside it for the same reason.
 
 load helper
+load users
 
 setup_file() {
 	[[ $(id -u) == 0 ]] || skip "needs root (useradd, and a second user)"
@@ -18,13 +19,12 @@ setup_file() {
 	unset XDG_STATE_HOME MQ_POLL MQ_NOW MQ_SHARED_FS
 	RO_USER=mqro$$
 	useradd -r -M -U -s /usr/sbin/nologin "$RO_USER"
-	RO_DIR=$(mktemp -d /tmp/mq-readonly.XXXXXX)
-	chmod 755 "$RO_DIR"
-	mkdir -m 755 "$RO_DIR/bin"
-	cp "$MQ_BIN_DIR"/mq-* "$RO_DIR/bin/"
+	RO_DIR=$(users_dir mq-readonly)
+	USERS_DIR=$RO_DIR
 	mkdir -m 700 "$RO_DIR/out"
 	chown "$RO_USER:" "$RO_DIR/out"
-	export RO_USER RO_DIR
+	# A reader rewrites nothing: its snapshots compare times too.
+	export RO_USER RO_DIR USERS_DIR SNAPSHOT_MTIME=1
 	ro_spool "$RO_DIR/a" "$RO_DIR/b"
 	# A spool that never replicated: status must not make replicate/.
 	mq-topic -s "$RO_DIR/c" create t
@@ -59,26 +59,14 @@ setup() {
 	export HOME="$BATS_TEST_TMPDIR/home"
 	unset XDG_STATE_HOME MQ_POLL MQ_NOW MQ_SHARED_FS
 	TD="$BATS_TEST_TMPDIR"
-	A=$RO_DIR/a
+	A=$RO_DIR/a S=$A
 	export MQ_SPOOL=$A
 }
 
-# snap DIR: every name with its type, mode, owner, size, link count and
-# modification time, then a checksum of every regular file.
-snap() {
-	(
-		cd "$1" || exit 1
-		find . -printf '%p %y %m %U:%G %s %n %T@\n' | LC_ALL=C sort
-		find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
-	)
-}
-
-# as_ro CMD...: CMD as the read-only user, without root's groups, in a
-# directory it can reach, with the copied tools first on PATH.
+# as_ro CMD...: CMD as the read-only user (its own group only, none of
+# root's) on the spool $S, with the copied tools first on PATH.
 as_ro() {
-	(cd "$RO_DIR" && setpriv --reuid="$RO_USER" --regid="$RO_USER" \
-	    --clear-groups env PATH="$RO_DIR/bin:$PATH" HOME="$RO_DIR/out" \
-	    MQ_SPOOL="$MQ_SPOOL" "$@")
+	as_user "$RO_USER" 022 "$@"
 }
 
 # ro_run [-STATUS] CMD...: run (stdout in $output, stderr apart) CMD as
@@ -89,12 +77,12 @@ ro_run() {
 		want=${1#-}
 		shift
 	fi
-	before=$(snap "$A")
+	before=$(snapshot "$A")
 	run --separate-stderr as_ro "$@"
 	if [[ $status != "$want" ]]; then
 		fail "as $RO_USER: $* exited $status, not $want: $stderr"
 	fi
-	assert_equal "$(snap "$A")" "$before"
+	assert_equal "$(snapshot "$A")" "$before"
 }
 
 @test "the user reads but cannot write: the test's premise" {
@@ -199,7 +187,7 @@ ro_run() {
 }
 
 @test "status and mq-stat of a spool that never replicated make no replicate/" {
-	export MQ_SPOOL=$RO_DIR/c A=$RO_DIR/c
+	export MQ_SPOOL=$RO_DIR/c A=$RO_DIR/c S=$RO_DIR/c
 	ro_run mq-replicate status --json
 	assert_equal "$(jq -c '.peers' <<<"$output")" '[]'
 	ro_run mq-stat --json
@@ -215,7 +203,7 @@ ro_run() {
 	assert_one_line_error mq-group
 }
 
-@test "a read command given a path that is no spool creates nothing (as root)" {
+@test "a read command given a path that is no spool, or a directory without VERSION, creates nothing (as root)" {
 	local p=$TD/typo cmd
 	for cmd in "mq-topic list" "mq-topic info t" "mq-group list" \
 	    "mq-group info -t t g" "mq-stat" "mq-stat --json t" \
@@ -231,6 +219,18 @@ ro_run() {
 	assert_equal "$status" 3
 	assert_output "MQ UNKNOWN - no spool at $p"
 	[[ ! -e $p ]] || fail "mq-stat --check made $p"
+	# Nor does one given a directory without VERSION: an interrupted
+	# creation is a writer's to finish.
+	local e=$TD/empty
+	mkdir "$e"
+	for cmd in "mq-topic list" "mq-group list" "mq-stat" "mq-dlq count t" \
+	    "mq-replicate status"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr $cmd -s "$e"
+		assert_equal "$status" 66
+		assert_equal "$stderr" "${cmd%% *}: no spool at $e"
+		[[ -z $(ls -A "$e") ]] || fail "$cmd wrote in $e"
+	done
 	# A writing command still makes the spool on first use.
 	run -0 mq-topic -s "$p" create t
 	[[ -f $p/VERSION ]] || fail "no spool made"
@@ -246,11 +246,11 @@ ro_run() {
 	mv "$dlq/$name" "$dlq/.redrive.$name"
 	local later before
 	later=$(($(date +%s) + 7200))
-	before=$(snap "$MQ_SPOOL")
+	before=$(snapshot "$MQ_SPOOL")
 	MQ_NOW=$later run -0 mq-dlq count t
 	assert_output 1
 	MQ_NOW=$later run -0 mq-stat --json
-	assert_equal "$(snap "$MQ_SPOOL")" "$before"
+	assert_equal "$(snapshot "$MQ_SPOOL")" "$before"
 	# A writer puts it back.
 	MQ_NOW=$later run -0 mq-dlq redrive --max 1 --older-than 1d t
 	[[ -e $dlq/$name ]] || fail "not swept back by a writer"

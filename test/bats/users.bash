@@ -1,5 +1,5 @@
 # users.bash: for the tests that run the tools as other Unix users
-# (permissions.bats, roles.bats; root only).  Load after helper.  A test
+# (permissions.bats, roles.bats, readonly.bats; root only).  Load after helper.  A test
 # file sets USERS_DIR (made by users_dir), and its setup sets S, the
 # spool of the test, under it.
 
@@ -36,11 +36,19 @@ as_user() {
 	    "$mask" "$@"
 }
 
-# snapshot: every path below the spool with its mode, owner, group and
-# size, and a checksum of every file.
+# snapshot [DIR]: every name below DIR (the spool $S) with its type,
+# mode, owner, group, size and link count, then a checksum of every
+# regular file.  With SNAPSHOT_MTIME set, each name's modification time
+# too: readonly.bats's readers rewrite nothing, not even with the same
+# bytes, while a refused writer may have taken and released a publish
+# lock, which rewrites the head as it was.
 snapshot() {
-	find "$S" -printf '%p %m %u %g %s\n' | sort
-	find "$S" -type f -print0 | sort -z | xargs -0 -r sha256sum
+	(
+		cd "${1:-$S}" || exit 1
+		find . -printf "%p %y %m %U:%G %s %n${SNAPSHOT_MTIME:+ %T@}\n" |
+		    LC_ALL=C sort
+		find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+	)
 }
 
 # refused_as USER UMASK CMD...: exit 77, one line naming the tool, and the

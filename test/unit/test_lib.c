@@ -285,6 +285,38 @@ test_readonly(const char *path)
 	mq_spool_close(sp);
 }
 
+/* A role's or --group's gid as a number: what a gid_t holds but the
+ * (gid_t)-1 that means none, in plain decimal. */
+static void
+test_gids(void)
+{
+	static const struct { const char *v; int good; gid_t gid; } conf[] = {
+		{ "1234 staff", 1, 1234 }, { "0", 1, 0 },
+		{ "4294967294", 1, 4294967294u }, { "4294967295", 0, 0 },
+		{ "99999999999999999999", 0, 0 }, { "-1", 0, 0 },
+		{ " 5", 0, 0 }, { "5x", 0, 0 }, { "", 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof conf / sizeof *conf; i++) {
+		struct mq_conf kv = { 0 };
+		struct mq_roles r;
+		mq_conf_add(&kv, "consumers", conf[i].v);
+		int rc = mq_roles_conf_get(&kv, &r);
+		ok(conf[i].good ? rc == 0 && r.has[MQ_ROLE_CONSUMERS] &&
+		    r.gid[MQ_ROLE_CONSUMERS] == conf[i].gid :
+		    rc < 0 && mq_errcode() == EX_CONFIG,
+		    "topic.conf consumers=%s %s", conf[i].v,
+		    conf[i].good ? "read" : "refused");
+		mq_conf_free(&kv);
+	}
+	struct mq_perm p;
+	ok(mq_perm_parse("4321", NULL, &p) == 0 && p.has_group &&
+	    p.gid == 4321 && p.mode == (02770), "--group 4321: a gid");
+	ok(mq_perm_parse("4294967295", NULL, &p) < 0 &&
+	    mq_errcode() == EX_NOUSER, "--group 4294967295: no group");
+	ok(mq_perm_parse("-5", NULL, &p) < 0 && mq_errcode() == EX_NOUSER,
+	    "--group -5: no group");
+}
+
 int
 main(void)
 {
@@ -295,6 +327,7 @@ main(void)
 	test_head();
 	test_conf_and_durations();
 	test_headers();
+	test_gids();
 	char path[256];
 	snprintf(path, sizeof path, "%s/spool", spooldir);
 	mq_spool *sp = mq_spool_open(path, MQ_CREATE);
