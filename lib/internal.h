@@ -641,6 +641,12 @@ int mq_keyline_next(const char **pos, const char *end,
  * the secret key of sklen bytes in hex.  Create makes a new file of mode
  * 0600 (an existing one is EX_CANTCREAT); parse gives -1, no error set,
  * for a text that is not one. */
+/* A new key pair from keypair (crypto_sign_keypair, crypto_box_keypair),
+ * its secret key of sklen bytes in a new file made as mq_keyfile_create
+ * does; pub: the public key in hex. */
+int mq_keyfile_generate(const char *path, const char *magic,
+    int (*keypair)(unsigned char *, unsigned char *), size_t sklen,
+    char pub[MQ_PUBKEY_HEX + 1]);
 int mq_keyfile_create(const char *path, const char *magic,
     const unsigned char *sk, size_t sklen);
 int mq_keytext_parse(const char *buf, size_t len, const char *magic,

@@ -339,17 +339,28 @@ mq_keyfile_create(const char *path, const char *magic, const unsigned char *sk,
 }
 
 int
-mq_signkey_generate(const char *path, char pub[MQ_PUBKEY_HEX + 1])
+mq_keyfile_generate(const char *path, const char *magic,
+    int (*keypair)(unsigned char *, unsigned char *), size_t sklen,
+    char pub[MQ_PUBKEY_HEX + 1])
 {
-	unsigned char pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
+	unsigned char pk[MQ_PUBKEY_BYTES], sk[crypto_sign_SECRETKEYBYTES];
+	if (sklen > sizeof sk)
+		return mq_err(EX_SOFTWARE, "secret key of %zu bytes", sklen);
 	if (mq_crypto_init() < 0)
 		return -1;
-	crypto_sign_keypair(pk, sk);
-	int rc = mq_keyfile_create(path, SIGN_MAGIC, sk, sizeof sk);
+	keypair(pk, sk);
+	int rc = mq_keyfile_create(path, magic, sk, sklen);
 	sodium_memzero(sk, sizeof sk);
 	if (rc == 0)
 		mq_pubkey_hex(pk, pub);
 	return rc;
+}
+
+int
+mq_signkey_generate(const char *path, char pub[MQ_PUBKEY_HEX + 1])
+{
+	return mq_keyfile_generate(path, SIGN_MAGIC, crypto_sign_keypair,
+	    crypto_sign_SECRETKEYBYTES, pub);
 }
 
 int

@@ -66,15 +66,8 @@ seal_ad(unsigned char ad[MQ_SEAL_AD_MAX], size_t hlen, const char *topic,
 int
 mq_seal_keygen(const char *path, char pub[MQ_PUBKEY_HEX + 1])
 {
-	unsigned char pk[crypto_box_PUBLICKEYBYTES], sk[crypto_box_SECRETKEYBYTES];
-	if (mq_crypto_init() < 0)
-		return -1;
-	crypto_box_keypair(pk, sk);
-	int rc = mq_keyfile_create(path, SEAL_KEY_MAGIC, sk, sizeof sk);
-	sodium_memzero(sk, sizeof sk);
-	if (rc == 0)
-		mq_pubkey_hex(pk, pub);
-	return rc;
+	return mq_keyfile_generate(path, SEAL_KEY_MAGIC, crypto_box_keypair,
+	    crypto_box_SECRETKEYBYTES, pub);
 }
 
 mq_seal_key *
