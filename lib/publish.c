@@ -236,6 +236,11 @@ partition_fds(mq_pub *p, unsigned k)
 	    (p->hfd[k] = mq_head_open(p->t.pfd[k], MQ_HEAD_WRITE)) < 0)
 		return -1;
 	if (p->logfd[k] < 0) {
+		/* Who may not write log/ (a consumer, under the topic's
+		 * roles) is refused here, before it writes the head: a
+		 * refused publish changes nothing. */
+		if (mq_faccessat(p->t.pfd[k], "log", W_OK, AT_EACCESS) < 0)
+			return mq_err_sys("log");
 		if ((p->logfd[k] = mq_dir_open(p->t.pfd[k], "log")) < 0)
 			return -1;
 		p->shared[k] = mq_fs_shared(p->logfd[k]);

@@ -24,7 +24,7 @@ setup_file() {
 	mkdir -m 700 "$RO_DIR/out"
 	chown "$RO_USER:" "$RO_DIR/out"
 	# A reader rewrites nothing: its snapshots compare times too.
-	export RO_USER RO_DIR USERS_DIR SNAPSHOT_MTIME=1
+	export RO_USER RO_DIR USERS_DIR
 	ro_spool "$RO_DIR/a" "$RO_DIR/b"
 	# A spool that never replicated: status must not make replicate/.
 	mq-topic -s "$RO_DIR/c" create t

@@ -37,16 +37,13 @@ as_user() {
 }
 
 # snapshot [DIR]: every name below DIR (the spool $S) with its type,
-# mode, owner, group, size and link count, then a checksum of every
-# regular file.  With SNAPSHOT_MTIME set, each name's modification time
-# too: readonly.bats's readers rewrite nothing, not even with the same
-# bytes, while a refused writer may have taken and released a publish
-# lock, which rewrites the head as it was.
+# mode, owner, group, size, link count and modification time, then a
+# checksum of every regular file: what reads, or is refused, rewrites
+# nothing, not even with the same bytes.
 snapshot() {
 	(
 		cd "${1:-$S}" || exit 1
-		find . -printf "%p %y %m %U:%G %s %n${SNAPSHOT_MTIME:+ %T@}\n" |
-		    LC_ALL=C sort
+		find . -printf '%p %y %m %U:%G %s %n %T@\n' | LC_ALL=C sort
 		find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
 	)
 }
