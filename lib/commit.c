@@ -72,7 +72,7 @@ mq_group_commit(mq_spool *sp, const char *topic, const char *group,
 	struct mq_topic t;
 	*acked = 0;
 	if (mq_name_check("group", group) < 0 ||
-	    mq_topic_open(sp, topic, 0, &t) < 0)
+	    mq_topic_open(sp, topic, &t) < 0)
 		return -1;
 	struct mq_group_conf gc;
 	struct mq_gdirs d = { -1, -1, -1 };

@@ -36,12 +36,6 @@
 
 #include "sub.h"
 
-struct msg_priv {
-	size_t part;                    /* index into the subscription's parts */
-	char cur[MQ_KEY_LEN + 64];
-	char buf[];
-};
-
 void
 mq_sub_opts_default(struct mq_sub_opts *o)
 {
@@ -59,7 +53,7 @@ group_settings(mq_sub *s, const struct mq_sub_opts *o)
 		return mq_wildcard_settings(s->sp, s->name, s->group, o->create ?
 		    &o->group : NULL, &s->gc);
 	struct mq_topic t;
-	if (mq_topic_open(s->sp, s->name, o->create, &t) < 0)
+	if (mq_topic_open_or_create(s->sp, s->name, o->create, &t) < 0)
 		return -1;
 	char path[MQ_NAME_MAX + 16];
 	int rc = mq_path(path, sizeof path, "groups/%s.conf", s->group);
@@ -148,17 +142,15 @@ mq_sub_open(mq_spool *sp, const char *topic, const char *group,
 		goto fail;
 	return s;
 fail:
-	mq_sub_close(s);
+	mq_sub_free(s);
 	return NULL;
 }
 
 void
-mq_sub_close(mq_sub *s)
+mq_sub_free(mq_sub *s)
 {
 	if (!s)
 		return;
-	if (s->nheld)
-		mq_sub_release_held(s, NULL);
 	mq_member_leave(s);
 	mq_sub_parts_close(s);
 	if (s->ifd >= 0)
@@ -210,59 +202,6 @@ int
 mq_sub_polling(const mq_sub *s)
 {
 	return s->ifd < 0;
-}
-
-/* Reads the claimed message cur/NAME into a new mq_msg. */
-int
-mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
-    const char *key, struct mq_msg **out)
-{
-	/* Reading must not write: O_NOATIME spares an inode update per
-	 * message where we may use it (we own the file, or are root).  A
-	 * consumer that does not own what others publish stops asking, so
-	 * as not to pay a failed open per message. */
-	static _Thread_local int noatime = O_NOATIME;
-	struct stat st;
-	int fd = mq_file_open(curfd, curname, O_RDONLY | noatime, 0, &st);
-	if (fd < 0 && errno == EPERM && noatime) {
-		noatime = 0;
-		fd = mq_file_open(curfd, curname, O_RDONLY, 0, &st);
-	}
-	if (fd < 0)
-		return -1;
-	size_t limit = t->conf.max_message_size + MQ_HEADER_BLOCK_MAX +
-	    MQ_SEAL_OVERHEAD(MQ_SEAL_KEYS_MAX);
-	if ((uint64_t)st.st_size > limit) {
-		close(fd);
-		return mq_err(EX_DATAERR, "%s: too large", curname);
-	}
-	size_t size = (size_t)st.st_size;
-	struct mq_msg *m = calloc(1, sizeof *m);
-	struct msg_priv *pv = malloc(sizeof *pv + size + 1);
-	if (!m || !pv) {
-		free(m);
-		free(pv);
-		close(fd);
-		return mq_err_sys("malloc");
-	}
-	m->priv = pv;
-	ssize_t len = mq_read_full(fd, pv->buf, size);
-	close(fd);
-	if (len < 0) {
-		mq_msg_free(m);
-		return mq_err_sys("read %s", curname);
-	}
-	pv->buf[len] = 0;
-	const char *base = strrchr(curname, '/');
-	if (!key)
-		key = base ? base + 1 : curname;
-	if (mq_msg_parse(pv->buf, len, m) < 0 ||
-	    mq_msg_check_name(m, key) < 0) {
-		mq_msg_free(m);
-		return -1;
-	}
-	*out = m;
-	return 0;
 }
 
 /* Gives back every claim in the partition whose lease has passed (an

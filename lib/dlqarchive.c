@@ -281,7 +281,7 @@ mq_dlq_export(mq_spool *sp, const char *topic, const char *group,
 	*count = 0;
 	if (mq_dlq_list(sp, topic, group, &v, &n) < 0)
 		return -1;
-	if (mq_topic_open(sp, topic, 0, &t) < 0) {
+	if (mq_topic_open(sp, topic, &t) < 0) {
 		mq_dead_free(v, n);
 		return -1;
 	}
@@ -777,7 +777,7 @@ import_topic(const struct import *im, size_t from, size_t to, size_t *count)
 	const char *topic = im->f[from].topic;
 	struct mq_topic t;
 	if (mq_topic_create(im->sp, topic, NULL) < 0 ||
-	    mq_topic_open(im->sp, topic, 0, &t) < 0)
+	    mq_topic_open(im->sp, topic, &t) < 0)
 		return -1;
 	/* Checked already, unless the topic was created meanwhile. */
 	int rc = check_topic(im, &t.conf, 0, from, to);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sysexits.h>
@@ -525,4 +526,16 @@ mq_dir_count(int dirfd, bool (*keep)(const char *))
 			n++;
 	closedir(d);
 	return n;
+}
+
+/* An inotify watch on what fd is open on (the path may have moved). */
+int
+mq_watch(int ifd, int fd, uint32_t mask)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	int wd = inotify_add_watch(ifd, path, mask);
+	if (wd < 0)
+		return mq_err_sys("inotify");
+	return wd;
 }

@@ -132,7 +132,7 @@ int
 mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 {
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, 0, &t) < 0)
+	if (mq_topic_open(sp, topic, &t) < 0)
 		return -1;
 	double now = mq_now(), keep = t.conf.retention;
 	int rc = 0;

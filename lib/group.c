@@ -97,12 +97,12 @@ conf_path(const char *group, char *buf, size_t len)
 /* Checks both names, then opens the topic (a pattern is no topic). */
 static int
 open_for_group(mq_spool *sp, const char *topic, const char *group,
-    int create, struct mq_topic *t)
+    struct mq_topic *t)
 {
 	if (mq_name_check("topic", topic) < 0 ||
 	    mq_name_check("group", group) < 0)
 		return -1;
-	return mq_topic_open(sp, topic, create, t);
+	return mq_topic_open(sp, topic, t);
 }
 
 int
@@ -269,23 +269,6 @@ subscribe_locked(const struct mq_topic *t, const char *group,
 	return rc;
 }
 
-int
-mq_group_subscribe(mq_spool *sp, const char *topic, const char *group,
-    const struct mq_group_conf *c)
-{
-	struct mq_group_conf dflt;
-	if (!c) {
-		mq_group_conf_default(&dflt);
-		c = &dflt;
-	}
-	/* Before anything is made: a filter that does not compile. */
-	if (mq_filter_check(c) < 0)
-		return -1;
-	if (mq_is_pattern(topic))
-		return mq_wildcard_subscribe(sp, topic, group, c);
-	return mq_group_subscribe_as(sp, topic, group, c, NULL);
-}
-
 /* Subscribes; a group made for a wildcard subscription names it. */
 int
 mq_group_subscribe_as(mq_spool *sp, const char *topic, const char *group,
@@ -294,7 +277,7 @@ mq_group_subscribe_as(mq_spool *sp, const char *topic, const char *group,
 	struct mq_topic t;
 	unsigned now;
 again:
-	if (open_for_group(sp, topic, group, 1, &t) < 0)
+	if (open_for_group(sp, topic, group, &t) < 0)
 		return -1;
 	/* A backfill links the log's messages, which the kernel allows
 	 * only to those who may write them (fs.protected_hardlinks): with
@@ -455,12 +438,10 @@ mq_group_backfill(const struct mq_topic *t, const char *group)
 }
 
 int
-mq_group_unsubscribe(mq_spool *sp, const char *topic, const char *group)
+mq_group_topic_unsubscribe(mq_spool *sp, const char *topic, const char *group)
 {
-	if (mq_is_pattern(topic))
-		return mq_wildcard_unsubscribe(sp, topic, group);
 	struct mq_topic t;
-	if (open_for_group(sp, topic, group, 0, &t) < 0)
+	if (open_for_group(sp, topic, group, &t) < 0)
 		return -1;
 	char p[MQ_NAME_MAX + 16];
 	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
@@ -492,12 +473,10 @@ mq_group_unsubscribe(mq_spool *sp, const char *topic, const char *group)
 }
 
 int
-mq_group_exists(mq_spool *sp, const char *topic, const char *group)
+mq_group_topic_exists(mq_spool *sp, const char *topic, const char *group)
 {
-	if (mq_is_pattern(topic))
-		return mq_wildcard_exists(sp, topic, group);
 	struct mq_topic t;
-	if (open_for_group(sp, topic, group, 0, &t) < 0)
+	if (open_for_group(sp, topic, group, &t) < 0)
 		return mq_errcode() == EX_NOINPUT ? 0 : -1;
 	char p[MQ_NAME_MAX + 16];
 	int rc = conf_path(group, p, sizeof p);
@@ -534,7 +513,7 @@ mq_group_adopt(mq_spool *sp, const char *topic, const char *group,
 		rc = mq_conf_render(&kv, &out);
 	mq_conf_free(&kv);
 	struct mq_topic t;
-	if (rc < 0 || open_for_group(sp, topic, group, 0, &t) < 0) {
+	if (rc < 0 || open_for_group(sp, topic, group, &t) < 0) {
 		free(out);
 		return -1;
 	}

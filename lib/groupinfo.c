@@ -331,7 +331,7 @@ mq_group_info(mq_spool *sp, const char *topic, const char *group,
 	struct mq_topic t;
 	memset(gi, 0, sizeof *gi);
 	if (mq_name_check("group", group) < 0 ||
-	    mq_topic_open(sp, topic, 0, &t) < 0)
+	    mq_topic_open(sp, topic, &t) < 0)
 		return -1;
 	int rc = mq_group_info_at(&t, group, gi);
 	mq_topic_close(&t);
@@ -451,7 +451,7 @@ mq_group_list(mq_spool *sp, const char *glob, struct mq_group_ref **out,
 		struct mq_names l = { 0 };
 		if (glob && fnmatch(glob, topics[i], 0))
 			continue;
-		if (mq_topic_open(sp, topics[i], 0, &t) < 0) {
+		if (mq_topic_open(sp, topics[i], &t) < 0) {
 			/* Deleted since it was listed. */
 			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
 			continue;
@@ -481,4 +481,103 @@ mq_group_ref_free(struct mq_group_ref *v, size_t n)
 		free(v[i].group);
 	}
 	free(v);
+}
+
+/* Counts the committed entries of a directory: seq below committed. */
+static uint64_t
+count_committed(int dirfd, const char *path, uint64_t committed)
+{
+	int fd = mq_openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct mq_names l = { 0 };
+	uint64_t n = 0, seq;
+	if (mq_names_read(fd, NULL, &l) == 0)
+		for (size_t i = 0; i < l.n; i++)
+			if (mq_seq_of(l.v[i], &seq) == 0 && seq < committed)
+				n++;
+	mq_names_free(&l);
+	close(fd);
+	return n;
+}
+
+int
+mq_topic_info(mq_spool *sp, const char *name, struct mq_topic_info *info)
+{
+	struct mq_topic t;
+	memset(info, 0, sizeof *info);
+	if (mq_topic_open(sp, name, &t) < 0)
+		return -1;
+	struct mq_names groups = { 0 };
+	unsigned np = t.conf.partitions;
+	info->name = strdup(name);
+	info->conf = t.conf;
+	info->partitions = calloc(np, sizeof *info->partitions);
+	if (!info->name || !info->partitions || mq_groups_read(&t, &groups) < 0)
+		goto fail;
+	info->groups = calloc(groups.n ? groups.n : 1, sizeof *info->groups);
+	if (!info->groups)
+		goto fail;
+	for (unsigned k = 0; k < np; k++) {
+		struct mq_head h;
+		int hfd = mq_head_open(t.pfd[k], MQ_HEAD_READ);
+		if (hfd < 0 || mq_head_read(hfd, &h) < 0) {
+			if (hfd >= 0)
+				close(hfd);
+			goto fail;
+		}
+		close(hfd);
+		info->partitions[k].committed = h.committed;
+		char pk[32], target[4096];
+		snprintf(pk, sizeof pk, "p%u", k);
+		ssize_t tl = readlinkat(t.fd, pk, target, sizeof target - 1);
+		if (tl > 0) {
+			target[tl] = 0;
+			if (!(info->partitions[k].place = strdup(target)))
+				goto fail;
+		}
+		info->partitions[k].log_messages =
+		    count_committed(t.pfd[k], "log", h.committed);
+		info->partitions[k].log_bytes = mq_log_bytes(t.pfd[k],
+		    h.committed);
+		for (size_t i = 0; i < groups.n; i++) {
+			char p[MQ_NAME_MAX + 16];
+			snprintf(p, sizeof p, "g/%s/new", groups.v[i]);
+			info->groups[i].pending +=
+			    count_committed(t.pfd[k], p, h.committed);
+			snprintf(p, sizeof p, "g/%s/cur", groups.v[i]);
+			info->groups[i].inflight +=
+			    count_committed(t.pfd[k], p, UINT64_MAX);
+		}
+	}
+	for (size_t i = 0; i < groups.n; i++) {
+		info->groups[i].name = groups.v[i];
+		groups.v[i] = NULL;
+	}
+	info->ngroups = groups.n;
+	for (size_t i = 0; i < groups.n; i++)
+		if (mq_group_stat_fill(&t, &info->groups[i]) < 0)
+			goto fail;
+	mq_names_free(&groups);
+	mq_topic_close(&t);
+	return 0;
+fail:
+	mq_names_free(&groups);
+	mq_topic_close(&t);
+	mq_topic_info_free(info);
+	return -1;
+}
+
+void
+mq_topic_info_free(struct mq_topic_info *info)
+{
+	for (size_t i = 0; i < info->ngroups; i++)
+		free(info->groups[i].name);
+	free(info->groups);
+	for (unsigned k = 0; info->partitions && k < info->conf.partitions; k++)
+		free(info->partitions[k].place);
+	free(info->partitions);
+	free(info->name);
+	memset(info, 0, sizeof *info);
 }

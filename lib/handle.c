@@ -11,7 +11,8 @@
  * the group's last attempt.  With hold, a failure stays claimed, its
  * lease kept (mq_sub_keep_held), until mq_sub_release_held gives it back:
  * a run that does not follow gives each message one chance, and neither
- * spins on it nor counts a delivery that did not happen.
+ * spins on it nor counts a delivery that did not happen.  Closing a
+ * subscription (mq_sub_close) gives back what it still holds.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,4 +188,14 @@ mq_sub_release_held(mq_sub *s, size_t *dead)
 	s->held = NULL;
 	s->nheld = s->capheld = 0;
 	return rc;
+}
+
+/* Closing gives back what is held first: the top of a subscription's
+ * life, above claiming (consume.c) and holding. */
+void
+mq_sub_close(mq_sub *s)
+{
+	if (s && s->nheld)
+		mq_sub_release_held(s, NULL);
+	mq_sub_free(s);
 }

@@ -108,6 +108,8 @@ int mq_linkat(int olddir, const char *oldpath, int newdir,
 int mq_path(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int mq_dir_open(int dirfd, const char *path);
+/* An inotify watch on ifd for what fd is open on: its descriptor. */
+int mq_watch(int ifd, int fd, uint32_t mask);
 int mq_dir_open_partition(int dirfd, const char *path);
 int mq_mkdir(int dirfd, const char *path);
 int mq_mkdirs(int dirfd, const char *path);
@@ -234,6 +236,7 @@ int mq_counts_read(int dirfd, const char *path, bool latency, double now,
     struct mq_counts *);
 
 /* names.c: entry names inside a partition. */
+bool mq_pattern_match(const char *pattern, const char *topic);
 const char *mq_shown(const char *s, char *buf, size_t len);
 bool mq_name_ok(const char *name);    /* mq_name_check, silent */
 bool mq_is_id(const char *s, size_t len);  /* 32 lowercase hex digits */
@@ -417,7 +420,8 @@ struct mq_topic {
 	struct mq_signers *signers;          /* signers.c, read on first use */
 	struct mq_roots *roots;              /* sign.c: chunk signatures verified */
 };
-int mq_topic_open(mq_spool *, const char *name, int create, struct mq_topic *);
+/* Opens a topic that exists (EX_NOINPUT when it does not). */
+int mq_topic_open(mq_spool *, const char *name, struct mq_topic *);
 void mq_topic_close(struct mq_topic *);
 int mq_topic_conf_parse(const struct mq_conf *, struct mq_topic_conf *);
 int mq_groups_read(const struct mq_topic *, struct mq_names *);
@@ -426,18 +430,28 @@ int mq_lock_all(const struct mq_topic *, int *fds);
 void mq_unlock_all(const struct mq_topic *, int *fds);
 int mq_partition_build(int tfd, unsigned k, const char *place,
     const struct mq_roles *);
-
-/* alter.c: growing topics; placed partitions. */
-int mq_places_check(const char *const *place, unsigned from, unsigned n);
-int mq_place_make(int tfd, const char *name, const char *dir);
-int mq_partition_remove(int tfd, const char *name);
-int mq_topic_tree_remove(int dirfd, const char *path);
+/* The configuration and partition count as topic.conf says now (an alter
+ * may have replaced it since the topic was opened). */
 int mq_topic_partitions_now(const struct mq_topic *, unsigned *n);
 int mq_topic_conf_now(const struct mq_topic *, struct mq_topic_conf *);
 /* Replaces topic.conf with what edit makes of it (the caller holds every
  * partition's lock, as alters do). */
 int mq_topic_conf_edit(const struct mq_topic *,
     int (*edit)(struct mq_conf *, const void *), const void *ctx);
+
+/* create.c: a topic opened, made first when create and it does not
+ * exist (mq_topic_create: it joins matching wildcard subscriptions). */
+int mq_topic_open_or_create(mq_spool *, const char *name, int create,
+    struct mq_topic *);
+
+/* place.c: placed partitions, and removing a topic's tree. */
+int mq_places_check(const char *const *place, unsigned from, unsigned n);
+int mq_place_make(int tfd, const char *name, const char *dir);
+int mq_partition_remove(int tfd, const char *name);
+/* Removes p<k> of the topic directory tfd for k >= from: an interrupted
+ * alter's leftovers. */
+int mq_partitions_remove_from(int tfd, unsigned from);
+int mq_topic_tree_remove(int dirfd, const char *path);
 
 /* repair.c */
 int mq_partition_repair_locked(const struct mq_topic *, unsigned k, int hfd,
@@ -477,8 +491,14 @@ int mq_group_conf_render(const struct mq_topic *, const struct mq_group_conf *,
 /* A group as a replication peer sent it (replrecv.c). */
 int mq_group_adopt(mq_spool *, const char *topic, const char *group,
     const char *text, size_t len);
+/* Subscribes group to a topic that exists; a group made for a wildcard
+ * subscription names its pattern.  Unsubscribing and asking, of one
+ * topic (subscribe.c takes patterns too). */
 int mq_group_subscribe_as(mq_spool *, const char *topic, const char *group,
     const struct mq_group_conf *, const char *pattern);
+int mq_group_topic_unsubscribe(mq_spool *, const char *topic,
+    const char *group);
+int mq_group_topic_exists(mq_spool *, const char *topic, const char *group);
 int mq_group_dirs_make(const struct mq_topic *, unsigned k, const char *group,
     int ordered);
 
@@ -610,6 +630,13 @@ const char *mq_sub_group(const mq_sub *);
 int mq_sub_wake_fd(const mq_sub *);
 double mq_sub_grace(const mq_sub *);
 double mq_sub_beat_every(const mq_sub *);
+/* msgread.c: a message as a consumer holds it (m->priv): its file's
+ * text, read whole, and where it is claimed. */
+struct msg_priv {
+	size_t part;                    /* index into the subscription's parts */
+	char cur[MQ_KEY_LEN + 64];
+	char buf[];
+};
 /* Reads a message file, checked (EX_DATAERR when it is no whole message
  * file of the message key names, or of the KEY that curname's last part
  * starts with when key is NULL). */
@@ -617,7 +644,6 @@ int mq_claim_read(const struct mq_topic *, int curfd, const char *curname,
     const char *key, struct mq_msg **out);
 
 /* wildcard.c: subscriptions to topic patterns. */
-bool mq_pattern_match(const char *pattern, const char *topic);
 int mq_wildcard_join(mq_spool *, const char *pattern, const char *group,
     const char *topic);
 int mq_wildcard_settings(mq_spool *, const char *pattern, const char *group,
@@ -727,6 +753,19 @@ int mq_signers_add(struct mq_conf *kv, const char *text);
  * changed the spool, 0 when not. */
 int mq_signers_adopt(mq_spool *, const char *topic, const struct mq_conf *kv,
     bool create, const struct mq_topic_conf *c);
+
+/* seal.c: the keys file of topic t.  Parsing: public keys in hex, one a
+ * line (the form of authorized_peers, keys.c, without names); blank lines
+ * and lines starting with '#' are skipped; pk gets them, *n how many.
+ * Reading: 0 with *n = 0 when it has none.  Writing replaces it whole. */
+int mq_seal_keys_parse(const char *topic, const char *buf, size_t len,
+    unsigned char pk[MQ_SEAL_KEYS_MAX][MQ_PUBKEY_BYTES], size_t *n);
+int mq_seal_keys_read(const struct mq_topic *,
+    unsigned char pk[MQ_SEAL_KEYS_MAX][MQ_PUBKEY_BYTES], size_t *n);
+int mq_seal_keys_write(const struct mq_topic *,
+    const unsigned char pk[][MQ_PUBKEY_BYTES], size_t n);
+/* EX_CONFIG: group has a jq filter, which cannot read sealed bodies. */
+int mq_seal_jq_refused(const char *topic, const char *group);
 
 /* seal.c: sealed bodies (mq-spool(5), SEALED BODIES).  The envelope:
  * MQ_SEAL_MAGIC, a 2-byte big-endian count n, n times a public key and

@@ -485,7 +485,7 @@ in_topic(mq_spool *sp, const char *topic, int named, const char *id,
     struct mq_msg_where **v, size_t *n)
 {
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, 0, &t) < 0)
+	if (mq_topic_open(sp, topic, &t) < 0)
 		return !named && mq_errcode() == EX_NOINPUT ? 0 : -1;
 	struct mq_names groups = { 0 };
 	int rc = mq_groups_read(&t, &groups);

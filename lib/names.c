@@ -325,3 +325,58 @@ mq_name_ok(const char *name)
 {
 	return name && mq_is_name(name, strlen(name));
 }
+
+/* Topic patterns (wildcard.c): dot-separated levels, "*" for one
+ * level, a last ">" for one or more. */
+int
+mq_is_pattern(const char *name)
+{
+	return strchr(name, '*') || strchr(name, '>');
+}
+
+int
+mq_pattern_check(const char *pattern)
+{
+	char b[64];
+	size_t len = strlen(pattern);
+	if (!len || len > MQ_NAME_MAX)
+		return mq_err(EX_USAGE, "invalid pattern '%s': 1 to %d characters",
+		    mq_shown(pattern, b, sizeof b), MQ_NAME_MAX);
+	for (const char *l = pattern; l;) {
+		const char *dot = strchr(l, '.');
+		size_t n = dot ? (size_t)(dot - l) : strlen(l);
+		bool ok = n > 0;
+		if (ok && memchr(l, '*', n))
+			ok = n == 1;
+		if (ok && memchr(l, '>', n))
+			ok = n == 1 && !dot;
+		for (size_t i = 0; ok && i < n; i++)
+			ok = l[i] == '*' || l[i] == '>' || l[i] == '_' ||
+			    l[i] == '-' || (l[i] >= '0' && l[i] <= '9') ||
+			    (l[i] >= 'a' && l[i] <= 'z') || (l[i] >= 'A' && l[i] <= 'Z');
+		if (!ok)
+			return mq_err(EX_USAGE, "invalid pattern '%s': levels are "
+			    "names, '*' (one level) or a last '>' (the rest)",
+			    mq_shown(pattern, b, sizeof b));
+		l = dot ? dot + 1 : NULL;
+	}
+	return 0;
+}
+
+bool
+mq_pattern_match(const char *p, const char *t)
+{
+	for (;;) {
+		const char *pd = strchr(p, '.'), *td = strchr(t, '.');
+		size_t pn = pd ? (size_t)(pd - p) : strlen(p);
+		size_t tn = td ? (size_t)(td - t) : strlen(t);
+		if (pn == 1 && *p == '>')
+			return tn > 0;
+		if (!(pn == 1 && *p == '*') && (pn != tn || memcmp(p, t, pn)))
+			return false;
+		if (!pd || !td)
+			return !pd && !td;
+		p = pd + 1;
+		t = td + 1;
+	}
+}

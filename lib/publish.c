@@ -121,7 +121,7 @@ mq_pub_open(mq_spool *sp, const char *topic, int flags)
 		mq_err_sys("malloc");
 		return NULL;
 	}
-	if (mq_topic_open(sp, topic, flags & MQ_CREATE, &p->t) < 0) {
+	if (mq_topic_open_or_create(sp, topic, flags & MQ_CREATE, &p->t) < 0) {
 		free(p);
 		return NULL;
 	}

@@ -150,7 +150,7 @@ topic_of(struct receiver *r, const char *name)
 	r->tv = v;
 	struct rtopic *rt = &v[r->nt];
 	memset(rt, 0, sizeof *rt);
-	if (mq_topic_open(r->sp, name, 0, &rt->t) < 0)
+	if (mq_topic_open(r->sp, name, &rt->t) < 0)
 		return NULL;
 	rt->name = strdup(name);
 	rt->pv = calloc(rt->t.conf.partitions, sizeof *rt->pv);
@@ -1350,7 +1350,7 @@ static int
 unstage_all(mq_spool *sp, const char *topic, size_t *n)
 {
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, 0, &t) < 0)
+	if (mq_topic_open(sp, topic, &t) < 0)
 		return -1;
 	struct mq_names groups = { 0 };
 	int rc = mq_groups_read(&t, &groups);

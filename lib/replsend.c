@@ -120,7 +120,7 @@ topic_of(struct sender *s, const char *name)
 		mq_err_sys("malloc");
 		return NULL;
 	}
-	if (mq_topic_open(s->sp, name, 0, &st->t) < 0) {
+	if (mq_topic_open(s->sp, name, &st->t) < 0) {
 		st->t.fd = -1;
 		if (mq_errcode() == EX_NOINPUT)
 			s->nt++;

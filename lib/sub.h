@@ -77,7 +77,6 @@ struct mq_sub {
 };
 
 /* subparts.c */
-int mq_watch(int ifd, int fd, uint32_t mask);    /* a watch descriptor */
 int mq_sub_parts_open(mq_sub *);
 int mq_sub_parts_refresh(mq_sub *);
 void mq_sub_parts_close(mq_sub *);
@@ -91,6 +90,9 @@ int mq_ordered_next(mq_sub *, struct part *, char *cur, size_t len,
     struct mq_entry *e);
 
 /* consume.c */
+/* Frees a subscription that holds no message (mq_sub_close gives back
+ * what it holds first). */
+void mq_sub_free(mq_sub *);
 int mq_part_watch(mq_sub *, struct part *);
 
 #endif

@@ -20,17 +20,6 @@
 
 #include "sub.h"
 
-int
-mq_watch(int ifd, int fd, uint32_t mask)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	int wd = inotify_add_watch(ifd, path, mask);
-	if (wd < 0)
-		return mq_err_sys("inotify");
-	return wd;
-}
-
 /* Opens what the consumer needs of partition p->k of p->t. */
 static int
 open_part(mq_sub *s, struct part *p)
@@ -133,7 +122,7 @@ add_topic(mq_sub *s, const char *name, int create)
 		free(t);
 		return mq_err_sys("malloc");
 	}
-	if (mq_topic_open(s->sp, name, create, t) < 0) {
+	if (mq_topic_open_or_create(s->sp, name, create, t) < 0) {
 		free(t);
 		return -1;
 	}

@@ -1,12 +1,7 @@
 /*
- * topic.c: creating, opening, listing, describing and deleting topics.
- *
- * A topic is built complete under SPOOL/tmp/topic.<random>/ and renamed to
- * topics/<name>: the rename is the commit point, so a topic is either
- * absent or whole, and of two creators one wins and the other discards its
- * copy.  Deletion renames topics/<name> to SPOOL/tmp/trash.<random> (the
- * commit point) and then removes that tree; a crash leaves a trash tree
- * that the next create or delete removes.
+ * topic.c: opening a topic, its configuration (topic.conf), listing
+ * topics and their groups, and taking every partition's lock.  Making and
+ * deleting topics is create.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,18 +26,6 @@ mq_topic_conf_default(struct mq_topic_conf *c)
 		.retention = 7 * 86400,
 		.dedup_window = 3600,
 	};
-}
-
-static int
-conf_check(const struct mq_topic_conf *c)
-{
-	if (c->partitions < 1 || c->partitions > MQ_PARTITIONS_MAX)
-		return mq_err(EX_USAGE, "partitions must be 1 to %d",
-		    MQ_PARTITIONS_MAX);
-	if (c->max_message_size < 1 || c->max_message_size > MQ_MESSAGE_MAX_LIMIT)
-		return mq_err(EX_USAGE, "max message size must be 1 to %d bytes",
-		    MQ_MESSAGE_MAX_LIMIT);
-	return 0;
 }
 
 int
@@ -73,59 +56,6 @@ mq_topic_conf_parse(const struct mq_conf *kv, struct mq_topic_conf *c)
 	c->partitions = (unsigned)parts;
 	c->max_message_size = (size_t)max;
 	return 0;
-}
-
-/* topic.conf of a new topic (its signers checked: bad ones are
- * EX_DATAERR). */
-static int
-conf_text(const struct mq_topic_conf *c, char **out)
-{
-	struct mq_conf kv = { 0 };
-	int rc = mq_conf_addf(&kv, "partitions", "%u", c->partitions);
-	if (rc == 0)
-		rc = mq_conf_addf(&kv, "max-message-size", "%zu",
-		    c->max_message_size);
-	if (rc == 0)
-		rc = mq_conf_addf(&kv, "retention", "%.0f", c->retention);
-	if (rc == 0)
-		rc = mq_conf_addf(&kv, "ttl", "%.3f", c->ttl);
-	if (rc == 0)
-		rc = mq_conf_add(&kv, "expired", c->expired_drop ? "drop" : "dlq");
-	if (rc == 0)
-		rc = mq_conf_addf(&kv, "dedup-window", "%.0f", c->dedup_window);
-	if (rc == 0 && c->signers)
-		rc = mq_signers_add(&kv, c->signers);
-	if (rc == 0)
-		rc = mq_roles_conf_add(&kv, &c->roles);
-	if (rc == 0)
-		rc = mq_conf_render(&kv, out);
-	mq_conf_free(&kv);
-	return rc;
-}
-
-/* Removes trash trees, and staging trees old enough to be abandoned. */
-static void
-sweep_spool_tmp(mq_spool *sp)
-{
-	int fd = mq_openat(sp->fd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (fd < 0)
-		return;
-	struct mq_names l = { 0 };
-	if (mq_names_read(fd, NULL, &l) == 0) {
-		for (size_t i = 0; i < l.n; i++) {
-			struct stat st;
-			int old = mq_fstatat(fd, l.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    mq_now() - (double)st.st_mtime > MQ_STALE_TMP;
-			if (!strncmp(l.v[i], "trash.", 6) ||
-			    (old && !strncmp(l.v[i], "topic.", 6)))
-				mq_topic_tree_remove(fd, l.v[i]);
-			else if (old)
-				mq_rmtree(fd, l.v[i]);
-		}
-	}
-	mq_names_free(&l);
-	close(fd);
 }
 
 /* Builds partition k in tfd, or in place (then p<k> links there), with
@@ -162,91 +92,19 @@ mq_partition_build(int tfd, unsigned k, const char *place,
 }
 
 int
-mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
-{
-	struct mq_topic_conf dflt;
-	if (!c) {
-		mq_topic_conf_default(&dflt);
-		c = &dflt;
-	}
-	if (mq_spool_writable(sp) < 0 || mq_name_check("topic", name) < 0 ||
-	    conf_check(c) < 0)
-		return -1;
-	if (mq_faccessat(sp->topics, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		return 0;
-	sweep_spool_tmp(sp);
-	if (mq_places_check(c->place, 0, c->partitions) < 0)
-		return -1;
-
-	char stage[64], rnd[17], *text = NULL;
-	if (conf_text(c, &text) < 0)
-		return -1;
-	mq_hex_random(rnd, 16);
-	if (mq_path(stage, sizeof stage, "tmp/topic.%s", rnd) < 0 ||
-	    mq_mkdir(sp->fd, stage) < 0) {
-		free(text);
-		return -1;
-	}
-	int tfd = mq_dir_open(sp->fd, stage);
-	int rc = tfd < 0 ? -1 : mq_perm_topic(tfd, name, &c->perm, &c->roles);
-	if (rc == 0)
-		rc = mq_write_file(tfd, "topic.conf", text, strlen(text), 1, 0);
-	free(text);
-	if (rc == 0)
-		rc = mq_perm_mkdir(tfd, "groups", &c->roles, MQ_DIR_GROUPS);
-	/* Made later otherwise, but with roles it takes other rights than
-	 * the topic directory gives what is made in it. */
-	if (rc == 0 && mq_roles_any(&c->roles))
-		rc = mq_perm_mkdir(tfd, "stats", &c->roles, MQ_DIR_STATS);
-	for (unsigned k = 0; rc == 0 && k < c->partitions; k++)
-		rc = mq_partition_build(tfd, k, c->place ? c->place[k] : NULL,
-		    &c->roles);
-	if (rc == 0 && syncfs(tfd) < 0)
-		rc = mq_err_sys("sync");
-	if (tfd >= 0)
-		close(tfd);
-	if (rc == 0) {
-		char dst[MQ_NAME_MAX + 8];
-		if (mq_path(dst, sizeof dst, "topics/%s", name) < 0)
-			rc = -1;
-		else if (mq_renameat(sp->fd, stage, sp->fd, dst) == 0)
-			rc = mq_fsync_fd(sp->topics) < 0 ? -1 : 1;
-		else if (mq_name_taken(sp->fd, dst, errno))
-			rc = 0;
-		else
-			rc = mq_err_sys("create topic %s", name);
-	}
-	if (rc != 1)
-		mq_topic_tree_remove(sp->fd, stage);
-	else
-		mq_journal_note(sp, 'T', "%s", name);
-	/* In place: now it gets the groups of the wildcard subscriptions
-	 * that match it (wildcard.c says why this order misses none). */
-	if (rc == 1 && mq_wildcard_topic_created(sp, name) < 0)
-		return -1;
-	return rc;
-}
-
-int
-mq_topic_open(mq_spool *sp, const char *name, int create, struct mq_topic *t)
+mq_topic_open(mq_spool *sp, const char *name, struct mq_topic *t)
 {
 	memset(t, 0, sizeof *t);
 	t->fd = -1;
 	if (mq_name_check("topic", name) < 0)
 		return -1;
 	t->sp = sp;
-	for (int tries = 0; t->fd < 0; tries++) {
-		t->fd = mq_openat(sp->topics, name, O_RDONLY | O_DIRECTORY |
-		    O_NOFOLLOW | O_CLOEXEC);
-		if (t->fd >= 0)
-			break;
-		if (errno != ENOENT || !create || tries > 3) {
-			if (errno == ENOENT)
-				return mq_err(EX_NOINPUT, "no topic '%s'", name);
-			return mq_err_sys("topic %s", name);
-		}
-		if (mq_topic_create(sp, name, NULL) < 0)
-			return -1;
+	t->fd = mq_openat(sp->topics, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (t->fd < 0) {
+		if (errno == ENOENT)
+			return mq_err(EX_NOINPUT, "no topic '%s'", name);
+		return mq_err_sys("topic %s", name);
 	}
 	struct mq_conf kv;
 	if (mq_conf_read(t->fd, "topic.conf", &kv) < 0)
@@ -301,30 +159,10 @@ int
 mq_topic_conf_read(mq_spool *sp, const char *name, struct mq_topic_conf *c)
 {
 	struct mq_topic t;
-	if (mq_topic_open(sp, name, 0, &t) < 0)
+	if (mq_topic_open(sp, name, &t) < 0)
 		return -1;
 	*c = t.conf;
 	mq_topic_close(&t);
-	return 0;
-}
-
-int
-mq_topic_delete(mq_spool *sp, const char *name)
-{
-	if (mq_name_check("topic", name) < 0)
-		return -1;
-	char src[MQ_NAME_MAX + 8], dst[64], rnd[17];
-	mq_hex_random(rnd, 16);
-	if (mq_path(src, sizeof src, "topics/%s", name) < 0 ||
-	    mq_path(dst, sizeof dst, "tmp/trash.%s", rnd) < 0)
-		return -1;
-	if (mq_renameat(sp->fd, src, sp->fd, dst) < 0) {
-		if (errno == ENOENT)
-			return mq_err(EX_NOINPUT, "no topic '%s'", name);
-		return mq_err_sys("delete topic %s", name);
-	}
-	mq_fsync_fd(sp->topics);
-	sweep_spool_tmp(sp);
 	return 0;
 }
 
@@ -417,101 +255,45 @@ mq_unlock_all(const struct mq_topic *t, int *fds)
 	}
 }
 
-/* Counts the committed entries of a directory: seq below committed. */
-static uint64_t
-count_committed(int dirfd, const char *path, uint64_t committed)
+/* The topic's configuration as topic.conf says now (an alter may have
+ * replaced it since the topic was opened). */
+int
+mq_topic_conf_now(const struct mq_topic *t, struct mq_topic_conf *c)
 {
-	int fd = mq_openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	struct mq_names l = { 0 };
-	uint64_t n = 0, seq;
-	if (mq_names_read(fd, NULL, &l) == 0)
-		for (size_t i = 0; i < l.n; i++)
-			if (mq_seq_of(l.v[i], &seq) == 0 && seq < committed)
-				n++;
-	mq_names_free(&l);
-	close(fd);
-	return n;
+	struct mq_conf kv;
+	if (mq_conf_read(t->fd, "topic.conf", &kv) < 0)
+		return -1;
+	int rc = mq_topic_conf_parse(&kv, c);
+	mq_conf_free(&kv);
+	return rc;
 }
 
 int
-mq_topic_info(mq_spool *sp, const char *name, struct mq_topic_info *info)
+mq_topic_partitions_now(const struct mq_topic *t, unsigned *n)
 {
-	struct mq_topic t;
-	memset(info, 0, sizeof *info);
-	if (mq_topic_open(sp, name, 0, &t) < 0)
+	struct mq_topic_conf c;
+	if (mq_topic_conf_now(t, &c) < 0)
 		return -1;
-	struct mq_names groups = { 0 };
-	unsigned np = t.conf.partitions;
-	info->name = strdup(name);
-	info->conf = t.conf;
-	info->partitions = calloc(np, sizeof *info->partitions);
-	if (!info->name || !info->partitions || mq_groups_read(&t, &groups) < 0)
-		goto fail;
-	info->groups = calloc(groups.n ? groups.n : 1, sizeof *info->groups);
-	if (!info->groups)
-		goto fail;
-	for (unsigned k = 0; k < np; k++) {
-		struct mq_head h;
-		int hfd = mq_head_open(t.pfd[k], MQ_HEAD_READ);
-		if (hfd < 0 || mq_head_read(hfd, &h) < 0) {
-			if (hfd >= 0)
-				close(hfd);
-			goto fail;
-		}
-		close(hfd);
-		info->partitions[k].committed = h.committed;
-		char pk[32], target[4096];
-		snprintf(pk, sizeof pk, "p%u", k);
-		ssize_t tl = readlinkat(t.fd, pk, target, sizeof target - 1);
-		if (tl > 0) {
-			target[tl] = 0;
-			if (!(info->partitions[k].place = strdup(target)))
-				goto fail;
-		}
-		info->partitions[k].log_messages =
-		    count_committed(t.pfd[k], "log", h.committed);
-		info->partitions[k].log_bytes = mq_log_bytes(t.pfd[k],
-		    h.committed);
-		for (size_t i = 0; i < groups.n; i++) {
-			char p[MQ_NAME_MAX + 16];
-			snprintf(p, sizeof p, "g/%s/new", groups.v[i]);
-			info->groups[i].pending +=
-			    count_committed(t.pfd[k], p, h.committed);
-			snprintf(p, sizeof p, "g/%s/cur", groups.v[i]);
-			info->groups[i].inflight +=
-			    count_committed(t.pfd[k], p, UINT64_MAX);
-		}
-	}
-	for (size_t i = 0; i < groups.n; i++) {
-		info->groups[i].name = groups.v[i];
-		groups.v[i] = NULL;
-	}
-	info->ngroups = groups.n;
-	for (size_t i = 0; i < groups.n; i++)
-		if (mq_group_stat_fill(&t, &info->groups[i]) < 0)
-			goto fail;
-	mq_names_free(&groups);
-	mq_topic_close(&t);
+	*n = c.partitions;
 	return 0;
-fail:
-	mq_names_free(&groups);
-	mq_topic_close(&t);
-	mq_topic_info_free(info);
-	return -1;
 }
 
-void
-mq_topic_info_free(struct mq_topic_info *info)
+int
+mq_topic_conf_edit(const struct mq_topic *t,
+    int (*edit)(struct mq_conf *, const void *), const void *ctx)
 {
-	for (size_t i = 0; i < info->ngroups; i++)
-		free(info->groups[i].name);
-	free(info->groups);
-	for (unsigned k = 0; info->partitions && k < info->conf.partitions; k++)
-		free(info->partitions[k].place);
-	free(info->partitions);
-	free(info->name);
-	memset(info, 0, sizeof *info);
+	struct mq_conf kv;
+	char *text = NULL;
+	if (mq_conf_read(t->fd, "topic.conf", &kv) < 0)
+		return -1;
+	int rc = edit(&kv, ctx);
+	if (rc == 0)
+		rc = mq_conf_render(&kv, &text);
+	if (rc == 0)
+		rc = mq_write_file(t->fd, "topic.conf", text, strlen(text), 1, 1);
+	if (rc == 0)
+		rc = mq_fsync_fd(t->fd);
+	free(text);
+	mq_conf_free(&kv);
+	return rc;
 }

@@ -27,59 +27,6 @@
 
 #include "internal.h"
 
-int
-mq_is_pattern(const char *name)
-{
-	return strchr(name, '*') || strchr(name, '>');
-}
-
-int
-mq_pattern_check(const char *pattern)
-{
-	char b[64];
-	size_t len = strlen(pattern);
-	if (!len || len > MQ_NAME_MAX)
-		return mq_err(EX_USAGE, "invalid pattern '%s': 1 to %d characters",
-		    mq_shown(pattern, b, sizeof b), MQ_NAME_MAX);
-	for (const char *l = pattern; l;) {
-		const char *dot = strchr(l, '.');
-		size_t n = dot ? (size_t)(dot - l) : strlen(l);
-		bool ok = n > 0;
-		if (ok && memchr(l, '*', n))
-			ok = n == 1;
-		if (ok && memchr(l, '>', n))
-			ok = n == 1 && !dot;
-		for (size_t i = 0; ok && i < n; i++)
-			ok = l[i] == '*' || l[i] == '>' || l[i] == '_' ||
-			    l[i] == '-' || (l[i] >= '0' && l[i] <= '9') ||
-			    (l[i] >= 'a' && l[i] <= 'z') || (l[i] >= 'A' && l[i] <= 'Z');
-		if (!ok)
-			return mq_err(EX_USAGE, "invalid pattern '%s': levels are "
-			    "names, '*' (one level) or a last '>' (the rest)",
-			    mq_shown(pattern, b, sizeof b));
-		l = dot ? dot + 1 : NULL;
-	}
-	return 0;
-}
-
-bool
-mq_pattern_match(const char *p, const char *t)
-{
-	for (;;) {
-		const char *pd = strchr(p, '.'), *td = strchr(t, '.');
-		size_t pn = pd ? (size_t)(pd - p) : strlen(p);
-		size_t tn = td ? (size_t)(td - t) : strlen(t);
-		if (pn == 1 && *p == '>')
-			return tn > 0;
-		if (!(pn == 1 && *p == '*') && (pn != tn || memcmp(p, t, pn)))
-			return false;
-		if (!pd || !td)
-			return !pd && !td;
-		p = pd + 1;
-		t = td + 1;
-	}
-}
-
 static int
 conf_path(const char *pattern, const char *group, char *buf, size_t len)
 {
@@ -147,7 +94,7 @@ join(mq_spool *sp, const char *pattern, const char *group, const char *topic,
 	struct mq_group_conf c;
 	char *filter;
 	const char **match;
-	if (mq_group_exists(sp, topic, group) == 1)
+	if (mq_group_topic_exists(sp, topic, group) == 1)
 		return 0;
 	if (read_conf(sp, pattern, group, &kv, &c, &filter, &match) < 0)
 		return -1;
@@ -221,14 +168,14 @@ mq_wildcard_unsubscribe(mq_spool *sp, const char *pattern, const char *group)
 		struct mq_topic t;
 		struct mq_conf kv;
 		if (!mq_pattern_match(pattern, names[i]) ||
-		    mq_topic_open(sp, names[i], 0, &t) < 0)
+		    mq_topic_open(sp, names[i], &t) < 0)
 			continue;
 		if (mq_group_conf_read(&t, group, &kv) == 0) {
 			const char *from = mq_conf_get(&kv, "pattern");
 			bool ours = from && !strcmp(from, pattern);
 			mq_conf_free(&kv);
 			mq_topic_close(&t);
-			if (ours && mq_group_unsubscribe(sp, names[i], group) < 0 &&
+			if (ours && mq_group_topic_unsubscribe(sp, names[i], group) < 0 &&
 			    mq_errcode() != EX_NOINPUT)
 				rc = -1;
 		} else {

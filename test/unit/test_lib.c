@@ -191,7 +191,7 @@ test_repair(mq_spool *sp)
 {
 	ok(mq_group_subscribe(sp, "t2", "g", NULL) == 1, "subscribe t2");
 	struct mq_topic t;
-	ok(mq_topic_open(sp, "t2", 0, &t) == 0, "open t2");
+	ok(mq_topic_open(sp, "t2", &t) == 0, "open t2");
 	int hfd = mq_head_open(t.pfd[0], MQ_HEAD_WRITE);
 	struct mq_head h = { 2, 0 };
 	mq_head_write(hfd, &h, 0);
