@@ -16,14 +16,18 @@ CFLAGS ?= -O2 -g
 override CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers \
 	-fPIC $(CFLAGS)
-override CPPFLAGS := -Ilib $(PKG_CFLAGS) $(CPPFLAGS)
+# The library's layers, bottom first (lib/README): each calls only those
+# below it, which `make layers` checks.
+LAYERS = base queue repl info out
+override CPPFLAGS := -Ilib $(LAYERS:%=-Ilib/%) $(PKG_CFLAGS) $(CPPFLAGS)
 LDLIBS += $(PKG_LIBS) -ljq -lm
 # A tool links only the libraries it uses (mq-dlq alone needs libarchive),
 # which keeps fork() for --exec handlers cheap.
 override LDFLAGS := -Wl,--as-needed $(LDFLAGS)
 
 TOOLS = mq-pub mq-sub mq-ack mq-topic mq-dlq mq-group mq-replicate mq-stat
-LIB_SRC = $(wildcard lib/*.c)
+LIB_SRC = $(foreach l,$(LAYERS),$(wildcard lib/$(l)/*.c))
+LIB_H = $(wildcard lib/*/*.h)
 LIB_OBJ = $(LIB_SRC:.c=.o)
 TOOL_OBJ = src/tool.o
 UNIT_SRC = $(wildcard test/unit/*.c)
@@ -40,13 +44,13 @@ lib/libmq.so.$(SOVERSION): $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libmq.so.$(SOVERSION) $(LDFLAGS) -o $@ \
 		$(LIB_OBJ) $(LDLIBS)
 
-$(LIB_OBJ) $(TOOL_OBJ) $(TOOLS:%=src/%.o): lib/mq.h lib/internal.h lib/sub.h lib/repl.h src/tool.h
+$(LIB_OBJ) $(TOOL_OBJ) $(TOOLS:%=src/%.o): lib/mq.h $(LIB_H) src/tool.h
 
 bin/%: src/%.o $(TOOL_OBJ) lib/libmq.a
 	@mkdir -p bin
 	$(CC) $(LDFLAGS) -o $@ $< $(TOOL_OBJ) lib/libmq.a $(LDLIBS)
 
-test/unit/%: test/unit/%.c lib/libmq.a lib/internal.h
+test/unit/%: test/unit/%.c lib/libmq.a $(LIB_H)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< lib/libmq.a $(LDLIBS)
 
 # The just-built tools come first on PATH; stdin is closed so that no test
@@ -89,10 +93,11 @@ fuzz:
 	done
 	test/fuzz/run build/fuzz $(FUZZ_SECONDS)
 
-# Which files of lib/ call which, and the circles among them (issue 15:
-# the library in layers); exits 1 while there is one.  Not in check yet.
-layers: all
-	python3 test/layers.py lib
+# Which files of lib/ call which: fails on a circle among them or a call
+# up a layer (lib/README); LEVELS=1 prints each layer's files by level.
+# test/bats/layers.bats runs it in check.
+layers: $(LIB_OBJ)
+	@python3 test/layers.py $(if $(LEVELS),--levels) lib $(LAYERS)
 
 # What CI runs: check, check-shared, fuzz, then check-sanitize, with one
 # summary line.
@@ -122,7 +127,7 @@ install: all
 	install -m 644 completions/_mq $(DESTDIR)$(ZSHCOMPDIR)/_mq
 
 clean:
-	rm -f lib/*.o src/*.o lib/libmq.a lib/libmq.so.* $(UNIT_BIN)
+	rm -f lib/*/*.o src/*.o lib/libmq.a lib/libmq.so.* $(UNIT_BIN)
 	rm -rf bin/mq-* build
 
 .PHONY: layers all check check-shared check-sanitize check-all fuzz bench install clean

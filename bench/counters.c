@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
 #include "bench.h"
 
 int

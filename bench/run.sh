@@ -177,7 +177,7 @@ if [ -f "$ROOT/lib/libmq.a" ]; then
 fi
 if [ "$have_lib" = 1 ] && [ "$SECTION" = all ]; then
 	# shellcheck disable=SC2086
-	$CC "${CF[@]}" -I"$ROOT/lib" -o "$W/bin/counters" \
+	$CC "${CF[@]}" -I"$ROOT/lib" -I"$ROOT/lib/base" -o "$W/bin/counters" \
 	    "$ROOT/bench/counters.c" $MQ_LIBS ||
 	    die "bench/counters.c does not build"
 fi

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
 #include "scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

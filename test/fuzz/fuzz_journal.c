@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
 #include "scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

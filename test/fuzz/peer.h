@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "repl.h"
 #include "scratch.h"
 
 static int fuzz_wire = -1;

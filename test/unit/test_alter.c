@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "queue.h"
 #include "t.h"
 
 static char spooldir[] = "/tmp/mq-unit-alter.XXXXXX";

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "queue.h"
 #include "t.h"
 
 #if defined(__SANITIZE_ADDRESS__)

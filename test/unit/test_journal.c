@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
 #include "t.h"
 
 static char root[] = "/tmp/mq-unit-journal.XXXXXX";

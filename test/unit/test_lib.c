@@ -8,7 +8,7 @@
 #include <sysexits.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "queue.h"
 #include "t.h"
 
 static char spooldir[] = "/tmp/mq-unit.XXXXXX";

@@ -14,7 +14,7 @@
 #include <sysexits.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
 #include "t.h"
 
 static char root[] = "/tmp/mq-unit-link.XXXXXX";

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
 #include "t.h"
 
 static unsigned char leaf[MQ_TREE_MAX][MQ_HASH_BYTES];

@@ -9,7 +9,7 @@
 #include <sysexits.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
 #include "t.h"
 
 /* What put writes for st, in a string the caller frees. */

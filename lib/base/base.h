@@ -1,0 +1,477 @@
+/*
+ * base.h: the spool's storage primitives, private to lib/ (tools include
+ * only mq.h): errors, paths opened beneath the spool, files, names,
+ * configuration files, permissions, counters, the head, the change
+ * journal, message files, keys.  It knows no topic; lib/README says what
+ * each layer may call.
+ */
+#ifndef MQ_BASE_H
+#define MQ_BASE_H
+
+#include <sys/types.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdbool.h>
+
+#include "mq.h"
+
+#define MQ_SEQ_DIGITS 20
+/* The largest sequence number, in a KEY and in the journal: seq + 1 (a
+ * head's next, a vector's next-seq) must fit in 64 bits.  A partition
+ * whose committed is past it is full. */
+#define MQ_SEQ_MAX (UINT64_MAX - 1)
+#define MQ_KEY_LEN (MQ_SEQ_DIGITS + 1 + MQ_ID_LEN)      /* "<seq>.<id>" */
+#define MQ_CHUNK_MAX 4096
+#define MQ_STALE_TMP 3600.0
+
+/* spool.c: 0, or -1 (EX_SOFTWARE) when sp was opened read-only: the
+ * places that would create or write something through sp ask first. */
+int mq_spool_writable(const mq_spool *sp);
+/* spool.c: a duration from the environment (dflt when it is unset,
+ * empty or bad); a number or a size with K, M, G or T (powers of 1024). */
+double mq_env_duration(const char *name, double dflt);
+int mq_size_parse(const char *s, double *out);
+
+/* perm.c: permissions on one directory, or on it and all below. */
+int mq_perm_apply(int dfd, const char *what, const struct mq_perm *);
+int mq_perm_apply_tree(int dfd, const char *what, const struct mq_perm *);
+/* The kinds of directory of a topic that roles tell apart; see
+ * mq-spool(5), PERMISSIONS, Roles. */
+enum mq_dir_kind {
+	MQ_DIR_TOPIC,           /* topics/T */
+	MQ_DIR_STATS,           /* T/stats */
+	MQ_DIR_GROUPS,          /* T/groups */
+	MQ_DIR_PARTITION,       /* T/p<k> */
+	MQ_DIR_LOG,             /* p<k>/log */
+	MQ_DIR_DEDUP,           /* p<k>/dedup */
+	MQ_DIR_GROUPS_OF,       /* p<k>/g */
+	MQ_DIR_GROUP,           /* p<k>/g/G */
+	MQ_DIR_QUEUE,           /* p<k>/g/G/new, delay: publishers link in */
+	MQ_DIR_DLQ,             /* p<k>/dlq */
+	MQ_DIR_KINDS
+};
+/* Gives directory dfd (path what, for errors), of kind kind in a topic
+ * with roles r, the access and default ACL the roles need; nothing if r
+ * has none.  EX_UNAVAILABLE where the file system has no ACLs. */
+int mq_perm_dir(int dfd, const char *what, const struct mq_roles *r,
+    enum mq_dir_kind kind);
+/* The same for path below dirfd, made there with mq_mkdir first. */
+int mq_perm_mkdir(int dirfd, const char *path, const struct mq_roles *r,
+    enum mq_dir_kind kind);
+/* mq_perm_apply, and the roles' ACL of the topic directory (made
+ * before the mode's default ACL can be). */
+int mq_perm_topic(int dfd, const char *what, const struct mq_perm *,
+    const struct mq_roles *);
+/* Makes each of the n directories dir/name (name alone when dir is
+ * NULL) of v, in order, as mq_perm_mkdir does. */
+struct mq_dir_spec {
+	const char *name;
+	enum mq_dir_kind kind;
+};
+int mq_perm_mkdirs(int dirfd, const char *dir, const struct mq_dir_spec *v,
+    size_t n, const struct mq_roles *r);
+struct mq_conf;
+/* topic.conf's role keys: added to kv, or read from it. */
+int mq_roles_conf_add(struct mq_conf *kv, const struct mq_roles *);
+int mq_roles_conf_get(const struct mq_conf *kv, struct mq_roles *);
+
+/* error.c */
+int mq_err(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int mq_err_sys(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int mq_errno_code(int e);
+/* The last error, with code to instead of from; returns -1. */
+int mq_err_recode(int from, int to);
+
+/* beneath.c: openat(2) that resolves every component of path beneath
+ * dirfd and follows no symbolic link, at any level. */
+int mq_openat(int dirfd, const char *path, int flags, ...);
+/* The directory of path's last component opened beneath dirfd (*fd;
+ * dirfd itself for a single name), *name that component; -1 with errno.
+ * mq_parent_close(dirfd, *fd) after. */
+int mq_parent_open(int dirfd, const char *path, const char **name, int *fd);
+void mq_parent_close(int dirfd, int fd);
+/* The same for these calls: a path's directories opened beneath dirfd. */
+int mq_unlinkat(int dirfd, const char *path, int flags);
+int mq_fstatat(int dirfd, const char *path, struct stat *, int flags);
+int mq_faccessat(int dirfd, const char *path, int mode, int flags);
+int mq_renameat(int olddir, const char *oldpath, int newdir,
+    const char *newpath);
+int mq_linkat(int olddir, const char *oldpath, int newdir,
+    const char *newpath, int flags);
+
+/* fs.c: files relative to directory descriptors, never following links. */
+int mq_path(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int mq_dir_open(int dirfd, const char *path);
+/* An inotify watch on ifd for what fd is open on: its descriptor. */
+int mq_watch(int ifd, int fd, uint32_t mask);
+int mq_dir_open_partition(int dirfd, const char *path);
+int mq_mkdir(int dirfd, const char *path);
+int mq_mkdirs(int dirfd, const char *path);
+int mq_fsync_fd(int fd);
+int mq_fsync_at(int dirfd, const char *path);      /* a directory */
+/* The directory holding the last name of path (*last), opened without
+ * following a link on the way; a descriptor to close. */
+int mq_dir_walk(int dirfd, const char *path, const char **last);
+/* Removes path and all it holds, following no link at any level. */
+/* An entry that stands for a message: unlinked, or removed whole where
+ * someone put a directory (it went through the queues as one); 0, or -1
+ * with errno. */
+int mq_remove_entry(int dirfd, const char *name);
+int mq_rmtree(int dirfd, const char *path);
+/* Opens a spool file as openat does (flags, mode): never through a link,
+ * never waiting on a FIFO, and
+ * only a regular file (else EX_DATAERR, "not a regular file", errno not
+ * ENOENT).  st, if
+ * not NULL, gets its stat.  O_NONBLOCK stays set, which changes nothing
+ * for a regular file. */
+int mq_file_open(int dirfd, const char *path, int flags, mode_t mode,
+    struct stat *st);
+/* A whole file of at most max bytes, NUL-terminated (EX_DATAERR if
+ * larger); _st gives its stat too.  mq_read_full: up to size bytes of fd,
+ * however many reads it takes: how many (fewer at EOF), or -1. */
+int mq_read_at(int dirfd, const char *path, size_t max, char **buf,
+    size_t *len);
+int mq_read_at_st(int dirfd, const char *path, size_t max, char **buf,
+    size_t *len, struct stat *st);
+ssize_t mq_read_full(int fd, char *buf, size_t size);
+/* All of iov[0..n) written (writev, as often as it takes): 0, or -1 with
+ * errno.  mq_iov_advance: iov and n past done bytes, for such a loop. */
+struct iovec;
+int mq_write_all(int fd, struct iovec *iov, int n);
+void mq_iov_advance(struct iovec **iov, int *n, size_t done);
+int mq_write_file(int dirfd, const char *path, const void *data, size_t len,
+    int sync, int replace);
+/* The same, synced and replacing, with the file's mode set to mode. */
+int mq_write_file_mode(int dirfd, const char *path, const void *data,
+    size_t len, mode_t mode);
+
+struct mq_names {
+	char **v;
+	size_t n, cap;
+};
+/* Lists the entries of a directory (no dot files), optionally filtered,
+ * sorted by strcmp.  The names are owned by the list. */
+int mq_names_read(int dirfd, bool (*keep)(const char *), struct mq_names *);
+int mq_names_reread(DIR *, bool (*keep)(const char *), struct mq_names *);
+DIR *mq_dir_stream(int dirfd);
+int mq_names_push(struct mq_names *, const char *name, size_t len);
+void mq_names_sort(struct mq_names *);
+void mq_names_free(struct mq_names *);
+uint64_t mq_dir_count(int dirfd, bool (*keep)(const char *));
+
+/* sharedfs.c: file systems shared between hosts (NFS, FUSE, ...). */
+bool mq_fs_shared(int fd);
+/* fd's file opened again, with flags (O_DIRECT dropped where refused). */
+int mq_reopen(int fd, int flags);
+/* fd's file opened again to be read as the server has it now; readonly
+ * (a monitor's read): without the fallocate that drops a cache, so
+ * nothing is written, and a copy a second old may be read. */
+int mq_fresh_fd(int fd, bool readonly);
+/* pread through such a descriptor, which wants alignment. */
+ssize_t mq_fresh_pread(int fd, void *buf, size_t len, uint64_t off);
+/* The size the server has now, and what it has past it. */
+int mq_fresh_size(int fd, bool readonly, uint64_t *size);
+/* A link, rename or exclusive create of path failed with err because
+ * the name exists. */
+bool mq_name_taken(int dirfd, const char *path, int err);
+/* Locks on fd's file exclude only processes of this host (sshfs). */
+bool mq_fs_locks_local(int fd);
+
+/* conf.c: key=value text files. */
+struct mq_conf {
+	char **keys, **vals;
+	size_t n;
+};
+int mq_conf_parse(const char *text, size_t len, const char *what,
+    struct mq_conf *);
+int mq_conf_read(int dirfd, const char *path, struct mq_conf *);
+const char *mq_conf_get(const struct mq_conf *, const char *key);
+int mq_conf_get_u64(const struct mq_conf *, const char *key, uint64_t dflt,
+    uint64_t *out, const char *what);
+int mq_conf_get_double(const struct mq_conf *, const char *key, double dflt,
+    double *out, const char *what);
+int mq_conf_set(struct mq_conf *, const char *key, const char *val);
+void mq_conf_del(struct mq_conf *, const char *key);
+int mq_conf_add(struct mq_conf *, const char *key, const char *val);
+int mq_conf_addf(struct mq_conf *, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+char *mq_conf_escape(const char *s);
+char *mq_conf_unescape(const char *s);
+int mq_conf_render(const struct mq_conf *, char **out);
+void mq_conf_free(struct mq_conf *);
+
+/* id.c */
+void mq_id_new(char out[MQ_ID_LEN + 1]);
+void mq_hex_random(char *out, size_t nhex);
+/* This host's name, with every character but A-Za-z0-9- made '-'. */
+#define MQ_HOST_MAX 64
+void mq_hostname(char out[MQ_HOST_MAX]);
+bool mq_is_host(const char *);          /* a name mq_hostname may make */
+
+/* counters.c: publish and ack counters and publish-to-ack latencies,
+ * one file per host (mq-spool(5), COUNTERS).  Counting never fails. */
+#define MQ_LATENCY_MINUTES 5            /* percentiles: now and 5 before */
+void mq_count_published(mq_spool *, const char *topic, uint64_t n,
+    double now);
+void mq_count_acked(mq_spool *, const char *topic, const char *group,
+    double now, double published);
+void mq_counters_close(mq_spool *);
+struct mq_counts {                      /* every host's, added up */
+	uint64_t total;                 /* since the files were made */
+	double sum;                     /* of latencies, s */
+	double rate[3];                 /* per second over 1, 5, 15 min */
+	double latency[4];              /* p50, p90, p99, max (s); -1: none */
+	uint64_t window_count;          /* acks the latencies are of */
+	unsigned hosts;
+};
+/* The counts of directory path (a topic's stats/ or a group's .stats/;
+ * missing: all zero); latency: read the histograms too. */
+int mq_counts_read(int dirfd, const char *path, bool latency, double now,
+    struct mq_counts *);
+
+/* names.c: entry names inside a partition. */
+bool mq_pattern_match(const char *pattern, const char *topic);
+const char *mq_shown(const char *s, char *buf, size_t len);
+bool mq_name_ok(const char *name);    /* mq_name_check, silent */
+bool mq_is_id(const char *s, size_t len);  /* 32 lowercase hex digits */
+bool mq_is_key(const char *name);
+bool mq_is_entry(const char *name);   /* new/ or cur/ name */
+/* A number in decimal at p, without sign or leading zero, at most max,
+ * into *out: the position after its digits, or NULL. */
+const char *mq_decimal(const char *p, uint64_t max, uint64_t *out);
+/* A topic or group name of len bytes (mq_name_check without an error). */
+bool mq_is_name(const char *name, size_t len);
+/* The sequence number of a name that starts with a KEY; -1 when it does
+ * not, or when the number is above MQ_SEQ_MAX. */
+int mq_seq_of(const char *name, uint64_t *seq);
+double mq_key_time(const char *key);
+struct mq_entry {
+	char key[MQ_KEY_LEN + 1];
+	unsigned attempts;                  /* deliveries */
+	unsigned deferred;                  /* of which "again later" */
+	int claimed;                        /* has a lease */
+	uint64_t deadline_ms;
+	char token[9];
+};
+int mq_entry_parse(const char *name, struct mq_entry *);
+int mq_entry_new_name(const struct mq_entry *, char *buf, size_t len);
+int mq_entry_cur_name(const struct mq_entry *, char *buf, size_t len);
+unsigned mq_entry_failures(const struct mq_entry *);
+int mq_entry_delay_name(const struct mq_entry *, uint64_t due_ms, char *buf,
+    size_t len);
+int mq_delay_parse(const char *name, uint64_t *due_ms, struct mq_entry *);
+/* A dead letter's name in dlq/<group>/: exactly the new/ name a delivery
+ * gives, KEY,a<n>[,d<m>] with n > 0. */
+int mq_dead_parse(const char *name, struct mq_entry *);
+
+/* head.c: the partition's commit record and publish lock. */
+struct mq_head {
+	uint64_t next, committed;
+};
+#define MQ_HEAD_SIZE 80
+int mq_head_read(int fd, struct mq_head *);
+int mq_head_write(int fd, const struct mq_head *, int sync);
+int mq_head_lock(int fd, int wait);
+/* An open file description write lock on all of fd: 1 taken, 0 held by
+ * another (without wait), -1 an error naming what. */
+int mq_file_lock(int fd, int wait, const char *what);
+void mq_head_unlock(int fd);
+/* To lock and write, created, or to read (O_RDONLY: no lock).  Writing
+ * is 0 and creating 1, as the int this was, so a caller written against
+ * that still gets a descriptor that can lock. */
+enum mq_head_how { MQ_HEAD_WRITE, MQ_HEAD_CREATE, MQ_HEAD_READ };
+int mq_head_open(int pfd, enum mq_head_how);
+int mq_head_format(const struct mq_head *, char buf[MQ_HEAD_SIZE + 1]);
+/* How many sequence numbers are left after committed. */
+uint64_t mq_head_room(const struct mq_head *);
+
+/* spool.c */
+struct mq_spool {
+	char *path;
+	int fd;
+	int topics;
+	int jfd;                        /* the journal, opened on first use */
+	bool shared;                    /* on a file system hosts share */
+	bool readonly;                  /* opened with MQ_READONLY */
+	struct mq_counter *counters;    /* counters.c, opened on first use */
+};
+
+/* journal.c: SPOOL/journal, the change journal (mq-spool(5), CHANGE
+ * JOURNAL).  Records are built in a buffer and written with one write. */
+#define MQ_JLINE_MAX 262144          /* a P record names every group */
+struct mq_jbuf {
+	char *buf;
+	size_t len, cap;
+};
+int mq_journal_fd(mq_spool *);
+int mq_journal_line(struct mq_jbuf *, char type, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int mq_journal_raw(struct mq_jbuf *, const char *origin, uint64_t seq,
+    const char *rec, size_t len);
+/* An own record's text ("T ms args") sealed into the buffer. */
+int mq_journal_text(struct mq_jbuf *, const char *text, size_t len);
+/* Writes the buffer (and empties it) to the journal this host appends
+ * to; *end: the offset after it there. */
+int mq_journal_write(mq_spool *, struct mq_jbuf *, uint64_t *end);
+/* Writes it to SPOOL/journal itself, synced (a replication receiver's
+ * records). */
+int mq_journal_write_main(mq_spool *, struct mq_jbuf *);
+/* The same without the lock: the caller holds mq_journal_lock. */
+int mq_journal_append_main(mq_spool *, const char *buf, size_t len,
+    uint64_t *end);
+void mq_jbuf_free(struct mq_jbuf *);
+/* One record, built and written at once. */
+int mq_journal_note(mq_spool *, char type, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+uint64_t mq_journal_size(mq_spool *);
+void mq_journal_change(mq_spool *, const char *topic, char type, unsigned k,
+    const char *group, const char *name);
+/* The same record into a buffer, for many changes written at once. */
+int mq_journal_change_add(struct mq_jbuf *, const char *topic,
+    char type, unsigned k, const char *group, const char *name);
+struct mq_jrec {
+	char origin[MQ_ID_LEN + 1];     /* "" for this spool's own */
+	uint64_t seq;                   /* in the origin's journal */
+	uint64_t at, end;               /* where the line is in ours */
+	char type;
+	uint64_t ms;
+	char *text;                     /* "T ms args", without the sum */
+	size_t len;
+	char *args;                     /* after the time */
+};
+struct mq_jreader {
+	int dirfd;                      /* the spool: the journal may come later */
+	int fd;
+	char path[MQ_HOST_MAX + 16];    /* "journal", or "journals/<host>" */
+	bool fresh;                     /* read as the server has it now */
+	bool readonly;                  /* the spool's MQ_READONLY */
+	char *buf;
+	size_t cap, fill, off;
+	uint64_t pos;                   /* journal offset of buf + off */
+	uint64_t skipped;               /* lines that failed their sum */
+};
+/* The arguments of a record: "topic" for T; "topic k a b" for P (a the
+ * KEY, b the groups), L and A (a the group, b the KEY), D, R and X (a the
+ * group, b the dead letter); b points into args.  -1: not one of these
+ * (a record of a later version, or damaged). */
+struct mq_jargs {
+	char topic[MQ_NAME_MAX + 1];
+	unsigned k;
+	char a[MQ_NAME_MAX + 1];
+	const char *b;
+};
+int mq_jargs_parse(char type, const char *args, struct mq_jargs *);
+/* Splits a record's line, "[@origin seq ]T ms args" (len bytes, without
+ * sum or newline; line[len] is made a NUL), into rec: printable ASCII, an
+ * origin of 32 lowercase hexadecimal digits, a seq of at most MQ_SEQ_MAX
+ * and a time in decimal, a type A-Z (of this version or not) and
+ * arguments, checked by mq_jargs_parse.  -1: not a record. */
+int mq_jrec_parse(char *line, size_t len, struct mq_jrec *);
+int mq_jreader_open(mq_spool *, struct mq_jreader *, uint64_t from);
+/* Another journal of the spool: path is relative to it. */
+int mq_jreader_open_at(mq_spool *, struct mq_jreader *, const char *path,
+    uint64_t from);
+/* 1 a record, 0 nothing more yet (the rest may be a line being written). */
+int mq_jreader_next(struct mq_jreader *, struct mq_jrec *);
+/* Reads on from offset pos (a record's start). */
+void mq_jreader_seek(struct mq_jreader *, uint64_t pos);
+void mq_jreader_close(struct mq_jreader *);
+
+/* jmerge.c: the hosts' journals (journals/<host>, written on a shared
+ * file system) merged into SPOOL/journal; see mq-spool(5), CHANGE
+ * JOURNAL. */
+/* Every journal of the spool, as paths in it: "journal" first, then
+ * "journals/<host>" for each host's. */
+int mq_journal_list(mq_spool *, struct mq_names *);
+/* journals/.lock, waited for: its descriptor, to close. */
+int mq_journal_lock(mq_spool *);
+/* Merges the records older than upto (ms since the epoch).  *size: the
+ * size of SPOOL/journal after; *held: the time of the oldest record held
+ * back for being younger (UINT64_MAX: none).  1: more to merge. */
+int mq_journal_merge(mq_spool *, uint64_t upto, uint64_t *size,
+    uint64_t *held);
+/* What the hosts' journals hold that is not merged yet: records, bytes
+ * and the time of the oldest (UINT64_MAX: none). */
+int mq_journal_unmerged(mq_spool *, uint64_t *records, uint64_t *bytes,
+    uint64_t *oldest);
+/* Merges everything written before now, waiting out the clock skew. */
+int mq_journal_merge_now(mq_spool *, uint64_t *size);
+/* The clock skew allowed between hosts (MQ_CLOCK_SKEW, 1 s), and the
+ * time before which records may be merged now. */
+double mq_clock_skew(void);
+uint64_t mq_journal_merge_upto(void);
+
+/* message.c */
+void mq_time_rfc3339(double t, char *buf, size_t len);
+int mq_time_parse(const char *s, struct timespec *);
+/* The header block of a message into topic (whose ttl applies when the
+ * message has no expiry), blank line included, without signature lines:
+ * *sig_at is where they go (sign.c), and reserve the room they will take
+ * of MQ_HEADER_BLOCK_MAX (0 when unsigned). */
+int mq_msg_render(const char *topic, double ttl, unsigned k, uint64_t seq,
+    const char *id, const struct mq_pub_msg *, size_t reserve, double now,
+    char **out, size_t *len, size_t *sig_at);
+int mq_msg_parse(char *buf, size_t len, struct mq_msg *);
+/* EX_DATAERR unless name (a KEY, or a queue name starting with one) has
+ * the message's id. */
+int mq_msg_check_name(const struct mq_msg *, const char *name);
+
+/* dedup.c */
+int mq_dedup_claim(int dedupfd, const char *ikey, uint64_t seq, double window,
+    char id[MQ_ID_LEN + 1]);
+/* Unlinks the entries whose target KEY drop() chooses. */
+int mq_dedup_sweep(int pfd, bool (*drop)(const char *key, void *ctx),
+    void *ctx);
+
+/* keys.c */
+int mq_crypto_init(void);
+/* The next line of a list of public keys (authorized_peers, signers):
+ * "HEX [NAME]", blank and '#' lines passed over, trailing blanks dropped.
+ * 1 with pk and the name (*nlen bytes, maybe 0), 0 at end, -1 for a line
+ * that is no key; *pos moves past the line either way. */
+int mq_keyline_next(const char **pos, const char *end,
+    unsigned char pk[MQ_PUBKEY_BYTES], const char **name, size_t *nlen);
+/* A key file (publisher, sealed-topic consumer): its magic line, then
+ * the secret key of sklen bytes in hex.  Create makes a new file of mode
+ * 0600 (an existing one is EX_CANTCREAT); parse gives -1, no error set,
+ * for a text that is not one. */
+/* A new key pair from keypair (crypto_sign_keypair, crypto_box_keypair),
+ * its secret key of sklen bytes in a new file made as mq_keyfile_create
+ * does; pub: the public key in hex. */
+int mq_keyfile_generate(const char *path, const char *magic,
+    int (*keypair)(unsigned char *, unsigned char *), size_t sklen,
+    char pub[MQ_PUBKEY_HEX + 1]);
+int mq_keyfile_create(const char *path, const char *magic,
+    const unsigned char *sk, size_t sklen);
+int mq_keytext_parse(const char *buf, size_t len, const char *magic,
+    unsigned char *sk, size_t sklen);
+
+/* signtree.c: the hash tree of a chunk's signed forms (BLAKE2b-256). */
+#define MQ_HASH_BYTES 32
+#define MQ_TREE_MAX MQ_CHUNK_MAX        /* leaves of one tree */
+#define MQ_TREE_DEPTH 12                /* hashes in a path, at most */
+struct mq_tree {
+	unsigned char (*h)[MQ_HASH_BYTES];  /* the leaves, then each level up */
+	size_t n, cap;                      /* leaves; hashes room */
+	size_t root;                        /* h[root] */
+};
+void mq_tree_leaf(const void *form, size_t len,
+    unsigned char out[MQ_HASH_BYTES]);
+int mq_tree_build(struct mq_tree *, const unsigned char (*leaf)[MQ_HASH_BYTES],
+    size_t n);
+/* The path of leaf i into path (MQ_TREE_DEPTH room): its length. */
+size_t mq_tree_path(const struct mq_tree *, size_t i,
+    unsigned char (*path)[MQ_HASH_BYTES]);
+/* How many hashes the path of leaf i of n has. */
+size_t mq_tree_path_len(size_t i, size_t n);
+/* The root that leaf i of n and its path (mq_tree_path_len(i, n) hashes)
+ * lead to. */
+void mq_tree_root_of(const unsigned char leaf[MQ_HASH_BYTES], size_t i,
+    size_t n, const unsigned char (*path)[MQ_HASH_BYTES],
+    unsigned char root[MQ_HASH_BYTES]);
+void mq_tree_free(struct mq_tree *);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * commit.c: offsets.  An offset is a sequence number in a partition; a
+ * group's committed offset there is that of its oldest message not yet
+ * acked.  Committing offset N acks every message of the group in that
+ * partition with a lower sequence number, wherever it is (pending,
+ * claimed, waiting for a retry): the consumer says it has processed
+ * everything before N, as a Kafka consumer's commit does.  Each is one
+ * unlink, as an ack is.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "queue.h"
+
+int
+mq_offset_parse(const char *s, struct mq_offset *out)
+{
+	char *end;
+	const char *colon = strchr(s, ':');
+	errno = 0;
+	unsigned long k = strtoul(s, &end, 10);
+	if (!colon || end != colon || s == colon || *s == '-' || errno ||
+	    k >= MQ_PARTITIONS_MAX)
+		return mq_err(EX_USAGE, "bad offset '%s' (PARTITION:OFFSET, as "
+		    "0:1500)", s);
+	unsigned long long n = strtoull(colon + 1, &end, 10);
+	if (!colon[1] || *end || colon[1] == '-' || errno)
+		return mq_err(EX_USAGE, "bad offset '%s' (PARTITION:OFFSET, as "
+		    "0:1500)", s);
+	out->partition = (unsigned)k;
+	out->offset = n;
+	return 0;
+}
+
+/* Unlinks the names of dir below offset; delay/ names start with their
+ * due time (skip is then 21 characters). */
+static int
+ack_below(const struct mq_topic *t, unsigned k, const char *group, int dirfd,
+    size_t skip, uint64_t offset, uint64_t *acked)
+{
+	struct mq_names l = { 0 };
+	if (mq_names_read(dirfd, NULL, &l) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		uint64_t seq;
+		if (strlen(l.v[i]) <= skip || mq_seq_of(l.v[i] + skip, &seq) < 0 ||
+		    seq >= offset)
+			continue;
+		if (mq_unlinkat(dirfd, l.v[i], 0) == 0) {
+			(*acked)++;
+			mq_journal_change(t->sp, t->name, 'A', k, group,
+			    l.v[i] + skip);
+			mq_count_acked(t->sp, t->name, group, mq_now(),
+			    mq_key_time(l.v[i] + skip));
+		}
+		else if (errno != ENOENT)
+			rc = mq_err_sys("ack %s", l.v[i]);
+	}
+	mq_names_free(&l);
+	return rc;
+}
+
+int
+mq_group_commit(mq_spool *sp, const char *topic, const char *group,
+    const struct mq_offset *at, uint64_t *acked)
+{
+	struct mq_topic t;
+	*acked = 0;
+	if (mq_name_check("group", group) < 0 ||
+	    mq_topic_open(sp, topic, &t) < 0)
+		return -1;
+	struct mq_group_conf gc;
+	struct mq_gdirs d = { -1, -1, -1 };
+	struct mq_head h;
+	int hfd = -1, rc = mq_group_settings(&t, group, &gc);
+	if (rc == 0 && at->partition >= t.conf.partitions)
+		rc = mq_err(EX_USAGE, "topic '%s' has no partition %u (it has %u)",
+		    topic, at->partition, t.conf.partitions);
+	if (rc == 0 && ((hfd = mq_head_open(t.pfd[at->partition],
+	    MQ_HEAD_WRITE)) < 0 ||
+	    mq_head_read(hfd, &h) < 0))
+		rc = -1;
+	if (rc == 0 && at->offset > h.committed)
+		rc = mq_err(EX_USAGE, "offset %" PRIu64 " is past the head of "
+		    "partition %u (%" PRIu64 ")", at->offset, at->partition,
+		    h.committed);
+	if (rc == 0)
+		rc = mq_gdirs_open(&t, at->partition, group, &d);
+	if (rc == 0)
+		rc = ack_below(&t, at->partition, group, d.newfd, 0, at->offset, acked);
+	if (rc == 0)
+		rc = ack_below(&t, at->partition, group, d.curfd, 0, at->offset, acked);
+	if (rc == 0 && d.delayfd >= 0)
+		rc = ack_below(&t, at->partition, group, d.delayfd,
+		    MQ_SEQ_DIGITS + 1, at->offset, acked);
+	mq_gdirs_close(&d);
+	if (hfd >= 0)
+		close(hfd);
+	mq_topic_close(&t);
+	return rc;
+}

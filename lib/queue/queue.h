@@ -1,0 +1,346 @@
+/*
+ * queue.h: topics, partitions and groups, and what is done with them:
+ * publish, claim, settle, ordered groups, wildcards, dead letters,
+ * filters, signatures and sealed bodies.  Calls base/ only.
+ */
+#ifndef MQ_QUEUE_H
+#define MQ_QUEUE_H
+
+#include "base.h"
+
+/* sealkeys.c: makes a topic's keys those of a replication peer's keys file
+ * (text): 1 if they changed, 0 if they were those; EX_DATAERR for a file
+ * no tool writes, EX_CONFIG if a group has a jq filter. */
+int mq_topic_keys_adopt(mq_spool *, const char *topic, const char *text,
+    size_t len);
+
+/* topic.c: an open topic. */
+struct mq_signers;
+struct mq_roots;
+struct mq_topic {
+	mq_spool *sp;
+	char *name;
+	int fd;
+	struct mq_topic_conf conf;
+	int *pfd;                            /* partition directories */
+	struct mq_signers *signers;          /* signers.c, read on first use */
+	struct mq_roots *roots;              /* sign.c: chunk signatures verified */
+};
+/* Opens a topic that exists (EX_NOINPUT when it does not). */
+int mq_topic_open(mq_spool *, const char *name, struct mq_topic *);
+void mq_topic_close(struct mq_topic *);
+int mq_topic_conf_parse(const struct mq_conf *, struct mq_topic_conf *);
+int mq_groups_read(const struct mq_topic *, struct mq_names *);
+int mq_group_names_read(int dirfd, struct mq_names *);
+int mq_lock_all(const struct mq_topic *, int *fds);
+void mq_unlock_all(const struct mq_topic *, int *fds);
+int mq_partition_build(int tfd, unsigned k, const char *place,
+    const struct mq_roles *);
+/* The configuration and partition count as topic.conf says now (an alter
+ * may have replaced it since the topic was opened). */
+int mq_topic_partitions_now(const struct mq_topic *, unsigned *n);
+int mq_topic_conf_now(const struct mq_topic *, struct mq_topic_conf *);
+/* Replaces topic.conf with what edit makes of it (the caller holds every
+ * partition's lock, as alters do). */
+int mq_topic_conf_edit(const struct mq_topic *,
+    int (*edit)(struct mq_conf *, const void *), const void *ctx);
+
+/* create.c: a topic opened, made first when create and it does not
+ * exist (mq_topic_create: it joins matching wildcard subscriptions). */
+int mq_topic_open_or_create(mq_spool *, const char *name, int create,
+    struct mq_topic *);
+
+/* place.c: placed partitions, and removing a topic's tree. */
+int mq_places_check(const char *const *place, unsigned from, unsigned n);
+int mq_place_make(int tfd, const char *name, const char *dir);
+int mq_partition_remove(int tfd, const char *name);
+/* Removes p<k> of the topic directory tfd for k >= from: an interrupted
+ * alter's leftovers. */
+int mq_partitions_remove_from(int tfd, unsigned from);
+int mq_topic_tree_remove(int dirfd, const char *path);
+
+/* repair.c */
+int mq_partition_repair_locked(const struct mq_topic *, unsigned k, int hfd,
+    struct mq_head *);
+int mq_partition_repair_try(const struct mq_topic *, unsigned k);
+
+/* group.c */
+int mq_group_conf_read(const struct mq_topic *, const char *group,
+    struct mq_conf *);
+int mq_group_backfill(const struct mq_topic *, const char *group);
+int mq_group_settings(const struct mq_topic *, const char *group,
+    struct mq_group_conf *);
+int mq_group_conf_parse(const struct mq_conf *, struct mq_group_conf *);
+int mq_group_conf_render(const struct mq_topic *, const struct mq_group_conf *,
+    const uint64_t *start, const char *pattern, char **out);
+/* A group as a replication peer sent it (replrecv.c). */
+int mq_group_adopt(mq_spool *, const char *topic, const char *group,
+    const char *text, size_t len);
+/* Subscribes group to a topic that exists; a group made for a wildcard
+ * subscription names its pattern.  Unsubscribing and asking, of one
+ * topic (subscribe.c takes patterns too). */
+int mq_group_subscribe_as(mq_spool *, const char *topic, const char *group,
+    const struct mq_group_conf *, const char *pattern);
+int mq_group_topic_unsubscribe(mq_spool *, const char *topic,
+    const char *group);
+int mq_group_topic_exists(mq_spool *, const char *topic, const char *group);
+int mq_group_dirs_make(const struct mq_topic *, unsigned k, const char *group,
+    int ordered);
+
+/* filter.c: a message as filters see it; the body is parsed (as JSON)
+ * at most once, by the first jq program that needs it.  Zero parsed and
+ * json; mq_fmsg_done frees what evaluating kept. */
+struct mq_fmsg {
+	const char *key;
+	const struct mq_header *headers;
+	size_t nheaders;
+	const void *body;
+	size_t len;
+};
+/* match[i]: whether message m[i] of n passes the filter. */
+int mq_filter_eval(mq_filter *, const struct mq_fmsg *m, size_t n,
+    bool *match);
+bool mq_filter_has_jq(const mq_filter *);
+int mq_filter_from_conf(const struct mq_conf *, const char *what,
+    mq_filter **out);
+int mq_filter_check(const struct mq_group_conf *);
+/* The filter of a group conf (its keys in kv) compiles: 0, or -1 (78). */
+int mq_filter_conf_check(const struct mq_conf *, const char *what);
+/* jqrun.c: a compiled jq program run in a worker process, bounded by
+ * MQ_FILTER_TIMEOUT and MQ_FILTER_MEMORY.  A zeroed struct has no worker;
+ * jq, n and what are the caller's to set before a run. */
+struct jq_state;
+struct mq_jqrun {
+	struct jq_state *jq;
+	size_t n;                           /* 0: one program, else a set's */
+	const char *what;                   /* whose filter, for errors */
+	pid_t pid;                          /* the worker; 0: none */
+	int fd;
+	char *reply;
+};
+enum { MQ_JQ_OK, MQ_JQ_NOT_JSON, MQ_JQ_NOT_ARRAY, MQ_JQ_BROKE };
+/* Runs the program on each of n bodies; st[i] says how it went with body
+ * i: MQ_JQ_OK with out[i * k .. i * k + k) the truthiness of its output
+ * (k = max(n, 1) of the struct), MQ_JQ_NOT_JSON (the body is not one
+ * JSON value), MQ_JQ_NOT_ARRAY (a set's output is not its array: one of
+ * its programs halted), or MQ_JQ_BROKE (it ran past a bound or jq died:
+ * the error says which).  -1 when no worker could be started. */
+struct iovec;
+int mq_jqrun_eval(struct mq_jqrun *, const struct iovec *body, size_t n,
+    bool *out, int *st);
+void mq_jqrun_stop(struct mq_jqrun *);
+double mq_filter_timeout(void);
+
+/* The jq filters of several groups, run as one program. */
+struct mq_filterset {
+	struct jq_state *jq;
+	mq_filter **f;                      /* its filters, in program order */
+	size_t n;
+	struct mq_jqrun run;
+};
+int mq_filterset_use(struct mq_filterset *, mq_filter *const *f, size_t n);
+int mq_filterset_eval(struct mq_filterset *, mq_filter *const *f, size_t nf,
+    const struct mq_fmsg *m, size_t n, bool *out);
+void mq_filterset_free(struct mq_filterset *);
+
+/* ordered.c: members and partition owners of ordered groups. */
+#define MQ_MEMBER_MAX 128
+int mq_owner_init(const struct mq_topic *, unsigned k, const char *group);
+int mq_owner_parse(const char *name, char *member, size_t len,
+    uint64_t *deadline_ms);
+
+/* gc.c: temporary files left behind (mq-spool(5), Retention). */
+bool mq_tmp_stale(int dirfd, const char *name, double now);
+uint64_t mq_tmp_count_stale(int dirfd, bool any_name, double now);
+
+/* dlq.c */
+struct mq_why {
+	const char *reason;                 /* unreadable, max-attempts, ... */
+	const char *detail;                 /* one line, or NULL */
+	int status;                         /* handler exit status, or -1 */
+	const char *tail;                   /* handler's stderr tail */
+	size_t tail_len;
+};
+int mq_dlq_put(const struct mq_topic *, unsigned k, const char *group,
+    int curfd, const char *curname, const struct mq_entry *,
+    const struct mq_why *);
+
+/* settle.c: a group's directories in one partition, and giving back,
+ * rejecting, finding and extending claims. */
+struct mq_gdirs {
+	int newfd, curfd, delayfd;
+};
+int mq_gdirs_open(const struct mq_topic *, unsigned k, const char *group,
+    struct mq_gdirs *);
+void mq_gdirs_close(struct mq_gdirs *);
+int mq_gdirs_delay(const struct mq_topic *, unsigned k, const char *group,
+    struct mq_gdirs *);
+int mq_claim_return(const struct mq_topic *, unsigned k, const char *group,
+    const struct mq_gdirs *, const char *curname, const struct mq_nack *,
+    const struct mq_group_conf *);
+int mq_claim_reject(const struct mq_topic *, unsigned k, const char *group,
+    const struct mq_gdirs *, const char *curname, const struct mq_why *);
+int mq_claim_move(int fromfd, const char *from, int curfd, struct mq_entry *,
+    int fresh, char *out, size_t len);
+int mq_claim_find(const struct mq_gdirs *, const char *curname, char *out,
+    size_t len);
+int mq_claim_extend(const struct mq_gdirs *, const char *curname,
+    double seconds, char *out, size_t len);
+int mq_ledger_add(int donefd, const char *id, int sync);
+int mq_ledger_record(const struct mq_topic *, unsigned k, const char *group,
+    const char *id);
+
+/* consume.c */
+const char *mq_sub_group(const mq_sub *);
+int mq_sub_wake_fd(const mq_sub *);
+double mq_sub_grace(const mq_sub *);
+double mq_sub_beat_every(const mq_sub *);
+/* msgread.c: a message as a consumer holds it (m->priv): its file's
+ * text, read whole, and where it is claimed. */
+struct msg_priv {
+	size_t part;                    /* index into the subscription's parts */
+	char cur[MQ_KEY_LEN + 64];
+	char buf[];
+};
+/* Reads a message file, checked (EX_DATAERR when it is no whole message
+ * file of the message key names, or of the KEY that curname's last part
+ * starts with when key is NULL). */
+int mq_claim_read(const struct mq_topic *, int curfd, const char *curname,
+    const char *key, struct mq_msg **out);
+
+/* wildcard.c: subscriptions to topic patterns. */
+int mq_wildcard_join(mq_spool *, const char *pattern, const char *group,
+    const char *topic);
+int mq_wildcard_settings(mq_spool *, const char *pattern, const char *group,
+    const struct mq_group_conf *create, struct mq_group_conf *out);
+int mq_wildcard_topic_created(mq_spool *, const char *topic);
+int mq_wildcard_subscribe(mq_spool *, const char *pattern, const char *group,
+    const struct mq_group_conf *);
+int mq_wildcard_unsubscribe(mq_spool *, const char *pattern,
+    const char *group);
+int mq_wildcard_exists(mq_spool *, const char *pattern, const char *group);
+
+/* sign.c: signed messages (mq-spool(5), SIGNED MESSAGES). */
+#define MQ_SIGN_LINES_MAX 1152
+/* The leaf of a message: its header block (hdr, hlen bytes, without its
+ * blank line or signature lines) and its body, as stored. */
+int mq_sign_leaf(const char *hdr, size_t hlen, const void *body, size_t blen,
+    unsigned char leaf[MQ_HASH_BYTES]);
+/* A chunk's signature: over the tree of its n leaves (at most
+ * MQ_TREE_MAX), or for n = 1 none, its one message signed plain. */
+struct mq_chunk_sig {
+	struct mq_tree tree;
+	size_t n;
+	unsigned char sig[64];
+};
+int mq_chunk_sign(struct mq_chunk_sig *, const struct mq_identity *key,
+    const unsigned char (*leaf)[MQ_HASH_BYTES], size_t n);
+/* The Mq-Signer and Mq-Signature lines of the chunk's message i, whose
+ * header block and body (as mq_sign_leaf takes them) gave leaf i. */
+int mq_chunk_sign_lines(const struct mq_chunk_sig *,
+    const struct mq_identity *key, size_t i, const char *hdr, size_t hlen,
+    const void *body, size_t blen, char out[MQ_SIGN_LINES_MAX], size_t *olen);
+void mq_chunk_sig_free(struct mq_chunk_sig *);
+/* Whether message m, parsed from a file whose header block begins at hdr,
+ * may be delivered from topic t: 1 (m->signer set when signed), 0 not
+ * (the error says why: the detail of its dead letter), -1 an error.  The
+ * chunk signatures it verified are kept in t->roots. */
+int mq_msg_verify(struct mq_topic *t, const char *hdr, struct mq_msg *m);
+void mq_roots_free(struct mq_roots *);
+
+/* signers.c: a topic's publisher keys, kept per topic.conf identity. */
+struct mq_signers {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim;
+	bool read;
+	unsigned char (*pk)[MQ_PUBKEY_BYTES];
+	size_t n;                       /* 0: the topic takes any message */
+};
+int mq_signers_now(struct mq_topic *, const struct mq_signers **out);
+bool mq_signers_has(const struct mq_signers *,
+    const unsigned char pk[MQ_PUBKEY_BYTES]);
+void mq_signers_free(struct mq_signers *);
+/* Adds a signer line to kv for each key of text (authorized_peers' form);
+ * EX_DATAERR for a line that is no key, or no key at all. */
+int mq_signers_add(struct mq_conf *kv, const char *text);
+/* alter.c: a replication peer's topic.conf (kv): the topic created with its
+ * signers (c the rest), or its signers made those of kv.  1 when that
+ * changed the spool, 0 when not. */
+int mq_signers_adopt(mq_spool *, const char *topic, const struct mq_conf *kv,
+    bool create, const struct mq_topic_conf *c);
+
+/* seal.c: the keys file of topic t.  Parsing: public keys in hex, one a
+ * line (the form of authorized_peers, keys.c, without names); blank lines
+ * and lines starting with '#' are skipped; pk gets them, *n how many.
+ * Reading: 0 with *n = 0 when it has none.  Writing replaces it whole. */
+int mq_seal_keys_parse(const char *topic, const char *buf, size_t len,
+    unsigned char pk[MQ_SEAL_KEYS_MAX][MQ_PUBKEY_BYTES], size_t *n);
+int mq_seal_keys_read(const struct mq_topic *,
+    unsigned char pk[MQ_SEAL_KEYS_MAX][MQ_PUBKEY_BYTES], size_t *n);
+int mq_seal_keys_write(const struct mq_topic *,
+    const unsigned char pk[][MQ_PUBKEY_BYTES], size_t n);
+/* EX_CONFIG: group has a jq filter, which cannot read sealed bodies. */
+int mq_seal_jq_refused(const char *topic, const char *group);
+
+/* seal.c: sealed bodies (mq-spool(5), SEALED BODIES).  The envelope:
+ * MQ_SEAL_MAGIC, a 2-byte big-endian count n, n times a public key and
+ * the data key sealed to it, a nonce, the ciphertext. */
+#define MQ_SEAL_MAGIC "mqs\001"
+#define MQ_SEAL_BOX (32 + 48)           /* crypto_box_seal of a data key */
+#define MQ_SEAL_OVERHEAD(n) (6 + (n) * (MQ_PUBKEY_BYTES + MQ_SEAL_BOX) + \
+	24 + 16)
+#define MQ_SEAL_AD_MAX (MQ_SEAL_OVERHEAD(MQ_SEAL_KEYS_MAX) + MQ_NAME_MAX + \
+	1 + MQ_ID_LEN)
+/* A publisher's sealing state: the keys (cached by the keys file's
+ * identity) and the chunk's data key and envelope head. */
+struct mq_sealer {
+	bool cached;
+	ino_t ino;
+	struct timespec mtim;
+	size_t n;                           /* keys; 0: the topic is plain */
+	unsigned char (*pk)[MQ_PUBKEY_BYTES];
+	char ids[MQ_SEAL_KEYS_MAX * 17];    /* the Mq-Sealed value */
+	unsigned char dk[32];
+	/* A message's associated data: the envelope's head (hlen bytes,
+	 * the chunk's), the topic, a NUL and the message id. */
+	unsigned char ad[MQ_SEAL_AD_MAX];
+	size_t hlen, adlen;
+	struct mq_header *hdrs;             /* a message's headers, and
+					       Mq-Sealed */
+	size_t hcap;
+};
+/* Where a message's sealed body goes: the publisher keeps one per message
+ * of a chunk, since a signed chunk's files are written after all of its
+ * messages are sealed (publish.c). */
+struct mq_sealbuf {
+	unsigned char *buf;
+	size_t cap;
+};
+/* At a chunk's start, under the partition's lock: the topic's keys now,
+ * a new data key sealed to them; a group of the chunk (gflt, groups:
+ * ng of them) with a jq filter on a sealed topic is EX_CONFIG. */
+int mq_seal_chunk(struct mq_sealer *, const struct mq_topic *,
+    mq_filter *const *gflt, char *const *groups, size_t ng);
+/* out: in with its body sealed into sb (valid while sb is) and an
+ * Mq-Sealed header (valid until the next call); only when the chunk has
+ * keys (s->n). */
+int mq_seal_msg(struct mq_sealer *, const struct mq_topic *, const char *id,
+    const struct mq_pub_msg *in, struct mq_sealbuf *sb,
+    struct mq_pub_msg *out);
+void mq_sealer_free(struct mq_sealer *);
+/* Opens a sealed message's body in place (nothing for a plain one):
+ * EX_NOPERM when k is NULL or the body is not sealed to it (the message
+ * is not at fault), EX_DATAERR when it does not open (damaged). */
+int mq_seal_open(mq_seal_key *k, const struct mq_topic *, struct mq_msg *);
+/* A group filter c on topic t: EX_CONFIG with a jq expression when t is
+ * sealed. */
+int mq_seal_filter_check(const struct mq_topic *t, const char *group,
+    const struct mq_group_conf *c);
+
+/* receipt.c */
+int mq_receipt_make(const char *topic, const char *group, unsigned k,
+    const char *curname, char **out);
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * sub.h: a subscription's state, shared by consume.c (claiming and
+ * waiting), subparts.c (which topics and partitions it reads) and
+ * ordered.c (members and partition owners of ordered groups).
+ */
+#ifndef MQ_SUB_H
+#define MQ_SUB_H
+
+#include "queue.h"
+
+/* One partition of one topic, as this subscription reads it. */
+struct part {
+	struct mq_topic *t;
+	unsigned k;
+	struct mq_gdirs d;              /* new/, cur/ and delay/ */
+	int hfd;
+	int donefd;                     /* the exactly-once ledger, or -1 */
+	DIR *newdir, *curdir, *delaydir; /* their listings */
+	int wd_new, wd_cur, wd_head, wd_delay;
+	struct mq_names cand;           /* sorted names of new/ at last scan */
+	size_t pos;
+	uint64_t committed;
+	bool scan_new, scan_cur;
+	bool await_commit;              /* saw an uncommitted name in new/ */
+	bool resort;                    /* new/ got a name older than cand's */
+	double earliest;                /* earliest lease deadline in cur/ */
+	bool scan_delay;
+	double due;                     /* earliest due time in delay/ */
+	/* Ordered groups: the ownership token, and what the last listing of
+	 * cur/ found: a claim not due before blocked_until.  Until then it
+	 * is listed again only once a claim left cur/ (cur_left). */
+	double blocked_until;
+	bool cur_left;
+	char settled[MQ_KEY_LEN + 64];  /* our last ack here: its event is old news */
+	int ownfd, wd_own;
+	bool owned;
+	uint64_t own_deadline;          /* ms, of our token when owned */
+};
+
+/* A message whose handler failed, kept claimed (handle.c). */
+struct mq_held {
+	struct mq_msg *m;
+	struct mq_nack how;
+	struct mq_handler_result r;
+};
+
+struct mq_sub {
+	mq_spool *sp;
+	char *name;                     /* the topic, or the wildcard pattern */
+	bool wildcard;
+	struct mq_topic **topics;
+	size_t ntopics;
+	char *group;
+	struct mq_group_conf gc;        /* the group's settings */
+	double lease, poll;
+	int ifd;
+	int wd_topics;                  /* wildcard: topics/ (new topics) */
+	int *wd_topic;                  /* per topic: its directory (alter) */
+	struct part *ps;
+	size_t np;
+	unsigned rr;
+	double earliest;                /* earliest deadline, of everything */
+	double last_expire;             /* when cur/ was last looked at (mono) */
+	double last_refresh;            /* when partitions were counted (mono) */
+	bool refresh;                   /* topics or partitions may have grown */
+	int wake_fd;                    /* readable: stop waiting */
+	double grace;
+	struct mq_sub_opts opts;
+	/* Ordered groups: this member. */
+	int membersfd, wd_members;
+	char member[MQ_MEMBER_MAX];
+	char member_name[MQ_MEMBER_MAX + 32];
+	double next_beat;               /* wall clock */
+	bool rebalance;                 /* members or owners changed */
+	struct mq_held *held;           /* failures kept claimed (handle.c) */
+	size_t nheld, capheld;
+};
+
+/* subparts.c */
+int mq_sub_parts_open(mq_sub *);
+int mq_sub_parts_refresh(mq_sub *);
+void mq_sub_parts_close(mq_sub *);
+
+/* ordered.c */
+int mq_member_join(mq_sub *);
+void mq_member_leave(mq_sub *);
+int mq_member_beat(mq_sub *, bool force);
+int mq_owner_confirm(mq_sub *, struct part *);
+int mq_ordered_next(mq_sub *, struct part *, char *cur, size_t len,
+    struct mq_entry *e);
+
+/* consume.c */
+/* Frees a subscription that holds no message (mq_sub_close gives back
+ * what it holds first). */
+void mq_sub_free(mq_sub *);
+int mq_part_watch(mq_sub *, struct part *);
+
+#endif

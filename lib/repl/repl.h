@@ -1,0 +1,86 @@
+/*
+ * repl.h: what the replication sender (replsend.c), receiver
+ * (replrecv.c) and their state (replstate.c) share.  See mq-spool(5),
+ * CHANGE JOURNAL and REPLICATION CHANNEL.
+ */
+#ifndef MQ_REPL_H
+#define MQ_REPL_H
+
+#include <stdarg.h>
+
+#include "queue.h"
+
+#define REPL_BATCH_RECORDS 1024
+#define REPL_BATCH_BYTES (4u << 20)
+#define REPL_WINDOW 4                   /* batches sent before an answer */
+#define REPL_PING 5.0                   /* seconds between pings when idle */
+/* Origins a vector holds at most (ours and the peers' included): what a
+ * peer may make a receiver remember, and replicate/seen well within the
+ * 1 MiB it is read in. */
+#define REPL_ORIGINS_MAX 4096
+
+/* The vector: for each origin, the next sequence not yet seen, and the
+ * first hole: a publish record that came without its message (a relay
+ * had lost it) and so was not applied.  What a peer is told it has seen
+ * stops at the hole, so the record comes again by another path. */
+struct repl_seen {
+	struct repl_origin {
+		char id[MQ_ID_LEN + 1];
+		uint64_t next;
+		uint64_t hole;          /* its sequence + 1; 0: none */
+	} *v;
+	size_t n;
+};
+uint64_t repl_seen_get(const struct repl_seen *, const char *origin);
+bool repl_seen_has(const struct repl_seen *, const char *origin);
+int repl_seen_put(struct repl_seen *, const char *origin, uint64_t next);
+/* The origin itself sent everything before end: no hole is left there
+ * (what it skipped, it no longer has). */
+int repl_seen_settle(struct repl_seen *, const char *origin, uint64_t end);
+/* A hole at seq (hole 1), or the record at seq applied at last (0). */
+int repl_seen_hole(struct repl_seen *, const char *origin, uint64_t seq,
+    int hole);
+void repl_seen_free(struct repl_seen *);
+int repl_seen_render(const struct repl_seen *, char **text, size_t *len);
+int repl_seen_parse(const char *text, size_t len, struct repl_seen *);
+/* The receiver's vector: replicate/seen, and the copied records the
+ * journal has after the offset it covers (*covered). */
+int repl_seen_load(mq_spool *, struct repl_seen *, uint64_t *covered);
+int repl_seen_save(mq_spool *, const struct repl_seen *);
+
+/* XXH3-128 of data as 32 lowercase hexadecimal digits, high half first:
+ * how messages are named in frames. */
+void repl_hash_hex(const void *data, size_t len, char out[33]);
+/* Walks a record's list of groups ("a,b,c", or "-" for none): the next
+ * one at *g, its length in *len; false at the end. */
+bool repl_next_group(const char **g, const char **name, size_t *len);
+int repl_spool_id(mq_spool *, char id[MQ_ID_LEN + 1]);
+int repl_dir(mq_spool *, const char *sub);      /* made when missing */
+
+/* What a sender records of a peer after each confirmation. */
+int repl_peer_save(mq_spool *, const char *peer_id, const char *name,
+    const char *address, uint64_t confirmed, int connected);
+int repl_peer_confirmed(mq_spool *, const char *peer_id, uint64_t *pos);
+
+void repl_log(const struct mq_repl_opts *, int prio, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Frames: a word, then text or data.  A frame is not NUL-terminated:
+ * its first line is read as a copy, by its length. */
+/* The first line of a frame of len bytes, without its newline, as a C
+ * string in out (cap bytes); *used: its length with the newline.  -1 when
+ * the frame has no newline within cap - 1 bytes, or a NUL before it. */
+int repl_line(const char *f, size_t len, char *out, size_t cap, size_t *used);
+int repl_send_text(mq_link *, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int repl_expect(mq_link *, const char *word, const char **rest, size_t *len);
+/* "ERROR <code> <message>" from the peer, as our error (-1). */
+int repl_error_frame(const char *frame, size_t len);
+
+/* The two sides of a session, after the hello. */
+int repl_send(mq_spool *, mq_link *, const char *peer, const char *peer_name,
+    const struct mq_repl_opts *);
+int repl_recv(mq_spool *, mq_link *, const char *peer, const char *peer_name,
+    const struct mq_repl_opts *);
+
+#endif
