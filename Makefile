@@ -33,6 +33,7 @@ TOOL_OBJ = src/tool.o
 UNIT_SRC = $(wildcard test/unit/*.c)
 UNIT_BIN = $(UNIT_SRC:.c=)
 MAN1 = $(TOOLS:%=man/%.1)
+MAN5 = man/mq-spool.5 man/mq-protocol.5
 SOVERSION = 0
 
 all: $(TOOLS:%=bin/%) lib/libmq.a lib/libmq.so.$(SOVERSION)
@@ -120,7 +121,7 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 		lib/mq.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/mq.pc
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1
-	install -m 644 man/mq-spool.5 $(DESTDIR)$(MANDIR)/man5
+	install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5
 	install -m 644 man/mq.7 $(DESTDIR)$(MANDIR)/man7
 	install -m 644 completions/mq.bash $(DESTDIR)$(BASHCOMPDIR)/mq
 	for t in $(TOOLS); do ln -sf mq $(DESTDIR)$(BASHCOMPDIR)/$$t; done

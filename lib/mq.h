@@ -716,8 +716,9 @@ int mq_dlq_export(mq_spool *, const char *topic, const char *group,
     const char *path, size_t *count);
 int mq_dlq_import(mq_spool *, const char *path, size_t *count);
 
-/* Replication keys (see mq-replicate(1)): an Ed25519 key pair per spool
- * in SPOOL/replicate/, and the public keys of the peers it accepts. */
+/* Replication keys (mq-protocol(5), REPLICATION KEYS): an Ed25519 key
+ * pair per spool in SPOOL/replicate/, and the public keys of the peers
+ * it accepts. */
 #define MQ_PUBKEY_BYTES 32
 #define MQ_PUBKEY_HEX 64
 struct mq_identity {
@@ -771,7 +772,8 @@ int mq_topic_key_remove(mq_spool *, const char *topic, const char *hex);
  * handshake authenticates both ends against their spools'
  * authorized_peers and encrypts every frame; without one (over ssh) the
  * frames are plain.  A timeout (seconds; 0: none) bounds the whole
- * handshake: past it, EX_PROTOCOL.  See mq-replicate(1). */
+ * handshake: past it, EX_PROTOCOL.  See mq-protocol(5), REPLICATION
+ * CHANNEL. */
 #define MQ_FRAME_MAX (MQ_MESSAGE_MAX_LIMIT + 1024 * 1024)
 typedef struct mq_link mq_link;
 mq_link *mq_link_open(int in, int out, mq_spool *, const struct mq_identity *me,
@@ -786,10 +788,10 @@ int mq_link_recv(mq_link *, const void **buf, size_t *len);
 int mq_link_end(mq_link *);
 void mq_link_close(mq_link *);
 
-/* Replication (mq-replicate(1)): one session over an open link.  This
- * side sends its journal (MQ_REPL_SEND) or receives and applies the
- * peer's (MQ_REPL_RECV); a responder takes the role the initiator's
- * hello leaves it (MQ_REPL_ANY). */
+/* Replication (mq-replicate(1); mq-protocol(5), Session): one session
+ * over an open link.  This side sends its journal (MQ_REPL_SEND) or
+ * receives and applies the peer's (MQ_REPL_RECV); a responder takes the
+ * role the initiator's hello leaves it (MQ_REPL_ANY). */
 enum mq_repl_role { MQ_REPL_ANY, MQ_REPL_SEND, MQ_REPL_RECV };
 struct mq_repl_opts {
 	int follow;                     /* wait for new changes, never end */

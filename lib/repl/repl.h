@@ -1,7 +1,7 @@
 /*
  * repl.h: what the replication sender (replsend.c), receiver
  * (replrecv.c) and their state (replstate.c) share.  See mq-spool(5),
- * CHANGE JOURNAL and REPLICATION CHANNEL.
+ * CHANGE JOURNAL, and mq-protocol(5).
  */
 #ifndef MQ_REPL_H
 #define MQ_REPL_H

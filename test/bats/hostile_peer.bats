@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # Replication against a hostile peer and damaged journals: what a peer
-# sends is checked whole before anything is touched (mq-spool(5), Applying
-# records), sequence numbers never wrap, and a damaged journal costs linear
-# time and never keeps a push from ending.
+# sends is checked whole before anything is touched (mq-protocol(5),
+# Applying records), sequence numbers never wrap, and a damaged journal
+# costs linear time and never keeps a push from ending.
 
 load helper
 load replicate_helper

@@ -4,7 +4,7 @@
     hostile_peer.py SPOOL [PEER_ID] < SCRIPT
 
 Runs "mq-replicate -s SPOOL serve --stdio" (the plain channel of --rsh)
-and plays the sending side of a session with it (mq-spool(5), REPLICATION
+and plays the sending side of a session with it (mq-protocol(5), REPLICATION
 CHANNEL): its HELLO, as spool PEER_ID (default 32 'e'), then what SCRIPT
 says, one command per line, fields separated by tabs; text fields are
 Python escapes (\\n, \\x00, ...) so that anything can be sent:

@@ -1,6 +1,6 @@
 /*
  * fuzz_frame.c: the frames an authorized peer sends, as the bytes come
- * over the channel (mq-spool(5), REPLICATION CHANNEL): each a 4-byte
+ * over the channel (mq-protocol(5), REPLICATION CHANNEL): each a 4-byte
  * length and that many bytes, read by link.c; the peer's HELLO; then, if
  * it receives, its SEEN, its answers (OK, RESEND, SKIP) and, with
  * --compare, its WANT lists, read by the sender; if it sends, its CONF,

@@ -1,7 +1,7 @@
 /*
  * fuzz_recv.c: what an authorized peer sends after the hello, applied
  * by the receiver (repl_recv) to a fresh spool for each input
- * (mq-spool(5), REPLICATION CHANNEL; mq(7), Trust): CONF, BATCH, HAVE,
+ * (mq-protocol(5), REPLICATION CHANNEL; mq(7), Trust): CONF, BATCH, HAVE,
  * PING, ERROR and END frames.  The input is the frames separated by
  * FUZZ_SEP (so that a mutation keeps the framing); the peer is spool
  * PEER.  Whatever the frames, the receiver applies or refuses them

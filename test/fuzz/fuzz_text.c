@@ -2,7 +2,8 @@
  * fuzz_text.c: the short texts the tools take from users, files and
  * peers: durations and times, offsets, --check thresholds, headers, sync
  * modes, public keys, receipts, a partition's head line and the seen
- * vector of replication (mq-spool(5), The head line; REPLICATION STATE).
+ * vector of replication (mq-spool(5), The head line; mq-protocol(5),
+ * REPLICATION STATE).
  * Any string is parsed whole or refused.
  */
 #define _GNU_SOURCE
