@@ -24,7 +24,7 @@
  * length, every name of its grammar, every record printable and of its
  * type, never of our origin, the peer's own at their offsets, sequence
  * numbers within MQ_SEQ_MAX, at most REPL_ORIGINS_MAX origins.  One bad
- * record refuses the batch and ends the session.  See mq-spool(5),
+ * record refuses the batch and ends the session.  See mq-protocol(5),
  * REPLICATION CHANNEL.
  */
 #include <errno.h>

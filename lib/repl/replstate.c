@@ -257,7 +257,7 @@ repl_seen_load(mq_spool *sp, struct repl_seen *s, uint64_t *covered_out)
 	char *nl = memchr(buf, '\n', len);
 	const char *end = nl && !strncmp(buf, "journal ", 8) ?
 	    mq_decimal(buf + 8, UINT64_MAX, &covered) : NULL;
-	int rc = end == nl ? 0 : -1;
+	int rc = nl && end == nl ? 0 : -1;
 	if (rc == 0)
 		rc = repl_seen_parse(nl + 1, len - (size_t)(nl + 1 - buf), s);
 	free(buf);

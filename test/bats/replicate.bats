@@ -459,6 +459,21 @@ PY
 	same_spools
 }
 
+@test "a receiver whose replicate/seen is empty or has no line end reads the journal instead (it used to crash)" {
+	pair
+	mq-group create t g
+	seq 1 2 | mq-pub -l t >/dev/null
+	run -0 push_ab
+	local damaged
+	for damaged in '' 'journal 0'; do
+		printf '%s' "$damaged" >"$B/replicate/seen"
+		mq-pub t more >/dev/null
+		run -0 push_ab
+	done
+	assert_equal "$(b_pending)" 4
+	same_spools
+}
+
 @test "three spools over several paths: a relay that lost a message does not hide it from the direct path" {
 	pair
 	local C=$TD/c
