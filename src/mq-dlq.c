@@ -5,7 +5,6 @@
  * runs at once never redrive or purge a message twice.
  */
 #include <err.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -17,7 +16,7 @@
 #include "tool.h"
 
 enum {
-	OPT_JSON = 256, OPT_OLDER, OPT_MAX, OPT_RATE, OPT_TO, OPT_ALL, OPT_HELP,
+	OPT_JSON = 256, OPT_OLDER, OPT_MAX, OPT_RATE, OPT_TO, OPT_ALL,
 };
 
 static struct {
@@ -186,12 +185,11 @@ main(int argc, char *argv[])
 		{ "rate", required_argument, NULL, OPT_RATE },
 		{ "to", required_argument, NULL, OPT_TO },
 		{ "all", no_argument, NULL, OPT_ALL },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spool = NULL;
 	int c;
-	while ((c = getopt_long(argc, argv, "g:s:", longopts, NULL)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "g:s:", longopts, usage)) != -1) {
 		switch (c) {
 		case 'g': opt.group = optarg; break;
 		case 's': spool = optarg; break;
@@ -213,12 +211,8 @@ main(int argc, char *argv[])
 		}
 		case OPT_TO: opt.to = optarg; break;
 		case OPT_ALL: opt.all = 1; break;
-		case OPT_HELP: usage(0); break;
-		default: usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (argc < 2)
 		usage(EX_USAGE);
 	const char *cmd = argv[0], *topic = argv[1];

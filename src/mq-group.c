@@ -3,7 +3,6 @@
  */
 #include <err.h>
 #include <stdlib.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -16,7 +15,7 @@
 enum {
 	OPT_JSON = 256, OPT_ORDERED, OPT_SESSION, OPT_LEASE, OPT_MAX_ATTEMPTS,
 	OPT_EXACTLY_ONCE, OPT_FILTER, OPT_MATCH, OPT_FROM_START,
-	OPT_FROM_OFFSET, OPT_FROM_TIME, OPT_HELP,
+	OPT_FROM_OFFSET, OPT_FROM_TIME,
 };
 
 #define NOPT_MAX 1024
@@ -330,7 +329,6 @@ main(int argc, char *argv[])
 		{ "from-start", no_argument, NULL, OPT_FROM_START },
 		{ "from-offset", required_argument, NULL, OPT_FROM_OFFSET },
 		{ "from-time", required_argument, NULL, OPT_FROM_TIME },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *match[NOPT_MAX];
@@ -342,7 +340,7 @@ main(int argc, char *argv[])
 	const char *spool = NULL, *topic = NULL;
 	int c, json = 0, createopts = 0;
 	/* Options may come before or after the command. */
-	while ((c = getopt_long(argc, argv, "s:t:", longopts, NULL)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "s:t:", longopts, usage)) != -1) {
 		createopts += c >= OPT_ORDERED && c <= OPT_FROM_TIME;
 		switch (c) {
 		case 's': spool = optarg; break;
@@ -383,12 +381,8 @@ main(int argc, char *argv[])
 			if (mq_time_arg_parse(optarg, &gc.from_time) < 0)
 				errx(EX_USAGE, "--from-time: %s", mq_errmsg());
 			break;
-		case OPT_HELP: usage(0); break;
-		default: usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (argc < 1)
 		usage(EX_USAGE);
 	const char *cmd = argv[0];

@@ -6,7 +6,6 @@
 #include <err.h>
 #include <stdlib.h>
 #include <errno.h>
-#include <getopt.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +16,7 @@
 #include "tool.h"
 
 enum {
-	OPT_SYNC = 256, OPT_HELP, OPT_DELAY, OPT_AT, OPT_TTL, OPT_ATOMIC,
+	OPT_SYNC = 256, OPT_DELAY, OPT_AT, OPT_TTL, OPT_ATOMIC,
 	OPT_DEDUP, OPT_REPLICAS, OPT_REPLICA_TIMEOUT, OPT_SIGN, OPT_KEYGEN,
 	OPT_PUBKEY,
 };
@@ -252,12 +251,12 @@ main(int argc, char *argv[])
 		{ "sign", required_argument, NULL, OPT_SIGN },
 		{ "keygen", required_argument, NULL, OPT_KEYGEN },
 		{ "pubkey", required_argument, NULL, OPT_PUBKEY },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spool = NULL, *keyfile = NULL;
 	int c, keycmd = 0;
-	while ((c = getopt_long(argc, argv, "0H:i:k:lp:qs:", longopts, NULL)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "0H:i:k:lp:qs:", longopts,
+	    usage)) != -1) {
 		switch (c) {
 		case '0': opt.split = 1; opt.sep = '\0'; break;
 		case 'H': {
@@ -326,12 +325,8 @@ main(int argc, char *argv[])
 			keycmd = c;
 			keyfile = optarg;
 			break;
-		case OPT_HELP: usage(0); break;
-		default: usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (keycmd && argc == 0)
 		return key_command(keycmd == OPT_KEYGEN, keyfile);
 	if (argc < 1 || keycmd)

@@ -6,7 +6,6 @@
  */
 #include <err.h>
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -22,7 +21,7 @@
 #include "tool.h"
 
 enum {
-	OPT_HELP = 256, OPT_FORCE, OPT_NAME, OPT_LISTEN, OPT_STDIO, OPT_INETD,
+	OPT_FORCE = 256, OPT_NAME, OPT_LISTEN, OPT_STDIO, OPT_INETD,
 	OPT_FOLLOW, OPT_RETRY, OPT_RSH, OPT_REMOTE_SPOOL, OPT_REMOTE_COMMAND,
 	OPT_PROGRESS, OPT_NO_PROGRESS, OPT_SYSLOG, OPT_JSON, OPT_COMPARE,
 	OPT_MAX_SESSIONS, OPT_HANDSHAKE_TIMEOUT,
@@ -455,12 +454,11 @@ main(int argc, char *argv[])
 		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
 		{ "handshake-timeout", required_argument, NULL,
 		    OPT_HANDSHAKE_TIMEOUT },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spool = NULL;
 	int c;
-	while ((c = getopt_long(argc, argv, "s:v", longopts, NULL)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "s:v", longopts, usage)) != -1) {
 		switch (c) {
 		case 's': spool = optarg; break;
 		case 'v': opt.verbose = 1; break;
@@ -494,12 +492,8 @@ main(int argc, char *argv[])
 				errx(EX_USAGE, "--handshake-timeout: must be more "
 				    "than 0");
 			break;
-		case OPT_HELP: usage(0); break;
-		default: usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (argc < 1)
 		usage(EX_USAGE);
 	const char *cmd = argv[0];

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,7 +23,7 @@
 
 enum {
 	OPT_EXEC = 256, OPT_FROM_START, OPT_JSON, OPT_LEASE, OPT_MANUAL,
-	OPT_UNSUBSCRIBE, OPT_HELP, OPT_BACKOFF, OPT_HANDLER_TIMEOUT,
+	OPT_UNSUBSCRIBE, OPT_BACKOFF, OPT_HANDLER_TIMEOUT,
 	OPT_MAX_ATTEMPTS, OPT_PUBLISH_TO, OPT_EXACTLY_ONCE, OPT_GRACE,
 	OPT_FILTER, OPT_MATCH, OPT_GROUP_FILTER, OPT_GROUP_MATCH,
 	OPT_ORDERED, OPT_SESSION, OPT_FROM_OFFSET, OPT_FROM_TIME,
@@ -374,7 +373,6 @@ main(int argc, char *argv[])
 		{ "key", required_argument, NULL, OPT_KEY },
 		{ "keygen", required_argument, NULL, OPT_KEYGEN },
 		{ "pubkey", required_argument, NULL, OPT_PUBKEY },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_sub_opts so;
@@ -383,7 +381,8 @@ main(int argc, char *argv[])
 	int pubkey = 0;
 	int c, unsubscribe = 0;
 	struct mq_offset *from = NULL;
-	while ((c = getopt_long(argc, argv, "0F:fg:j:n:qs:t:", longopts, NULL)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "0F:fg:j:n:qs:t:", longopts,
+	    usage)) != -1) {
 		switch (c) {
 		case '0': opt.nul = 1; break;
 		case 'F':
@@ -450,12 +449,8 @@ main(int argc, char *argv[])
 		case OPT_KEY: keyfile = optarg; break;
 		case OPT_KEYGEN: keygen = optarg; break;
 		case OPT_PUBKEY: keygen = optarg; pubkey = 1; break;
-		case OPT_HELP: usage(0); break;
-		default: usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (keygen)
 		return key_file(keygen, pubkey, argc);
 	if (argc != 1 || !opt.group)

@@ -5,7 +5,6 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <errno.h>
-#include <getopt.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -17,7 +16,7 @@
 #include "tool.h"
 
 enum {
-	OPT_JSON = 256, OPT_PARTITIONS, OPT_MAX_SIZE, OPT_RETENTION, OPT_HELP,
+	OPT_JSON = 256, OPT_PARTITIONS, OPT_MAX_SIZE, OPT_RETENTION,
 	OPT_TTL, OPT_EXPIRED, OPT_PLACE, OPT_GROUP, OPT_MODE, OPT_SIGNERS,
 	OPT_NO_SIGNERS, OPT_PUBLISHERS, OPT_CONSUMERS, OPT_ADMINS,
 };
@@ -328,7 +327,6 @@ main(int argc, char *argv[])
 		{ "publishers", required_argument, NULL, OPT_PUBLISHERS },
 		{ "consumers", required_argument, NULL, OPT_CONSUMERS },
 		{ "admins", required_argument, NULL, OPT_ADMINS },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_topic_conf conf;
@@ -342,7 +340,7 @@ main(int argc, char *argv[])
 	if (!placeargs)
 		err(EX_OSERR, "calloc");
 	/* Options may come before or after the subcommand. */
-	while ((c = getopt_long(argc, argv, "s:", longopts, NULL)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "s:", longopts, usage)) != -1) {
 		switch (c) {
 		case 's': spool = optarg; break;
 		case OPT_JSON: json = 1; break;
@@ -389,12 +387,8 @@ main(int argc, char *argv[])
 			signopt = c;
 			signfile = c == OPT_SIGNERS ? optarg : NULL;
 			break;
-		case OPT_HELP: usage(0); break;
-		default: usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (argc < 1)
 		usage(EX_USAGE);
 	const char *cmd = argv[0];
