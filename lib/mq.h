@@ -126,6 +126,15 @@ struct mq_topic_conf {
 	unsigned nsigners;               /* read back: how many it has */
 };
 void mq_topic_conf_default(struct mq_topic_conf *);
+/* What mq-topic(1)'s options give create: *place gets the placements of
+ * n "K=DIR" arguments (--place) as the place of a topic of `partitions`
+ * partitions (NULL when n is 0; the caller frees the array, not the
+ * strings, which stay args'); a bad one is EX_USAGE.  Signers_read
+ * returns the text of a --signers file ("-": standard input), at most
+ * 64 KiB without NUL (EX_DATAERR); the caller frees it. */
+int mq_topic_place_parse(const char *const *args, size_t n,
+    unsigned partitions, const char ***place);
+char *mq_topic_signers_read(const char *path);
 /* Returns 1 if created, 0 if it already existed (conf then untouched). */
 int mq_topic_create(mq_spool *, const char *topic, const struct mq_topic_conf *);
 int mq_topic_conf_read(mq_spool *, const char *topic, struct mq_topic_conf *);
@@ -460,6 +469,38 @@ int mq_msg_where_write_text(const struct mq_msg_where *, size_t n, FILE *);
 /* Where message id is, as one JSON object on one line. */
 int mq_msg_where_write_json(const char *id, const struct mq_msg_where *,
     size_t n, FILE *);
+
+/* The outputs of mq-group(1), mq-topic(1) info and mq-replicate(1)
+ * status, in the same manner: 0, or -1 if they could not be written. */
+/* list: a row per group of refs with the figures of infos (the same
+ * index; a wildcard's info is not looked at, and a group whose info has
+ * no topic, not read, is left out), as a table after a heading (when n
+ * is not 0), or as one JSON array on one line. */
+int mq_group_list_write_table(const struct mq_group_ref *refs,
+    const struct mq_group_info *infos, size_t n, FILE *);
+int mq_group_list_write_json(const struct mq_group_ref *refs,
+    const struct mq_group_info *infos, size_t n, FILE *);
+/* info: a group's settings, then a table of its partitions and, for an
+ * ordered group, one of its members. */
+int mq_group_info_write_text(const struct mq_group_info *, FILE *);
+/* info: n groups as one JSON array on one line. */
+int mq_group_info_write_json(const struct mq_group_info *, size_t n,
+    FILE *);
+/* A topic's settings and roles, then tables of its partitions and of
+ * its groups; or all of it as one JSON object on one line. */
+int mq_topic_info_write_text(const struct mq_topic_info *, FILE *);
+int mq_topic_info_write_json(const struct mq_topic_info *, FILE *);
+/* mq-topic list --json: the n topics whose confs were read (those whose
+ * partitions is 0 are left out), by name and partitions, as one JSON
+ * array on one line. */
+int mq_topic_list_write_json(const char *const *names,
+    const struct mq_topic_conf *confs, size_t n, FILE *);
+/* The peers of mq_repl_status, a line each, and the count of files in
+ * quarantine when there are any; or one JSON object on one line. */
+int mq_repl_status_write_table(const mq_spool *,
+    const struct mq_peer_status *, size_t n, size_t quarantined, FILE *);
+int mq_repl_status_write_json(const struct mq_peer_status *, size_t n,
+    size_t quarantined, FILE *);
 
 /* Messages */
 struct mq_header {

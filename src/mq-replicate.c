@@ -335,64 +335,15 @@ push_pull(mq_spool *sp, const char *dest, enum mq_repl_role role)
 	}
 }
 
-static void
-ago(double t, char *buf, size_t len)
-{
-	if (t <= 0) {
-		snprintf(buf, len, "never");
-		return;
-	}
-	double d = mq_now() - t;
-	if (d < 0)
-		d = 0;
-	if (d < 120)
-		snprintf(buf, len, "%.0fs ago", d);
-	else if (d < 7200)
-		snprintf(buf, len, "%.0fm ago", d / 60);
-	else
-		snprintf(buf, len, "%.0fh ago", d / 3600);
-}
-
 static int
 status(mq_spool *sp)
 {
 	struct mq_peer_status *v;
 	size_t n, q;
-	if (mq_repl_status(sp, &v, &n, &q) < 0)
+	if (mq_repl_status(sp, &v, &n, &q) < 0 || (opt.json ?
+	    mq_repl_status_write_json(v, n, q, stdout) :
+	    mq_repl_status_write_table(sp, v, n, q, stdout)) < 0)
 		return -1;
-	if (opt.json) {
-		json_t *peers = json_array();
-		for (size_t i = 0; i < n; i++)
-			json_array_append_new(peers, json_pack("{s:s,s:s,s:s,s:s,"
-			    "s:f,s:I,s:I,s:I,s:I,s:f}", "id", v[i].id, "name",
-			    v[i].name, "address", v[i].address, "state", v[i].connected ? "connected" :
-			    "idle", "contact", v[i].contact, "confirmed",
-			    (json_int_t)v[i].confirmed, "journal",
-			    (json_int_t)v[i].journal, "lag_bytes",
-			    (json_int_t)v[i].lag_bytes,
-			    "lag_records", (json_int_t)v[i].records,
-			    "lag_seconds", v[i].lag));
-		json_t *root = json_pack("{s:o,s:I}", "peers", peers,
-		    "quarantined", (json_int_t)q);
-		json_dumpf(root, stdout, JSON_COMPACT);
-		putchar('\n');
-		json_decref(root);
-	} else {
-		printf("%-20s %-13s %-12s %12s %10s %9s\n", "PEER", "STATE",
-		    "CONTACT", "LAG BYTES", "RECORDS", "LAG S");
-		for (size_t i = 0; i < n; i++) {
-			char when[32];
-			ago(v[i].contact, when, sizeof when);
-			printf("%-20s %-13s %-12s %12llu %10llu %9.3f\n",
-			    v[i].name[0] ? v[i].name : v[i].id,
-			    v[i].connected ? "connected" : "idle", when,
-			    (unsigned long long)v[i].lag_bytes,
-			    (unsigned long long)v[i].records, v[i].lag);
-		}
-		if (q)
-			printf("%zu quarantined file(s) in %s/replicate/"
-			    "quarantine\n", q, mq_spool_path(sp));
-	}
 	free(v);
 	if (fflush(stdout) == EOF)
 		err(EX_IOERR, "stdout");
