@@ -848,6 +848,26 @@ struct mq_repl_opts {
 };
 int mq_repl_session(mq_spool *, mq_link *, enum mq_repl_role, int initiator,
     const struct mq_repl_opts *);
+/* A session over its transport (replrun.c).  The initiator reaches its
+ * peer at address over TCP, secure with this spool's key, or with rsh
+ * runs "RSH COMMAND serve --stdio [-s SPOOL]" (mq_rsh_spawn) and talks
+ * plain over its pipes; a command that could not run (127) is
+ * EX_UNAVAILABLE.  _serve_one is the responder on in and out, secure or
+ * plain; a stranger has timeout seconds to show it holds an authorized
+ * key.  _serve is the daemon: it listens on addr and serves each
+ * connection in a child process, at most max at a time (more are closed
+ * at once and logged), until *o->stop; it catches SIGCHLD meanwhile.
+ * All of them log through o->log. */
+struct mq_repl_peer {
+	const char *address;            /* HOST:PORT; unused with rsh */
+	const char *rsh, *command, *spool;
+};
+int mq_repl_connect(mq_spool *, const struct mq_repl_peer *,
+    enum mq_repl_role, const struct mq_repl_opts *);
+int mq_repl_serve_one(mq_spool *, int in, int out, int secure,
+    double timeout, const struct mq_repl_opts *);
+int mq_repl_serve(mq_spool *, const char *addr, unsigned long max,
+    double timeout, const struct mq_repl_opts *o);
 /* Waits until n peers have confirmed this spool's journal up to end:
  * 0, or 1 at the timeout (*got: how many had). */
 int mq_replicas_wait(mq_spool *, uint64_t end, unsigned n, double timeout,
