@@ -689,6 +689,53 @@ struct mq_handled {
 };
 int mq_sub_handle(mq_sub *, struct mq_msg *, const struct mq_handling *,
     struct mq_handled *out);
+/* A message as mq-sub(1) writes it (msgout.c): nothing (quiet), JSON,
+ * a format, or else its body and a newline, or a NUL with nul. */
+struct mq_msg_output {
+	int quiet, json, nul;
+	const char *format;             /* NULL: none */
+};
+int mq_msg_write(const struct mq_msg *, const struct mq_msg_output *,
+    FILE *);
+/* mq-sub(1)'s run (subloop.c): receives messages and writes each to out
+ * (flushed, then acked unless manual), or with exec hands each to
+ * mq_sub_handle, until count of them (0: no limit), or the timeout
+ * (seconds; without follow, the wait for the first message, then none;
+ * with follow, for each, <= 0 forever), or *stop.  Messages the filter
+ * refuses are acked unseen.  What goes wrong along the way without
+ * ending the run is told to warn: a note, or NULL for the library's
+ * error.  0 with *r set, or -1: an error of the subscription or filter,
+ * or (out_errno set) the output failed, what it held given back. */
+struct mq_consume {
+	unsigned long count;
+	double timeout;
+	int follow, manual;
+	mq_filter *filter;               /* NULL: none */
+	const struct mq_handling *exec;  /* NULL: write to out */
+	FILE *out;
+	struct mq_msg_output output;
+	const volatile int *stop;
+	void (*warn)(const char *note, void *ctx);
+	void *ctx;
+};
+struct mq_consumed {
+	unsigned long delivered;
+	int held;                        /* a handler refused a message:
+					    it comes again later */
+	int out_errno;
+};
+int mq_sub_consume(mq_sub *, const struct mq_consume *,
+    struct mq_consumed *r);
+/* -j: n more processes, each to run as this one does: 1 here, with
+ * their pids in pids[0..*started) as they start (for a signal handler
+ * to pass signals on); 0 in each of them (*started 0); -1 if a fork
+ * failed (EX_OSERR), those started left running.  _join waits for them
+ * and gives the run's status from this one's (rc) and theirs: an error
+ * first, then 75 (a message given back), then 0 (something delivered),
+ * else 1. */
+int mq_sub_workers_start(pid_t *pids, unsigned long n,
+    unsigned long *started);
+int mq_sub_workers_join(int rc, const pid_t *pids, unsigned long n);
 /* Renews the leases of held messages; call it between messages. */
 int mq_sub_keep_held(mq_sub *);
 /* Gives the held messages back (after their backoff); *dead counts
