@@ -580,6 +580,28 @@ struct mq_pub_msg {
 	const char *idempotency_key;
 };
 typedef struct mq_pub mq_pub;
+/* The messages of a stream (pubstream.c), as mq-pub(1) reads standard
+ * input: fd read to its end is one message, or with split one per record
+ * ended by sep (empty records are none).  They go to put in batches: a
+ * batch ends at 4096 records or when no more input is waiting, or, with
+ * atomic, at the end of the input.  init fills in a message when its
+ * record has been read (the time counts from then), with body NULL until
+ * put gets the batch.  A record over max bytes is EX_DATAERR, a failed
+ * read EX_IOERR ("NAME: why"); a put that fails (< 0) ends the stream.
+ * Returns 0 or -1. */
+struct mq_pub_stream {
+	int fd;
+	const char *name;               /* of the input, for errors */
+	int split;
+	char sep;
+	size_t max;
+	int atomic;
+	void (*init)(struct mq_pub_msg *, const void *body, size_t len,
+	    void *ctx);
+	int (*put)(struct mq_pub_msg *, size_t n, void *ctx);
+	void *ctx;
+};
+int mq_pub_stream(const struct mq_pub_stream *);
 /* With MQ_CREATE the topic is created with default settings if missing. */
 mq_pub *mq_pub_open(mq_spool *, const char *topic, int flags);
 /* Publishes msgs[0..n) with the given durability; ids[i] receives the id
