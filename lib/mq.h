@@ -470,8 +470,8 @@ int mq_msg_where_write_text(const struct mq_msg_where *, size_t n, FILE *);
 int mq_msg_where_write_json(const char *id, const struct mq_msg_where *,
     size_t n, FILE *);
 
-/* The outputs of mq-group(1), mq-topic(1) info and mq-replicate(1)
- * status, in the same manner: 0, or -1 if they could not be written. */
+/* The outputs of mq-group(1), mq-topic(1) and mq-replicate(1) status,
+ * in the same manner: 0, or -1 if they could not be written. */
 /* list: a row per group of refs with the figures of infos (the same
  * index; a wildcard's info is not looked at, and a group whose info has
  * no topic, not read, is left out), as a table after a heading (when n
@@ -825,6 +825,12 @@ int mq_dlq_purge(mq_spool *, const struct mq_dead *);
 int mq_dlq_export(mq_spool *, const char *topic, const char *group,
     const char *path, size_t *count);
 int mq_dlq_import(mq_spool *, const char *path, size_t *count);
+/* The outputs of mq-dlq(1), 0 or -1 as mq-stat's: list, a row per dead
+ * letter after a heading (when n is not 0), or one JSON array on one
+ * line; show, a dead letter's record, before its message. */
+int mq_dead_write_table(const struct mq_dead *, size_t n, FILE *);
+int mq_dead_write_json(const struct mq_dead *, size_t n, FILE *);
+int mq_dead_write_record(const struct mq_dead *, FILE *);
 
 /* Replication keys (see mq-replicate(1)): an Ed25519 key pair per spool
  * in SPOOL/replicate/, and the public keys of the peers it accepts. */
