@@ -18,7 +18,7 @@ override CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-fPIC $(CFLAGS)
 # The library's layers, bottom first (lib/README): each calls only those
 # below it, which `make layers` checks.
-LAYERS = base queue repl info out
+LAYERS = base queue repl info out run
 override CPPFLAGS := -Ilib $(LAYERS:%=-Ilib/%) $(PKG_CFLAGS) $(CPPFLAGS)
 LDLIBS += $(PKG_LIBS) -ljq -lm
 # A tool links only the libraries it uses (mq-dlq alone needs libarchive),

@@ -126,6 +126,15 @@ struct mq_topic_conf {
 	unsigned nsigners;               /* read back: how many it has */
 };
 void mq_topic_conf_default(struct mq_topic_conf *);
+/* What mq-topic(1)'s options give create: *place gets the placements of
+ * n "K=DIR" arguments (--place) as the place of a topic of `partitions`
+ * partitions (NULL when n is 0; the caller frees the array, not the
+ * strings, which stay args'); a bad one is EX_USAGE.  Signers_read
+ * returns the text of a --signers file ("-": standard input), at most
+ * 64 KiB without NUL (EX_DATAERR); the caller frees it. */
+int mq_topic_place_parse(const char *const *args, size_t n,
+    unsigned partitions, const char ***place);
+char *mq_topic_signers_read(const char *path);
 /* Returns 1 if created, 0 if it already existed (conf then untouched). */
 int mq_topic_create(mq_spool *, const char *topic, const struct mq_topic_conf *);
 int mq_topic_conf_read(mq_spool *, const char *topic, struct mq_topic_conf *);
@@ -461,6 +470,38 @@ int mq_msg_where_write_text(const struct mq_msg_where *, size_t n, FILE *);
 int mq_msg_where_write_json(const char *id, const struct mq_msg_where *,
     size_t n, FILE *);
 
+/* The outputs of mq-group(1), mq-topic(1) and mq-replicate(1) status,
+ * in the same manner: 0, or -1 if they could not be written. */
+/* list: a row per group of refs with the figures of infos (the same
+ * index; a wildcard's info is not looked at, and a group whose info has
+ * no topic, not read, is left out), as a table after a heading (when n
+ * is not 0), or as one JSON array on one line. */
+int mq_group_list_write_table(const struct mq_group_ref *refs,
+    const struct mq_group_info *infos, size_t n, FILE *);
+int mq_group_list_write_json(const struct mq_group_ref *refs,
+    const struct mq_group_info *infos, size_t n, FILE *);
+/* info: a group's settings, then a table of its partitions and, for an
+ * ordered group, one of its members. */
+int mq_group_info_write_text(const struct mq_group_info *, FILE *);
+/* info: n groups as one JSON array on one line. */
+int mq_group_info_write_json(const struct mq_group_info *, size_t n,
+    FILE *);
+/* A topic's settings and roles, then tables of its partitions and of
+ * its groups; or all of it as one JSON object on one line. */
+int mq_topic_info_write_text(const struct mq_topic_info *, FILE *);
+int mq_topic_info_write_json(const struct mq_topic_info *, FILE *);
+/* mq-topic list --json: the n topics whose confs were read (those whose
+ * partitions is 0 are left out), by name and partitions, as one JSON
+ * array on one line. */
+int mq_topic_list_write_json(const char *const *names,
+    const struct mq_topic_conf *confs, size_t n, FILE *);
+/* The peers of mq_repl_status, a line each, and the count of files in
+ * quarantine when there are any; or one JSON object on one line. */
+int mq_repl_status_write_table(const mq_spool *,
+    const struct mq_peer_status *, size_t n, size_t quarantined, FILE *);
+int mq_repl_status_write_json(const struct mq_peer_status *, size_t n,
+    size_t quarantined, FILE *);
+
 /* Messages */
 struct mq_header {
 	char *name;
@@ -539,6 +580,28 @@ struct mq_pub_msg {
 	const char *idempotency_key;
 };
 typedef struct mq_pub mq_pub;
+/* The messages of a stream (pubstream.c), as mq-pub(1) reads standard
+ * input: fd read to its end is one message, or with split one per record
+ * ended by sep (empty records are none).  They go to put in batches: a
+ * batch ends at 4096 records or when no more input is waiting, or, with
+ * atomic, at the end of the input.  init fills in a message when its
+ * record has been read (the time counts from then), with body NULL until
+ * put gets the batch.  A record over max bytes is EX_DATAERR, a failed
+ * read EX_IOERR ("NAME: why"); a put that fails (< 0) ends the stream.
+ * Returns 0 or -1. */
+struct mq_pub_stream {
+	int fd;
+	const char *name;               /* of the input, for errors */
+	int split;
+	char sep;
+	size_t max;
+	int atomic;
+	void (*init)(struct mq_pub_msg *, const void *body, size_t len,
+	    void *ctx);
+	int (*put)(struct mq_pub_msg *, size_t n, void *ctx);
+	void *ctx;
+};
+int mq_pub_stream(const struct mq_pub_stream *);
 /* With MQ_CREATE the topic is created with default settings if missing. */
 mq_pub *mq_pub_open(mq_spool *, const char *topic, int flags);
 /* Publishes msgs[0..n) with the given durability; ids[i] receives the id
@@ -648,6 +711,53 @@ struct mq_handled {
 };
 int mq_sub_handle(mq_sub *, struct mq_msg *, const struct mq_handling *,
     struct mq_handled *out);
+/* A message as mq-sub(1) writes it (msgout.c): nothing (quiet), JSON,
+ * a format, or else its body and a newline, or a NUL with nul. */
+struct mq_msg_output {
+	int quiet, json, nul;
+	const char *format;             /* NULL: none */
+};
+int mq_msg_write(const struct mq_msg *, const struct mq_msg_output *,
+    FILE *);
+/* mq-sub(1)'s run (subloop.c): receives messages and writes each to out
+ * (flushed, then acked unless manual), or with exec hands each to
+ * mq_sub_handle, until count of them (0: no limit), or the timeout
+ * (seconds; without follow, the wait for the first message, then none;
+ * with follow, for each, <= 0 forever), or *stop.  Messages the filter
+ * refuses are acked unseen.  What goes wrong along the way without
+ * ending the run is told to warn: a note, or NULL for the library's
+ * error.  0 with *r set, or -1: an error of the subscription or filter,
+ * or (out_errno set) the output failed, what it held given back. */
+struct mq_consume {
+	unsigned long count;
+	double timeout;
+	int follow, manual;
+	mq_filter *filter;               /* NULL: none */
+	const struct mq_handling *exec;  /* NULL: write to out */
+	FILE *out;
+	struct mq_msg_output output;
+	const volatile int *stop;
+	void (*warn)(const char *note, void *ctx);
+	void *ctx;
+};
+struct mq_consumed {
+	unsigned long delivered;
+	int held;                        /* a handler refused a message:
+					    it comes again later */
+	int out_errno;
+};
+int mq_sub_consume(mq_sub *, const struct mq_consume *,
+    struct mq_consumed *r);
+/* -j: n more processes, each to run as this one does: 1 here, with
+ * their pids in pids[0..*started) as they start (for a signal handler
+ * to pass signals on); 0 in each of them (*started 0); -1 if a fork
+ * failed (EX_OSERR), those started left running.  _join waits for them
+ * and gives the run's status from this one's (rc) and theirs: an error
+ * first, then 75 (a message given back), then 0 (something delivered),
+ * else 1. */
+int mq_sub_workers_start(pid_t *pids, unsigned long n,
+    unsigned long *started);
+int mq_sub_workers_join(int rc, const pid_t *pids, unsigned long n);
 /* Renews the leases of held messages; call it between messages. */
 int mq_sub_keep_held(mq_sub *);
 /* Gives the held messages back (after their backoff); *dead counts
@@ -715,6 +825,12 @@ int mq_dlq_purge(mq_spool *, const struct mq_dead *);
 int mq_dlq_export(mq_spool *, const char *topic, const char *group,
     const char *path, size_t *count);
 int mq_dlq_import(mq_spool *, const char *path, size_t *count);
+/* The outputs of mq-dlq(1), 0 or -1 as mq-stat's: list, a row per dead
+ * letter after a heading (when n is not 0), or one JSON array on one
+ * line; show, a dead letter's record, before its message. */
+int mq_dead_write_table(const struct mq_dead *, size_t n, FILE *);
+int mq_dead_write_json(const struct mq_dead *, size_t n, FILE *);
+int mq_dead_write_record(const struct mq_dead *, FILE *);
 
 /* Replication keys (mq-protocol(5), REPLICATION KEYS): an Ed25519 key
  * pair per spool in SPOOL/replicate/, and the public keys of the peers
@@ -809,6 +925,26 @@ struct mq_repl_opts {
 };
 int mq_repl_session(mq_spool *, mq_link *, enum mq_repl_role, int initiator,
     const struct mq_repl_opts *);
+/* A session over its transport (replrun.c).  The initiator reaches its
+ * peer at address over TCP, secure with this spool's key, or with rsh
+ * runs "RSH COMMAND serve --stdio [-s SPOOL]" (mq_rsh_spawn) and talks
+ * plain over its pipes; a command that could not run (127) is
+ * EX_UNAVAILABLE.  _serve_one is the responder on in and out, secure or
+ * plain; a stranger has timeout seconds to show it holds an authorized
+ * key.  _serve is the daemon: it listens on addr and serves each
+ * connection in a child process, at most max at a time (more are closed
+ * at once and logged), until *o->stop; it catches SIGCHLD meanwhile.
+ * All of them log through o->log. */
+struct mq_repl_peer {
+	const char *address;            /* HOST:PORT; unused with rsh */
+	const char *rsh, *command, *spool;
+};
+int mq_repl_connect(mq_spool *, const struct mq_repl_peer *,
+    enum mq_repl_role, const struct mq_repl_opts *);
+int mq_repl_serve_one(mq_spool *, int in, int out, int secure,
+    double timeout, const struct mq_repl_opts *);
+int mq_repl_serve(mq_spool *, const char *addr, unsigned long max,
+    double timeout, const struct mq_repl_opts *o);
 /* Waits until n peers have confirmed this spool's journal up to end:
  * 0, or 1 at the timeout (*got: how many had). */
 int mq_replicas_wait(mq_spool *, uint64_t end, unsigned n, double timeout,

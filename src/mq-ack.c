@@ -6,7 +6,6 @@
  */
 #include <err.h>
 #include <stdlib.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +14,7 @@
 #include "tool.h"
 
 enum {
-	OPT_NACK = 256, OPT_HELP, OPT_DELAY, OPT_REJECT, OPT_REASON, OPT_EXTEND,
+	OPT_NACK = 256, OPT_DELAY, OPT_REJECT, OPT_REASON, OPT_EXTEND,
 	OPT_COMMIT,
 };
 
@@ -72,12 +71,11 @@ main(int argc, char *argv[])
 		{ "reason", required_argument, NULL, OPT_REASON },
 		{ "extend", required_argument, NULL, OPT_EXTEND },
 		{ "commit", required_argument, NULL, OPT_COMMIT },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spool = NULL, *group = NULL;
 	int c, delay = 0, reason = 0;
-	while ((c = getopt_long(argc, argv, "g:s:", longopts, NULL)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "g:s:", longopts, usage)) != -1) {
 		switch (c) {
 		case 'g': group = optarg; break;
 		case 's': spool = optarg; break;
@@ -113,12 +111,8 @@ main(int argc, char *argv[])
 			if (mq_offset_parse(optarg, &opt.commit[opt.ncommit++]) < 0)
 				errx(mq_errcode(), "--commit: %s", mq_errmsg());
 			break;
-		case OPT_HELP: usage(0); break;
-		default: usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (argc < 1 || !group)
 		usage(EX_USAGE);
 	if (delay && opt.op != OPT_NACK)

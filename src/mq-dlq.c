@@ -5,9 +5,6 @@
  * runs at once never redrive or purge a message twice.
  */
 #include <err.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +14,7 @@
 #include "tool.h"
 
 enum {
-	OPT_JSON = 256, OPT_OLDER, OPT_MAX, OPT_RATE, OPT_TO, OPT_ALL, OPT_HELP,
+	OPT_JSON = 256, OPT_OLDER, OPT_MAX, OPT_RATE, OPT_TO, OPT_ALL,
 };
 
 static struct {
@@ -60,36 +57,11 @@ chosen(const struct mq_dead *d, char **ids, int nids)
 }
 
 static void
-list(struct mq_dead *v, size_t n)
+list(const struct mq_dead *v, size_t n)
 {
-	if (opt.json) {
-		json_t *a = json_array();
-		for (size_t i = 0; i < n; i++) {
-			json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:s, "
-			    "s:s, s:s}", "id", v[i].id, "topic", v[i].topic,
-			    "group", v[i].group, "partition", (int)v[i].partition,
-			    "seq", (json_int_t)v[i].seq, "attempts",
-			    (int)v[i].attempts, "reason", v[i].reason ? v[i].reason : "",
-			    "time", v[i].time ? v[i].time : "",
-			    "detail", v[i].detail ? v[i].detail : "");
-			json_object_set_new(o, "status", v[i].status >= 0 ?
-			    json_integer(v[i].status) : json_null());
-			json_array_append_new(a, o);
-		}
-		if (json_dumpf(a, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
-			errx(EX_SOFTWARE, "cannot write JSON");
-		putchar('\n');
-		json_decref(a);
-		return;
-	}
-	if (n)
-		printf("%-32s %-16s %4s %8s %8s %-12s %-27s %s\n", "ID", "GROUP",
-		    "PART", "SEQ", "ATTEMPTS", "REASON", "TIME", "DETAIL");
-	for (size_t i = 0; i < n; i++)
-		printf("%-32s %-16s %4u %8" PRIu64 " %8u %-12s %-27s %s\n",
-		    v[i].id, v[i].group, v[i].partition, v[i].seq, v[i].attempts,
-		    v[i].reason ? v[i].reason : "", v[i].time ? v[i].time : "",
-		    v[i].detail ? v[i].detail : "");
+	if ((opt.json ? mq_dead_write_json : mq_dead_write_table)(v, n,
+	    stdout) < 0)
+		tool_fail();
 }
 
 static int
@@ -98,22 +70,10 @@ show(mq_spool *sp, struct mq_dead *v, size_t n, const char *id)
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(v[i].id, id))
 			continue;
-		printf("Id: %s\nGroup: %s\nPartition: %u\nSeq: %" PRIu64 "\n"
-		    "Attempts: %u\nReason: %s\nTime: %s\nStatus: ", v[i].id,
-		    v[i].group, v[i].partition, v[i].seq, v[i].attempts,
-		    v[i].reason, v[i].time);
-		if (v[i].status >= 0)
-			printf("%d", v[i].status);
-		printf("\nDetail: %s\n", v[i].detail);
-		if (v[i].tail_len) {
-			fputs("Stderr:\n", stdout);
-			fwrite(v[i].tail, 1, v[i].tail_len, stdout);
-			if (v[i].tail[v[i].tail_len - 1] != '\n')
-				putchar('\n');
-		}
-		putchar('\n');
 		/* An unreadable message still shows its record. */
 		struct mq_msg *m;
+		if (mq_dead_write_record(&v[i], stdout) < 0)
+			tool_fail();
 		fflush(stdout);
 		if (mq_dlq_read(sp, &v[i], &m) < 0)
 			tool_fail();
@@ -186,12 +146,11 @@ main(int argc, char *argv[])
 		{ "rate", required_argument, NULL, OPT_RATE },
 		{ "to", required_argument, NULL, OPT_TO },
 		{ "all", no_argument, NULL, OPT_ALL },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spool = NULL;
 	int c;
-	while ((c = getopt_long(argc, argv, "g:s:", longopts, NULL)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "g:s:", longopts, usage)) != -1) {
 		switch (c) {
 		case 'g': opt.group = optarg; break;
 		case 's': spool = optarg; break;
@@ -213,12 +172,8 @@ main(int argc, char *argv[])
 		}
 		case OPT_TO: opt.to = optarg; break;
 		case OPT_ALL: opt.all = 1; break;
-		case OPT_HELP: usage(0); break;
-		default: usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (argc < 2)
 		usage(EX_USAGE);
 	const char *cmd = argv[0], *topic = argv[1];

@@ -2,21 +2,17 @@
  * mq-group: list, describe, create and delete consumer groups.
  */
 #include <err.h>
-#include <stdlib.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
-#include <time.h>
 
 #include "tool.h"
 
 enum {
 	OPT_JSON = 256, OPT_ORDERED, OPT_SESSION, OPT_LEASE, OPT_MAX_ATTEMPTS,
 	OPT_EXACTLY_ONCE, OPT_FILTER, OPT_MATCH, OPT_FROM_START,
-	OPT_FROM_OFFSET, OPT_FROM_TIME, OPT_HELP,
+	OPT_FROM_OFFSET, OPT_FROM_TIME,
 };
 
 #define NOPT_MAX 1024
@@ -38,140 +34,7 @@ usage(int code)
 	exit(code);
 }
 
-static void
-print_json(json_t *j)
-{
-	if (!j || json_dumpf(j, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
-		errx(EX_SOFTWARE, "cannot write JSON");
-	putchar('\n');
-	json_decref(j);
-}
-
-static json_t *
-str_or_null(const char *s)
-{
-	return s ? json_string(s) : json_null();
-}
-
-/* A time in seconds since the epoch as RFC 3339 UTC, to the millisecond. */
-static const char *
-when(double t, char *buf, size_t len)
-{
-	time_t s = (time_t)t;
-	struct tm tm;
-	char day[32];
-	if (t <= 0 || !gmtime_r(&s, &tm))
-		return "-";
-	strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%03dZ", day, (int)((t - (double)s) * 1000));
-	return buf;
-}
-
-static json_t *
-figures_json(const struct mq_partition_group *p)
-{
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
-	    "head", (json_int_t)p->head, "lag", (json_int_t)p->lag,
-	    "pending", (json_int_t)p->pending, "inflight",
-	    (json_int_t)p->inflight, "delayed", (json_int_t)p->delayed,
-	    "dead", (json_int_t)p->dead);
-}
-
-static json_t *
-info_json(const struct mq_group_info *g)
-{
-	json_t *parts = json_array(), *members = json_array(),
-	    *match = json_array();
-	for (unsigned k = 0; k < g->npartitions; k++) {
-		const struct mq_partition_group *p = &g->partitions[k];
-		json_t *o = json_pack("{s:i, s:I}", "partition", (int)k,
-		    "offset", (json_int_t)p->offset), *f = figures_json(p);
-		json_object_update(o, f);
-		json_decref(f);
-		json_object_set_new(o, "owner", str_or_null(p->owner));
-		json_object_set_new(o, "owner_deadline_ms", p->owner ?
-		    json_integer((json_int_t)p->owner_deadline_ms) : json_null());
-		json_array_append_new(parts, o);
-	}
-	for (size_t i = 0; i < g->nmembers; i++) {
-		json_t *own = json_array();
-		for (size_t j = 0; j < g->members[i].npartitions; j++)
-			json_array_append_new(own,
-			    json_integer(g->members[i].partitions[j]));
-		json_array_append_new(members, json_pack("{s:s, s:I, s:o}",
-		    "name", g->members[i].name, "deadline_ms",
-		    (json_int_t)g->members[i].deadline_ms, "partitions", own));
-	}
-	for (size_t i = 0; i < g->nmatch; i++)
-		json_array_append_new(match, json_string(g->match[i]));
-	json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:f, s:i, s:b, s:b, s:s, "
-	    "s:f, s:o, s:o, s:o, s:o, s:o, s:o}",
-	    "topic", g->topic, "group", g->group,
-	    "mode", g->ordered ? "ordered" : "shared",
-	    "session", json_real(g->session),
-	    "lease", g->lease, "max_attempts", (int)g->max_attempts,
-	    "exactly_once", g->exactly_once, "from_start", g->from_start,
-	    "state", g->state, "created", g->created,
-	    "filter", str_or_null(g->filter), "match", match,
-	    "pattern", str_or_null(g->pattern), "partitions", parts,
-	    "total", figures_json(&g->total), "members", members);
-	return o;
-}
-
-#define ROW "%-10s %10s %10s %10s %10s %10s %10s %10s"
-
-static void
-info_text(const struct mq_group_info *g)
-{
-	char b[64];
-	printf("topic: %s\ngroup: %s\nmode: %s\n", g->topic, g->group,
-	    g->ordered ? "ordered" : "shared");
-	printf("session: %g\n", g->session);
-	printf("lease: %g\nmax-attempts: %u\nexactly-once: %d\nfrom-start: %d\n"
-	    "state: %s\ncreated: %s\n", g->lease, g->max_attempts,
-	    g->exactly_once, g->from_start, g->state, when(g->created, b,
-	    sizeof b));
-	if (g->filter)
-		printf("filter: %s\n", g->filter);
-	for (size_t i = 0; i < g->nmatch; i++)
-		printf("match: %s\n", g->match[i]);
-	if (g->pattern)
-		printf("pattern: %s\n", g->pattern);
-	printf(ROW "%s\n", "PARTITION", "HEAD", "OFFSET", "LAG", "PENDING",
-	    "IN-FLIGHT", "DELAYED", "DEAD", g->ordered ? "  OWNER" : "");
-	for (unsigned k = 0; k <= g->npartitions; k++) {
-		const struct mq_partition_group *p = k < g->npartitions ?
-		    &g->partitions[k] : &g->total;
-		char f[8][24];
-		snprintf(f[0], sizeof f[0], "%u", k);
-		snprintf(f[1], sizeof f[1], "%" PRIu64, p->head);
-		snprintf(f[2], sizeof f[2], "%" PRIu64, p->offset);
-		snprintf(f[3], sizeof f[3], "%" PRIu64, p->lag);
-		snprintf(f[4], sizeof f[4], "%" PRIu64, p->pending);
-		snprintf(f[5], sizeof f[5], "%" PRIu64, p->inflight);
-		snprintf(f[6], sizeof f[6], "%" PRIu64, p->delayed);
-		snprintf(f[7], sizeof f[7], "%" PRIu64, p->dead);
-		if (k == g->npartitions)
-			printf(ROW "\n", "total", f[1], "-", f[3], f[4], f[5],
-			    f[6], f[7]);
-		else
-			printf(ROW "%s%s\n", f[0], f[1], f[2], f[3], f[4], f[5],
-			    f[6], f[7], g->ordered ? "  " : "", !g->ordered ? "" :
-			    p->owner ? p->owner : "-");
-	}
-	if (!g->ordered)
-		return;
-	printf("%-24s %-24s %s\n", "MEMBER", "DEADLINE", "PARTITIONS");
-	for (size_t i = 0; i < g->nmembers; i++) {
-		const struct mq_group_member *m = &g->members[i];
-		printf("%-24s %-24s ", m->name, when((double)m->deadline_ms / 1000,
-		    b, sizeof b));
-		for (size_t j = 0; j < m->npartitions; j++)
-			printf("%s%u", j ? "," : "", m->partitions[j]);
-		printf("%s\n", m->npartitions ? "" : "-");
-	}
-}
-
+/* info: the group on one topic (-t), or on every topic that has it. */
 static int
 cmd_info(mq_spool *sp, const char *topic, const char *group, int json)
 {
@@ -179,37 +42,39 @@ cmd_info(mq_spool *sp, const char *topic, const char *group, int json)
 	size_t n = 0, shown = 0;
 	if (!topic && mq_group_list(sp, NULL, &refs, &n) < 0)
 		tool_fail();
-	json_t *arr = json_array();
+	struct mq_group_info *infos = calloc(topic ? 1 : n, sizeof *infos);
+	if (!infos && (topic || n))
+		err(EX_OSERR, "calloc");
 	for (size_t i = 0; i < (topic ? 1 : n); i++) {
-		struct mq_group_info g;
+		struct mq_group_info *g = &infos[shown];
 		if (!topic && (refs[i].wildcard || strcmp(refs[i].group, group)))
 			continue;
 		if (mq_group_info(sp, topic ? topic : refs[i].topic, group,
-		    &g) < 0) {
+		    g) < 0) {
 			if (topic || mq_errcode() != EX_NOINPUT)
 				tool_fail();
 			continue;               /* unsubscribed meanwhile */
 		}
-		if (json) {
-			json_array_append_new(arr, info_json(&g));
-		} else {
-			if (shown)
-				putchar('\n');
-			info_text(&g);
-		}
+		/* Text goes out as it is read, JSON as one array at the end. */
+		if (!json && shown)
+			putchar('\n');
+		if (!json && mq_group_info_write_text(g, stdout) < 0)
+			tool_fail();
 		shown++;
-		mq_group_info_free(&g);
 	}
 	mq_group_ref_free(refs, n);
 	if (!shown)
 		errx(EX_NOINPUT, "no group '%s'", group);
-	if (json)
-		print_json(arr);
-	else
-		json_decref(arr);
+	if (json && mq_group_info_write_json(infos, shown, stdout) < 0)
+		tool_fail();
+	for (size_t i = 0; i < shown; i++)
+		mq_group_info_free(&infos[i]);
+	free(infos);
 	return 0;
 }
 
+/* list: a row per group; one that cannot be read is warned of and left
+ * out (its info zeroed), one unsubscribed meanwhile only left out. */
 static int
 cmd_list(mq_spool *sp, const char *glob, int json)
 {
@@ -218,56 +83,26 @@ cmd_list(mq_spool *sp, const char *glob, int json)
 	int worst = 0;
 	if (mq_group_list(sp, glob, &refs, &n) < 0)
 		tool_fail();
-	json_t *arr = json_array();
-	if (!json && n)
-		printf("%-24s %-24s %-8s %10s %10s %10s %10s %10s  %s\n", "TOPIC",
-		    "GROUP", "MODE", "PENDING", "IN-FLIGHT", "DELAYED", "DEAD",
-		    "LAG", "PATTERN");
+	struct mq_group_info *infos = calloc(n ? n : 1, sizeof *infos);
+	if (!infos)
+		err(EX_OSERR, "calloc");
 	for (size_t i = 0; i < n; i++) {
-		struct mq_group_ref *r = &refs[i];
-		struct mq_group_info g;
-		memset(&g, 0, sizeof g);
-		if (r->wildcard) {
-			g.ordered = r->ordered;
-			g.pattern = r->topic;
-		} else if (mq_group_info(sp, r->topic, r->group, &g) < 0) {
-			if (mq_errcode() != EX_NOINPUT) {
-				tool_warn();
-				worst = mq_errcode() > worst ? mq_errcode() : worst;
-			}
+		if (refs[i].wildcard || mq_group_info(sp, refs[i].topic,
+		    refs[i].group, &infos[i]) == 0)
 			continue;
+		memset(&infos[i], 0, sizeof infos[i]);
+		if (mq_errcode() != EX_NOINPUT) {
+			tool_warn();
+			worst = mq_errcode() > worst ? mq_errcode() : worst;
 		}
-		const char *mode = g.ordered ? "ordered" : "shared";
-		if (json) {
-			json_t *o = r->wildcard ? json_pack("{s:n, s:n, s:n, s:n, "
-			    "s:n}", "pending", "inflight", "delayed", "dead",
-			    "lag") : figures_json(&g.total);
-			json_object_del(o, "head");
-			json_t *head = json_pack("{s:s, s:s, s:b, s:s, s:o}",
-			    "topic", r->topic, "group", r->group, "wildcard",
-			    r->wildcard, "mode", mode, "pattern",
-			    str_or_null(g.pattern));
-			json_object_update(head, o);
-			json_decref(o);
-			json_array_append_new(arr, head);
-		} else if (r->wildcard) {
-			printf("%-24s %-24s %-8s %10s %10s %10s %10s %10s  %s\n",
-			    r->topic, r->group, mode, "-", "-", "-", "-", "-",
-			    r->topic);
-		} else {
-			printf("%-24s %-24s %-8s %10" PRIu64 " %10" PRIu64 " %10"
-			    PRIu64 " %10" PRIu64 " %10" PRIu64 "  %s\n", r->topic,
-			    r->group, mode, g.total.pending, g.total.inflight,
-			    g.total.delayed, g.total.dead, g.total.lag,
-			    g.pattern ? g.pattern : "-");
-		}
-		if (!r->wildcard)
-			mq_group_info_free(&g);
 	}
-	if (json)
-		print_json(arr);
-	else
-		json_decref(arr);
+	if ((json ? mq_group_list_write_json : mq_group_list_write_table)(refs,
+	    infos, n, stdout) < 0)
+		tool_fail();
+	for (size_t i = 0; i < n; i++)
+		if (infos[i].topic)
+			mq_group_info_free(&infos[i]);
+	free(infos);
 	mq_group_ref_free(refs, n);
 	return worst;
 }
@@ -330,7 +165,6 @@ main(int argc, char *argv[])
 		{ "from-start", no_argument, NULL, OPT_FROM_START },
 		{ "from-offset", required_argument, NULL, OPT_FROM_OFFSET },
 		{ "from-time", required_argument, NULL, OPT_FROM_TIME },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *match[NOPT_MAX];
@@ -342,7 +176,7 @@ main(int argc, char *argv[])
 	const char *spool = NULL, *topic = NULL;
 	int c, json = 0, createopts = 0;
 	/* Options may come before or after the command. */
-	while ((c = getopt_long(argc, argv, "s:t:", longopts, NULL)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "s:t:", longopts, usage)) != -1) {
 		createopts += c >= OPT_ORDERED && c <= OPT_FROM_TIME;
 		switch (c) {
 		case 's': spool = optarg; break;
@@ -383,12 +217,8 @@ main(int argc, char *argv[])
 			if (mq_time_arg_parse(optarg, &gc.from_time) < 0)
 				errx(EX_USAGE, "--from-time: %s", mq_errmsg());
 			break;
-		case OPT_HELP: usage(0); break;
-		default: usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (argc < 1)
 		usage(EX_USAGE);
 	const char *cmd = argv[0];

@@ -4,20 +4,15 @@
  * one message, or one per line (-l), or one per NUL-terminated record (-0).
  */
 #include <err.h>
-#include <stdlib.h>
-#include <errno.h>
-#include <getopt.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
-#include <unistd.h>
 
 #include "tool.h"
 
 enum {
-	OPT_SYNC = 256, OPT_HELP, OPT_DELAY, OPT_AT, OPT_TTL, OPT_ATOMIC,
+	OPT_SYNC = 256, OPT_DELAY, OPT_AT, OPT_TTL, OPT_ATOMIC,
 	OPT_DEDUP, OPT_REPLICAS, OPT_REPLICA_TIMEOUT, OPT_SIGN, OPT_KEYGEN,
 	OPT_PUBKEY,
 };
@@ -76,11 +71,11 @@ key_command(int keygen, const char *path)
 
 /* Publishes n messages and prints the ids of those stored; on failure
  * prints the error and exits, after the ids of what did get stored. */
-static void
-send(mq_pub *pub, struct mq_pub_msg *msgs, size_t n)
+static int
+send(struct mq_pub_msg *msgs, size_t n, void *pub)
 {
 	if (n == 0)
-		return;
+		return 0;
 	char (*ids)[MQ_ID_LEN + 1] = reallocarray(NULL, n, sizeof *ids);
 	char (*ikeys)[MQ_NAME_MAX + 64] = reallocarray(NULL, n, sizeof *ikeys);
 	if (!ids || !ikeys)
@@ -122,11 +117,13 @@ send(mq_pub *pub, struct mq_pub_msg *msgs, size_t n)
 		errx(EX_UNAVAILABLE, "stored here, but only %u of %u replicas "
 		    "confirmed it within %g s", got, opt.replicas,
 		    opt.replica_timeout);
+	return 0;
 }
 
 static void
-msg_init(struct mq_pub_msg *m, const void *body, size_t len)
+msg_init(struct mq_pub_msg *m, const void *body, size_t len, void *ctx)
 {
+	(void)ctx;
 	m->key = opt.key;
 	m->partition = opt.partition;
 	m->body = body;
@@ -139,101 +136,6 @@ msg_init(struct mq_pub_msg *m, const void *body, size_t len)
 	m->deliver_at = opt.have_at ? opt.at : opt.delay > 0 ? now + opt.delay : 0;
 	m->expires = opt.ttl > 0 ? now + opt.ttl : 0;
 	m->idempotency_key = NULL;
-}
-
-static int
-input_waiting(void)
-{
-	struct pollfd p = { .fd = 0, .events = POLLIN };
-	return poll(&p, 1, 0) > 0;
-}
-
-/* Reads standard input as records ended by opt.sep (or as one record
- * without -l or -0) and publishes them in batches: a batch ends when it is
- * full or when no more input is waiting, so a slow writer's lines are
- * published as they come. */
-static void
-publish_stdin(mq_pub *pub, size_t max)
-{
-	size_t cap = 1 << 20, len = 0, start = 0, mcap = 4096;
-	char *buf = malloc(cap);
-	struct mq_pub_msg *msgs = reallocarray(NULL, mcap, sizeof *msgs);
-	size_t *offs = reallocarray(NULL, mcap, sizeof *offs);
-	size_t n = 0;
-	if (!buf || !msgs || !offs)
-		err(EX_OSERR, "malloc");
-	for (int eof = 0; !eof;) {
-		if (len == cap) {
-			if (start > 0 && n == 0) {
-				memmove(buf, buf + start, len - start);
-				len -= start;
-				start = 0;
-			} else {
-				cap *= 2;
-				if (!(buf = realloc(buf, cap)))
-					err(EX_OSERR, "malloc");
-			}
-		}
-		ssize_t r = read(0, buf + len, cap - len);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err(EX_IOERR, "stdin");
-		}
-		eof = r == 0;
-		len += (size_t)r;
-		if (!opt.split) {
-			if (len - start > max)
-				errx(EX_DATAERR, "message is larger than the "
-				    "topic's limit of %zu bytes", max);
-			continue;
-		}
-		char *p;
-		while ((p = memchr(buf + start, opt.sep, len - start)) ||
-		    (eof && start < len)) {
-			size_t end = p ? (size_t)(p - buf) : len;
-			if (end - start > max)
-				errx(EX_DATAERR, "message is larger than the "
-				    "topic's limit of %zu bytes", max);
-			if (end > start) {
-				if (n == mcap) {
-					mcap *= 2;
-					msgs = reallocarray(msgs, mcap, sizeof *msgs);
-					offs = reallocarray(offs, mcap, sizeof *offs);
-					if (!msgs || !offs)
-						err(EX_OSERR, "malloc");
-				}
-				offs[n] = start;
-				msg_init(&msgs[n++], NULL, end - start);
-			}
-			start = p ? end + 1 : len;
-			/* An atomic batch is all of the input, sent at its end. */
-			if (n == 4096 && !opt.atomic) {
-				for (size_t i = 0; i < n; i++)
-					msgs[i].body = buf + offs[i];
-				send(pub, msgs, n);
-				n = 0;
-			}
-		}
-		if (n && (eof || (!opt.atomic && !input_waiting()))) {
-			for (size_t i = 0; i < n; i++)
-				msgs[i].body = buf + offs[i];
-			send(pub, msgs, n);
-			n = 0;
-		}
-		if (start == len && n == 0)
-			start = len = 0;
-		else if (len - start > max)
-			errx(EX_DATAERR, "message is larger than the topic's "
-			    "limit of %zu bytes", max);
-	}
-	if (!opt.split) {
-		msg_init(&msgs[0], buf, len);
-		send(pub, msgs, 1);
-	}
-	free(buf);
-	free(msgs);
-	free(offs);
 }
 
 int
@@ -252,12 +154,12 @@ main(int argc, char *argv[])
 		{ "sign", required_argument, NULL, OPT_SIGN },
 		{ "keygen", required_argument, NULL, OPT_KEYGEN },
 		{ "pubkey", required_argument, NULL, OPT_PUBKEY },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spool = NULL, *keyfile = NULL;
 	int c, keycmd = 0;
-	while ((c = getopt_long(argc, argv, "0H:i:k:lp:qs:", longopts, NULL)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "0H:i:k:lp:qs:", longopts,
+	    usage)) != -1) {
 		switch (c) {
 		case '0': opt.split = 1; opt.sep = '\0'; break;
 		case 'H': {
@@ -326,12 +228,8 @@ main(int argc, char *argv[])
 			keycmd = c;
 			keyfile = optarg;
 			break;
-		case OPT_HELP: usage(0); break;
-		default: usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (keycmd && argc == 0)
 		return key_command(keycmd == OPT_KEYGEN, keyfile);
 	if (argc < 1 || keycmd)
@@ -366,14 +264,20 @@ main(int argc, char *argv[])
 		if (!msgs)
 			err(EX_OSERR, "malloc");
 		for (int i = 1; i < argc; i++)
-			msg_init(&msgs[i - 1], argv[i], strlen(argv[i]));
-		send(pub, msgs, (size_t)argc - 1);
+			msg_init(&msgs[i - 1], argv[i], strlen(argv[i]), NULL);
+		send(msgs, (size_t)argc - 1, pub);
 		free(msgs);
 	} else {
 		struct mq_topic_conf conf;
 		if (mq_topic_conf_read(sp, argv[0], &conf) < 0)
 			tool_fail();
-		publish_stdin(pub, conf.max_message_size);
+		struct mq_pub_stream in = { .fd = 0, .name = "stdin",
+		    .split = opt.split, .sep = opt.sep, .atomic = opt.atomic,
+		    .max = conf.max_message_size, .init = msg_init, .put = send,
+		    .ctx = pub };
+		/* What send publishes, it prints; its errors end it there. */
+		if (mq_pub_stream(&in) < 0)
+			errx(mq_errcode(), "%s", mq_errmsg());
 	}
 	mq_pub_close(pub);
 	mq_spool_close(sp);

@@ -1,28 +1,23 @@
 /*
  * mq-replicate: replication between spools: keys, the daemon (serve),
  * push and pull over TCP or ssh, status and promote.  The protocol and
- * everything it changes on disk are in libmq (replsend.c, replrecv.c);
- * this file picks transports, retries, logs and prints.
+ * everything it changes on disk are in libmq (replsend.c, replrecv.c), so
+ * are the transports and the daemon's loop (replrun.c); this file picks
+ * them, retries, logs and prints.
  */
 #include <err.h>
-#include <errno.h>
-#include <getopt.h>
-#include <jansson.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <sysexits.h>
 #include <syslog.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tool.h"
 
 enum {
-	OPT_HELP = 256, OPT_FORCE, OPT_NAME, OPT_LISTEN, OPT_STDIO, OPT_INETD,
+	OPT_FORCE = 256, OPT_NAME, OPT_LISTEN, OPT_STDIO, OPT_INETD,
 	OPT_FOLLOW, OPT_RETRY, OPT_RSH, OPT_REMOTE_SPOOL, OPT_REMOTE_COMMAND,
 	OPT_PROGRESS, OPT_NO_PROGRESS, OPT_SYSLOG, OPT_JSON, OPT_COMPARE,
 	OPT_MAX_SESSIONS, OPT_HANDSHAKE_TIMEOUT,
@@ -40,20 +35,6 @@ static struct {
 } opt = { .progress = -1, .retry = 1, .remote_command = "mq-replicate" };
 
 static volatile int stop;
-
-/* The error of the last session: mq_errmsg(), or what the transport
- * says when the remote command could not run. */
-static struct {
-	int code;
-	char msg[1024];
-} last;
-
-static void
-keep_error(void)
-{
-	last.code = mq_errcode();
-	snprintf(last.msg, sizeof last.msg, "%s", mq_errmsg());
-}
 
 static void
 usage(int code)
@@ -92,15 +73,6 @@ log_line(int prio, const char *msg, void *ctx)
 }
 
 static void
-log_error(const char *what)
-{
-	char msg[1200];
-	snprintf(msg, sizeof msg, "%s%s%s", what ? what : "", what ? ": " : "",
-	    mq_errmsg());
-	log_line(LOG_ERR, msg, NULL);
-}
-
-static void
 on_signal(int sig)
 {
 	(void)sig;
@@ -130,32 +102,23 @@ repl_opts(int follow)
 	return o;
 }
 
-/* One connection of the daemon, in a child: secure unless over ssh.  A
- * stranger has the handshake timeout to show it holds an authorized
- * key. */
+/* The daemon, or with --stdio or --inetd one connection on standard
+ * input and output, secure unless over ssh. */
 static int
-serve_one(mq_spool *sp, int in, int out, int secure)
+serve(mq_spool *sp)
 {
-	struct mq_identity id;
-	if (secure && mq_identity_load(sp, &id) < 0)
-		return -1;
-	mq_link *l = mq_link_open(in, out, sp, secure ? &id : NULL, 0,
-	    opt.handshake_timeout);
-	if (secure)
-		mq_identity_forget(&id);
-	if (!l)
-		return -1;
 	struct mq_repl_opts o = repl_opts(0);
-	o.progress = 0;
-	char addr[256];
+	if (!opt.stdio && !opt.inetd)
+		return mq_repl_serve(sp, opt.listen ? opt.listen :
+		    "127.0.0.1:7468", opt.max_sessions, opt.handshake_timeout,
+		    &o);
 	int told = 0;
-	o.address = mq_net_peer(in, addr, sizeof addr);
 	o.hello_done = &told;
-	int rc = mq_repl_session(sp, l, MQ_REPL_ANY, 0, &o);
-	mq_link_close(l);
+	int rc = mq_repl_serve_one(sp, 0, 1, opt.inetd, opt.handshake_timeout,
+	    &o);
 	/* Over ssh our standard error is the initiator's terminal, and it
 	 * reports what went wrong once it has talked to us. */
-	if (rc < 0 && told && !secure) {
+	if (rc < 0 && told && !opt.inetd) {
 		int code = mq_errcode();
 		if (opt.use_syslog)
 			syslog(LOG_ERR, "%s", mq_errmsg());
@@ -165,160 +128,19 @@ serve_one(mq_spool *sp, int in, int out, int secure)
 	return rc;
 }
 
-static void
-on_child(int sig)
-{
-	(void)sig;                      /* accept() returns: reap then */
-}
-
-/* Sessions (children) still running, once those that ended are reaped. */
-static unsigned long
-sessions(unsigned long live)
-{
-	int st;
-	while (live && waitpid(-1, &st, WNOHANG) > 0)
-		live--;
-	return live;
-}
-
-/* Serves connection fd in a child; returns whether one was started. */
-static int
-session_child(mq_spool *sp, int lfd, int fd)
-{
-	char addr[256], what[300];
-	snprintf(what, sizeof what, "connection from %s",
-	    mq_net_peer(fd, addr, sizeof addr));
-	pid_t pid = fork();
-	if (pid == 0) {
-		signals(0);
-		signal(SIGCHLD, SIG_DFL);
-		close(lfd);
-		int rc = serve_one(sp, fd, fd, 1);
-		if (rc < 0)
-			log_error(what);
-		_exit(rc < 0 ? mq_errcode() : 0);
-	}
-	if (pid < 0)
-		log_error("fork");
-	return pid > 0;
-}
-
-/* Over the limit a connection is closed at once: a peer that never
- * finishes its handshake holds a process until the deadline, and
- * without a limit enough of them would hold the host. */
-static void
-refuse(int fd, unsigned long live)
-{
-	char addr[256], msg[400];
-	snprintf(msg, sizeof msg, "connection from %s refused: %lu sessions "
-	    "already (--max-sessions)", mq_net_peer(fd, addr, sizeof addr),
-	    live);
-	log_line(LOG_WARNING, msg, NULL);
-}
-
-static int
-serve(mq_spool *sp)
-{
-	if (opt.stdio || opt.inetd)
-		return serve_one(sp, 0, 1, opt.inetd);
-	/* Check the key now rather than at the first connection. */
-	struct mq_identity id;
-	if (mq_identity_load(sp, &id) < 0)
-		return -1;
-	mq_identity_forget(&id);
-	int lfd = mq_net_listen(opt.listen ? opt.listen : "127.0.0.1:7468");
-	if (lfd < 0)
-		return -1;
-	struct sigaction sa = { .sa_handler = on_child };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGCHLD, &sa, NULL);
-	char msg[256];
-	snprintf(msg, sizeof msg, "listening on %s",
-	    opt.listen ? opt.listen : "127.0.0.1:7468");
-	log_line(LOG_INFO, msg, NULL);
-	unsigned long live = 0;
-	while (!stop) {
-		int fd = mq_net_accept(lfd);
-		live = sessions(live);
-		if (fd < 0) {
-			if (mq_errcode() != EX_TEMPFAIL)
-				log_error("accept");
-			continue;
-		}
-		if (live >= opt.max_sessions)
-			refuse(fd, live);
-		else
-			live += (unsigned long)session_child(sp, lfd, fd);
-		close(fd);
-	}
-	close(lfd);
-	return 0;
-}
-
-/* One session as the initiator: over --rsh, or TCP to dest. */
-static int
-session(mq_spool *sp, const char *dest, enum mq_repl_role role)
-{
-	int in, out, rc;
-	pid_t pid = -1;
-	struct mq_identity id;
-	int secure = !opt.rsh;
-	if (opt.rsh) {
-		if (mq_rsh_spawn(opt.rsh, opt.remote_command, opt.remote_spool,
-		    &in, &out, &pid) < 0) {
-			keep_error();
-			return -1;
-		}
-	} else {
-		/* The address first: a bad one is a usage error, key or not. */
-		if ((in = mq_net_connect(dest)) < 0) {
-			keep_error();
-			return -1;
-		}
-		if (mq_identity_load(sp, &id) < 0) {
-			keep_error();
-			close(in);
-			return -1;
-		}
-		out = in;
-	}
-	mq_link *l = mq_link_open(in, out, sp, secure ? &id : NULL, 1, 0);
-	if (secure)
-		mq_identity_forget(&id);
-	struct mq_repl_opts o = repl_opts(opt.follow);
-	o.address = dest ? dest : opt.rsh;
-	rc = l ? mq_repl_session(sp, l, role, 1, &o) : -1;
-	if (rc < 0)
-		keep_error();
-	if (l)
-		mq_link_close(l);
-	close(in);
-	if (out != in)
-		close(out);
-	if (pid > 0) {
-		int st;
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		/* The remote command failed before any protocol. */
-		if (rc < 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127) {
-			last.code = EX_UNAVAILABLE;
-			snprintf(last.msg, sizeof last.msg, "--rsh: could not "
-			    "run '%s %s'", opt.rsh, opt.remote_command);
-		}
-	}
-	return rc;
-}
-
 static int
 push_pull(mq_spool *sp, const char *dest, enum mq_repl_role role)
 {
 	double delay = opt.retry;
+	struct mq_repl_peer peer = { .address = dest, .rsh = opt.rsh,
+	    .command = opt.remote_command, .spool = opt.remote_spool };
+	struct mq_repl_opts o = repl_opts(opt.follow);
 	for (;;) {
-		int rc = session(sp, dest, role);
+		int rc = mq_repl_connect(sp, &peer, role, &o);
 		if (rc < 0 && (!opt.follow || stop)) {
 			if (opt.use_syslog)
-				syslog(LOG_ERR, "%s", last.msg);
-			errx(last.code, "%s", last.msg);
+				syslog(LOG_ERR, "%s", mq_errmsg());
+			errx(mq_errcode(), "%s", mq_errmsg());
 		}
 		if (!opt.follow || stop)
 			return rc;
@@ -327,7 +149,7 @@ push_pull(mq_spool *sp, const char *dest, enum mq_repl_role role)
 			 * itself, but a daemon keeps trying: log and wait. */
 			char msg[1200];
 			snprintf(msg, sizeof msg, "%s: %s", dest ? dest : opt.rsh,
-			    last.msg);
+			    mq_errmsg());
 			log_line(LOG_ERR, msg, NULL);
 		}
 		for (double t = 0; t < delay && !stop; t += 0.1)
@@ -336,64 +158,15 @@ push_pull(mq_spool *sp, const char *dest, enum mq_repl_role role)
 	}
 }
 
-static void
-ago(double t, char *buf, size_t len)
-{
-	if (t <= 0) {
-		snprintf(buf, len, "never");
-		return;
-	}
-	double d = mq_now() - t;
-	if (d < 0)
-		d = 0;
-	if (d < 120)
-		snprintf(buf, len, "%.0fs ago", d);
-	else if (d < 7200)
-		snprintf(buf, len, "%.0fm ago", d / 60);
-	else
-		snprintf(buf, len, "%.0fh ago", d / 3600);
-}
-
 static int
 status(mq_spool *sp)
 {
 	struct mq_peer_status *v;
 	size_t n, q;
-	if (mq_repl_status(sp, &v, &n, &q) < 0)
+	if (mq_repl_status(sp, &v, &n, &q) < 0 || (opt.json ?
+	    mq_repl_status_write_json(v, n, q, stdout) :
+	    mq_repl_status_write_table(sp, v, n, q, stdout)) < 0)
 		return -1;
-	if (opt.json) {
-		json_t *peers = json_array();
-		for (size_t i = 0; i < n; i++)
-			json_array_append_new(peers, json_pack("{s:s,s:s,s:s,s:s,"
-			    "s:f,s:I,s:I,s:I,s:I,s:f}", "id", v[i].id, "name",
-			    v[i].name, "address", v[i].address, "state", v[i].connected ? "connected" :
-			    "idle", "contact", v[i].contact, "confirmed",
-			    (json_int_t)v[i].confirmed, "journal",
-			    (json_int_t)v[i].journal, "lag_bytes",
-			    (json_int_t)v[i].lag_bytes,
-			    "lag_records", (json_int_t)v[i].records,
-			    "lag_seconds", v[i].lag));
-		json_t *root = json_pack("{s:o,s:I}", "peers", peers,
-		    "quarantined", (json_int_t)q);
-		json_dumpf(root, stdout, JSON_COMPACT);
-		putchar('\n');
-		json_decref(root);
-	} else {
-		printf("%-20s %-13s %-12s %12s %10s %9s\n", "PEER", "STATE",
-		    "CONTACT", "LAG BYTES", "RECORDS", "LAG S");
-		for (size_t i = 0; i < n; i++) {
-			char when[32];
-			ago(v[i].contact, when, sizeof when);
-			printf("%-20s %-13s %-12s %12llu %10llu %9.3f\n",
-			    v[i].name[0] ? v[i].name : v[i].id,
-			    v[i].connected ? "connected" : "idle", when,
-			    (unsigned long long)v[i].lag_bytes,
-			    (unsigned long long)v[i].records, v[i].lag);
-		}
-		if (q)
-			printf("%zu quarantined file(s) in %s/replicate/"
-			    "quarantine\n", q, mq_spool_path(sp));
-	}
 	free(v);
 	if (fflush(stdout) == EOF)
 		err(EX_IOERR, "stdout");
@@ -455,12 +228,11 @@ main(int argc, char *argv[])
 		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
 		{ "handshake-timeout", required_argument, NULL,
 		    OPT_HANDSHAKE_TIMEOUT },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spool = NULL;
 	int c;
-	while ((c = getopt_long(argc, argv, "s:v", longopts, NULL)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "s:v", longopts, usage)) != -1) {
 		switch (c) {
 		case 's': spool = optarg; break;
 		case 'v': opt.verbose = 1; break;
@@ -494,12 +266,8 @@ main(int argc, char *argv[])
 				errx(EX_USAGE, "--handshake-timeout: must be more "
 				    "than 0");
 			break;
-		case OPT_HELP: usage(0); break;
-		default: usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (argc < 1)
 		usage(EX_USAGE);
 	const char *cmd = argv[0];

@@ -6,7 +6,6 @@
  */
 #include <err.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +17,7 @@
 #include "tool.h"
 
 enum {
-	OPT_JSON = 256, OPT_PROMETHEUS, OPT_WATCH, OPT_HELP, OPT_CHECK,
+	OPT_JSON = 256, OPT_PROMETHEUS, OPT_WATCH, OPT_CHECK,
 	OPT_WARN, OPT_CRIT, OPT_MESSAGE,
 };
 enum format { TABLE, JSON, PROMETHEUS };
@@ -71,6 +70,20 @@ usage(int code)
 	exit(code);
 }
 
+static char **args;
+
+/* What tool_getopt calls for --help and a bad option: with --check, a
+ * bad option is said the plugin's way. */
+static void
+option_usage(int code)
+{
+	if (code && check_mode && optopt > 0 && optopt < 128)
+		die(EX_USAGE, "bad option -%c, or no argument", optopt);
+	if (code && check_mode)
+		die(EX_USAGE, "bad option %s, or no argument", args[optind - 1]);
+	usage(code);
+}
+
 static int
 check(mq_spool *sp, const char *topic, const char *group,
     const struct mq_threshold *th, size_t nth)
@@ -110,7 +123,6 @@ main(int argc, char *argv[])
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "prometheus", no_argument, NULL, OPT_PROMETHEUS },
 		{ "watch", required_argument, NULL, OPT_WATCH },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "warn", required_argument, NULL, OPT_WARN },
 		{ "crit", required_argument, NULL, OPT_CRIT },
@@ -130,7 +142,9 @@ main(int argc, char *argv[])
 			check_mode = 1;
 	if (check_mode)
 		opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:s:", longopts, NULL)) != -1) {
+	args = argv;
+	while ((c = tool_getopt(&argc, &argv, "o:s:", longopts,
+	    option_usage)) != -1) {
 		switch (c) {
 		case OPT_CHECK:
 			break;
@@ -165,20 +179,8 @@ main(int argc, char *argv[])
 				die(EX_USAGE, "--watch: expected more than "
 				    "0 seconds, not '%s'", optarg);
 			break;
-		case OPT_HELP:
-			usage(0);
-		default:
-			if (check_mode && optopt > 0 && optopt < 128)
-				die(EX_USAGE, "bad option -%c, or no argument",
-				    optopt);
-			if (check_mode)
-				die(EX_USAGE, "bad option %s, or no argument",
-				    argv[optind - 1]);
-			usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (argc > 2)
 		usage(EX_USAGE);
 	if (check_mode && (fmt != TABLE || out || watch > 0))

@@ -5,26 +5,21 @@
  * success.
  */
 #include <err.h>
-#include <stdlib.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <sysexits.h>
 #include <unistd.h>
 
 #include "tool.h"
 
-#define BATCH 64
-
 enum {
 	OPT_EXEC = 256, OPT_FROM_START, OPT_JSON, OPT_LEASE, OPT_MANUAL,
-	OPT_UNSUBSCRIBE, OPT_HELP, OPT_BACKOFF, OPT_HANDLER_TIMEOUT,
+	OPT_UNSUBSCRIBE, OPT_BACKOFF, OPT_HANDLER_TIMEOUT,
 	OPT_MAX_ATTEMPTS, OPT_PUBLISH_TO, OPT_EXACTLY_ONCE, OPT_GRACE,
 	OPT_FILTER, OPT_MATCH, OPT_GROUP_FILTER, OPT_GROUP_MATCH,
 	OPT_ORDERED, OPT_SESSION, OPT_FROM_OFFSET, OPT_FROM_TIME,
@@ -32,11 +27,8 @@ enum {
 };
 
 static struct {
-	const char *group, *format, *exec, *publish_to;
-	int follow, json, manual, nul, quiet;
-	unsigned long count;
-	double timeout, handler_timeout;
-	double backoff, backoff_max;
+	const char *group, *exec, *publish_to;
+	double handler_timeout, backoff, backoff_max;
 	unsigned long jobs;
 } opt = { .backoff = 1, .backoff_max = 300, .jobs = 1 };
 
@@ -51,11 +43,23 @@ static struct {
 	mq_filter *f;
 } flt;
 
-static int handler_failed;
-static struct mq_handling handling;     /* --exec */
-
-static volatile sig_atomic_t stopping;
+static volatile int stopping;
 static int wake_pipe[2] = { -1, -1 };
+
+/* What goes wrong without ending the run: a note, or the error. */
+static void
+warn_of(const char *note, void *ctx)
+{
+	(void)ctx;
+	if (note)
+		warnx("%s", note);
+	else
+		tool_warn();
+}
+
+/* What the run does: -n, -t, -f, --manual, the output; the rest is
+ * filled in when the subscription is open. */
+static struct mq_consume run = { .stop = &stopping, .warn = warn_of };
 
 /* Also ends a wait that the signal did not interrupt (it may arrive just
  * before the library starts waiting). */
@@ -92,70 +96,6 @@ usage(int code)
 	exit(code);
 }
 
-static int
-print(const struct mq_msg *m)
-{
-	if (opt.quiet)
-		return 0;
-	if (opt.json)
-		return mq_msg_write_json(m, stdout);
-	if (opt.format)
-		return mq_msg_write_format(m, opt.format, stdout);
-	fwrite(m->body, 1, m->len, stdout);
-	putchar(opt.nul ? '\0' : '\n');
-	return ferror(stdout) ? -1 : 0;
-}
-
-static void
-settle(mq_sub *sub, struct mq_msg *m, int ok)
-{
-	if ((ok ? mq_sub_ack(sub, m) : mq_sub_nack(sub, m, NULL)) < 0)
-		tool_warn();
-}
-
-static void
-give_back(mq_sub *sub, struct mq_msg *m, const struct mq_nack *how)
-{
-	int rc = mq_sub_nack(sub, m, how);
-	if (rc < 0)
-		tool_warn();
-	else if (rc == 1)
-		warnx("message %s dead-lettered after %u deliveries", m->id,
-		    m->attempts);
-}
-
-/* Without -f a run gives each message one chance: a message its handler
- * refused stays claimed (held) until the run ends. */
-static void
-handle(mq_sub *sub, struct mq_msg *m)
-{
-	struct mq_handled h;
-	char id[MQ_ID_LEN + 1];
-	unsigned attempts = m->attempts;
-	snprintf(id, sizeof id, "%s", m->id);
-	int rc = mq_sub_handle(sub, m, &handling, &h);
-	if (h.note[0])
-		warnx("%s", h.note);
-	else if (rc < 0)
-		tool_warn();
-	if (rc == MQ_HANDLED_DEAD)
-		warnx("message %s dead-lettered after %u deliveries", id,
-		    attempts);
-	if (rc == MQ_HANDLED_HELD || rc == MQ_HANDLED_STOPPED)
-		handler_failed = 1;
-}
-
-static void
-release_held(mq_sub *sub)
-{
-	size_t dead;
-	if (mq_sub_release_held(sub, &dead) < 0)
-		tool_warn();
-	if (dead)
-		warnx("%zu message%s dead-lettered after their last delivery",
-		    dead, dead == 1 ? "" : "s");
-}
-
 /* --match and --group-match: appends a condition. */
 static void
 push_match(const char ***v, size_t *n, const char *arg)
@@ -163,108 +103,6 @@ push_match(const char ***v, size_t *n, const char *arg)
 	if (!(*v = reallocarray(*v, *n + 1, sizeof **v)))
 		err(EX_OSERR, "malloc");
 	(*v)[(*n)++] = arg;
-}
-
-/* --filter: acks the messages that do not match, without output or
- * handler, and keeps the others in batch[0..): returns how many. */
-static size_t
-skip_unmatched(mq_sub *sub, struct mq_msg **batch, size_t n)
-{
-	struct mq_msg *skip[BATCH];
-	bool match[BATCH];
-	size_t keep = 0, ns = 0;
-	if (mq_filter_match_many(flt.f, batch, n, match) < 0)
-		tool_fail();
-	for (size_t i = 0; i < n; i++) {
-		if (match[i])
-			batch[keep++] = batch[i];
-		else
-			skip[ns++] = batch[i];
-	}
-	if (ns && mq_sub_ack_batch(sub, skip, ns) < 0)
-		tool_warn();
-	for (size_t i = 0; i < ns; i++)
-		mq_msg_free(skip[i]);
-	return keep;
-}
-
-/* Receives up to max messages: waits up to timeout for the first, then
- * takes what is already pending. */
-static size_t
-receive(mq_sub *sub, double timeout, struct mq_msg **batch, size_t max)
-{
-	size_t n = 0;
-	while (n < max && !stopping) {
-		int rc = mq_sub_receive(sub, n ? 0 : timeout, &batch[n]);
-		if (rc < 0) {
-			for (size_t i = 0; i < n; i++) {
-				settle(sub, batch[i], 0);
-				mq_msg_free(batch[i]);
-			}
-			release_held(sub);
-			tool_fail();
-		}
-		if (rc == 0)
-			break;
-		n++;
-	}
-	return n;
-}
-
-static unsigned long
-consume(mq_sub *sub)
-{
-	struct mq_msg *batch[BATCH];
-	unsigned long delivered = 0;
-	double deadline = mq_mono() + opt.timeout;
-	while (!stopping && (!opt.count || delivered < opt.count)) {
-		double timeout = opt.follow ? (opt.timeout > 0 ? opt.timeout : -1) :
-		    delivered ? 0 : opt.timeout;
-		/* -t bounds the wait for a first message that matches. */
-		if (flt.f && !opt.follow && !delivered)
-			timeout = fmax(0, deadline - mq_mono());
-		size_t max = opt.exec ? 1 : BATCH;
-		if (opt.count && opt.count - delivered < max)
-			max = opt.count - delivered;
-		if (mq_sub_keep_held(sub) < 0)
-			tool_warn();
-		size_t n = receive(sub, timeout, batch, max);
-		if (n == 0)
-			break;
-		if (flt.f && (n = skip_unmatched(sub, batch, n)) == 0)
-			continue;
-		int out_ok = 1, out_errno = 0;
-		for (size_t i = 0; i < n; i++) {
-			if (opt.exec) {
-				handle(sub, batch[i]);
-				batch[i] = NULL;
-			} else if (out_ok && print(batch[i]) < 0) {
-				out_ok = 0;
-				out_errno = errno;
-			}
-		}
-		if (!opt.exec && out_ok && fflush(stdout) == EOF) {
-			out_ok = 0;
-			out_errno = errno;
-		}
-		/* Output that could not be written is no fault of the
-		 * messages: they come back as deferred, not failed. */
-		for (size_t i = 0; !opt.exec && !out_ok && i < n; i++)
-			give_back(sub, batch[i], &(struct mq_nack){
-			    .deferred = 1, .status = -1 });
-		if (!opt.exec && !opt.manual && out_ok &&
-		    mq_sub_ack_batch(sub, batch, n) < 0)
-			tool_warn();
-		for (size_t i = 0; i < n; i++)
-			mq_msg_free(batch[i]);
-		if (!out_ok) {
-			errno = out_errno;
-			err(EX_IOERR, "stdout");
-		}
-		delivered += n;
-	}
-	release_held(sub);
-	return delivered;
 }
 
 /* --keygen FILE and --pubkey FILE: a consumer key pair for sealed
@@ -286,48 +124,6 @@ key_file(const char *path, int pubkey, int argc)
 	}
 	printf("%s\n", pub);
 	return 0;
-}
-
-/* -j N: N - 1 more processes, each a consumer of the group like this one
- * (a worker runs one handler at a time). */
-static void
-start_workers(unsigned long n)
-{
-	if (!(workers = calloc(n, sizeof *workers)))
-		err(EX_OSERR, "malloc");
-	fflush(NULL);
-	for (unsigned long i = 0; i < n; i++) {
-		pid_t pid = fork();
-		if (pid < 0)
-			err(EX_OSERR, "fork");
-		if (pid == 0) {
-			nworkers = 0;           /* a worker has none of its own */
-			return;
-		}
-		workers[nworkers++] = pid;
-	}
-}
-
-/* The run's status from every worker's: an error first, then 75 (some
- * message given back), then 0 (something delivered), else 1. */
-static int
-join_workers(int rc)
-{
-	int all[2] = { rc, 0 };
-	for (unsigned long i = 0; i < nworkers; i++) {
-		int st;
-		while (waitpid(workers[i], &st, 0) < 0)
-			if (errno != EINTR)
-				err(EX_OSERR, "waitpid");
-		all[1] = WIFEXITED(st) ? WEXITSTATUS(st) : EX_SOFTWARE;
-		if (all[1] > 1 && all[1] != EX_TEMPFAIL)
-			all[0] = all[0] > 1 && all[0] != EX_TEMPFAIL ?
-			    all[0] : all[1];
-		else if (all[0] <= 1 && (all[1] == EX_TEMPFAIL ||
-		    (all[1] == 0 && all[0] == MQ_EX_EMPTY)))
-			all[0] = all[1];
-	}
-	return all[0];
 }
 
 /* --backoff BASE[:MAX] */
@@ -374,39 +170,38 @@ main(int argc, char *argv[])
 		{ "key", required_argument, NULL, OPT_KEY },
 		{ "keygen", required_argument, NULL, OPT_KEYGEN },
 		{ "pubkey", required_argument, NULL, OPT_PUBKEY },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_sub_opts so;
 	mq_sub_opts_default(&so);
 	const char *spool = NULL, *e, *keyfile = NULL, *keygen = NULL;
-	int pubkey = 0;
-	int c, unsubscribe = 0;
+	int c, pubkey = 0, unsubscribe = 0;
 	struct mq_offset *from = NULL;
-	while ((c = getopt_long(argc, argv, "0F:fg:j:n:qs:t:", longopts, NULL)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "0F:fg:j:n:qs:t:", longopts,
+	    usage)) != -1) {
 		switch (c) {
-		case '0': opt.nul = 1; break;
+		case '0': run.output.nul = 1; break;
 		case 'F':
 			if (mq_format_check(optarg) < 0)
 				errx(mq_errcode(), "-F: %s", mq_errmsg());
-			opt.format = optarg;
+			run.output.format = optarg;
 			break;
-		case 'f': opt.follow = 1; break;
+		case 'f': run.follow = 1; break;
 		case 'g': opt.group = optarg; break;
-		case 'n': opt.count = tool_number("-n", optarg, 1, ~0UL); break;
-		case 'q': opt.quiet = 1; break;
+		case 'n': run.count = tool_number("-n", optarg, 1, ~0UL); break;
+		case 'q': run.output.quiet = 1; break;
 		case 's': spool = optarg; break;
-		case 't': opt.timeout = tool_duration("-t", optarg); break;
+		case 't': run.timeout = tool_duration("-t", optarg); break;
 		case OPT_EXEC: opt.exec = optarg; break;
 		case OPT_FROM_START: so.group.from_start = 1; break;
-		case OPT_JSON: opt.json = 1; break;
+		case OPT_JSON: run.output.json = 1; break;
 		case OPT_LEASE:
 			so.lease = tool_duration("--lease", optarg);
 			if (so.lease <= 0)
 				errx(EX_USAGE, "--lease: must be more than 0");
 			so.group.lease = so.lease;
 			break;
-		case OPT_MANUAL: opt.manual = 1; break;
+		case OPT_MANUAL: run.manual = 1; break;
 		case OPT_BACKOFF: backoff(optarg); break;
 		case OPT_HANDLER_TIMEOUT:
 			opt.handler_timeout = tool_duration("--handler-timeout",
@@ -450,27 +245,23 @@ main(int argc, char *argv[])
 		case OPT_KEY: keyfile = optarg; break;
 		case OPT_KEYGEN: keygen = optarg; break;
 		case OPT_PUBKEY: keygen = optarg; pubkey = 1; break;
-		case OPT_HELP: usage(0); break;
-		default: usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (keygen)
 		return key_file(keygen, pubkey, argc);
 	if (argc != 1 || !opt.group)
 		usage(EX_USAGE);
-	if (opt.exec && (opt.manual || opt.json || opt.format || opt.nul ||
-	    opt.quiet))
+	if (opt.exec && (run.manual || run.output.json || run.output.format ||
+	    run.output.nul || run.output.quiet))
 		errx(EX_USAGE, "--exec cannot be combined with --manual, --json, "
 		    "-F, -0 or -q");
-	if ((opt.json != 0) + (opt.format != NULL) + opt.nul > 1)
+	if (run.output.json + (run.output.format != NULL) + run.output.nul > 1)
 		errx(EX_USAGE, "choose one of --json, -F and -0");
 	if ((opt.publish_to || opt.handler_timeout > 0 || opt.jobs > 1) &&
 	    !opt.exec)
 		errx(EX_USAGE, "-j, --publish-to and --handler-timeout go with "
 		    "--exec");
-	if (opt.jobs > 1 && opt.count)
+	if (opt.jobs > 1 && run.count)
 		errx(EX_USAGE, "-j and -n cannot be combined");
 	if (opt.publish_to)
 		tool_name("topic", opt.publish_to);
@@ -488,19 +279,16 @@ main(int argc, char *argv[])
 	if ((e = getenv("MQ_POLL")) && *e)
 		so.poll = tool_duration("MQ_POLL", e);
 	/* Both filters are checked before anything is made. */
-	if ((flt.expr || flt.nmatch) && !(flt.f = mq_filter_compile(flt.expr,
-	    flt.match, flt.nmatch)))
+	mq_filter *g = NULL;
+	if (((flt.expr || flt.nmatch) && !(flt.f = mq_filter_compile(flt.expr,
+	    flt.match, flt.nmatch))) || ((flt.group_expr || flt.ngroup_match) &&
+	    !(g = mq_filter_compile(flt.group_expr, flt.group_match,
+	    flt.ngroup_match))))
 		tool_fail();
-	if (flt.group_expr || flt.ngroup_match) {
-		mq_filter *g = mq_filter_compile(flt.group_expr, flt.group_match,
-		    flt.ngroup_match);
-		if (!g)
-			tool_fail();
-		mq_filter_free(g);
-		so.group.filter = flt.group_expr;
-		so.group.match = flt.group_match;
-		so.group.nmatch = flt.ngroup_match;
-	}
+	mq_filter_free(g);
+	so.group.filter = flt.group_expr;
+	so.group.match = flt.group_match;
+	so.group.nmatch = flt.ngroup_match;
 
 	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		err(EX_OSERR, "pipe");
@@ -521,27 +309,42 @@ main(int argc, char *argv[])
 	if (mq_group_exists(sp, argv[0], opt.group) != 1 &&
 	    mq_group_subscribe(sp, argv[0], opt.group, &so.group) < 0)
 		tool_fail();
-	if (opt.jobs > 1)
-		start_workers(opt.jobs - 1);
+	if (opt.jobs > 1) {
+		if (!(workers = calloc(opt.jobs - 1, sizeof *workers)))
+			err(EX_OSERR, "malloc");
+		if (mq_sub_workers_start(workers, opt.jobs - 1, &nworkers) < 0)
+			errx(mq_errcode(), "%s", mq_errmsg());
+	}
 	mq_sub *sub = mq_sub_open(sp, argv[0], opt.group, &so);
 	if (!sub)
 		tool_fail();
-	handling = (struct mq_handling){ .cmd = opt.exec,
+	struct mq_handling handling = { .cmd = opt.exec,
 	    .timeout = opt.handler_timeout, .backoff = opt.backoff,
-	    .backoff_max = opt.backoff_max, .hold = !opt.follow };
+	    .backoff_max = opt.backoff_max, .hold = !run.follow };
 	if (opt.publish_to && !(handling.publish_to = mq_pub_open(sp,
 	    opt.publish_to, MQ_CREATE)))
 		tool_fail();
 	/* A batch is flushed whole before it is acked; one write suits it. */
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
-	unsigned long delivered = consume(sub);
+	run.filter = flt.f;
+	run.exec = opt.exec ? &handling : NULL;
+	run.out = stdout;
+	struct mq_consumed r;
+	if (mq_sub_consume(sub, &run, &r) < 0) {
+		errno = r.out_errno;
+		if (r.out_errno)
+			err(EX_IOERR, "stdout");
+		tool_fail();
+	}
 	mq_pub_close(handling.publish_to);
 	mq_filter_free(flt.f);
 	mq_sub_close(sub);
 	mq_seal_key_free(so.key);
 	mq_spool_close(sp);
 	free(from);
-	int rc = !delivered ? MQ_EX_EMPTY : handler_failed ? EX_TEMPFAIL : 0;
-	return nworkers ? join_workers(rc) : rc;
+	int rc = !r.delivered ? MQ_EX_EMPTY : r.held ? EX_TEMPFAIL : 0;
+	if (nworkers && (rc = mq_sub_workers_join(rc, workers, nworkers)) < 0)
+		errx(mq_errcode(), "%s", mq_errmsg());
+	return rc;
 }

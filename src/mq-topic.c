@@ -3,12 +3,6 @@
  */
 #include <err.h>
 #include <fnmatch.h>
-#include <stdlib.h>
-#include <errno.h>
-#include <getopt.h>
-#include <grp.h>
-#include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +11,7 @@
 #include "tool.h"
 
 enum {
-	OPT_JSON = 256, OPT_PARTITIONS, OPT_MAX_SIZE, OPT_RETENTION, OPT_HELP,
+	OPT_JSON = 256, OPT_PARTITIONS, OPT_MAX_SIZE, OPT_RETENTION,
 	OPT_TTL, OPT_EXPIRED, OPT_PLACE, OPT_GROUP, OPT_MODE, OPT_SIGNERS,
 	OPT_NO_SIGNERS, OPT_PUBLISHERS, OPT_CONSUMERS, OPT_ADMINS,
 };
@@ -48,23 +42,6 @@ usage(int code)
 	exit(code);
 }
 
-static void
-print_json(json_t *j)
-{
-	if (!j || json_dumpf(j, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
-		errx(EX_SOFTWARE, "cannot write JSON");
-	putchar('\n');
-	json_decref(j);
-}
-
-/* A role's group name, NULL if the gid has none. */
-static const char *
-group_name(gid_t gid)
-{
-	struct group *g = getgrgid(gid);
-	return g ? g->gr_name : NULL;
-}
-
 static int
 cmd_create(mq_spool *sp, const char *topic, const struct mq_topic_conf *c)
 {
@@ -74,68 +51,6 @@ cmd_create(mq_spool *sp, const char *topic, const struct mq_topic_conf *c)
 	if (rc == 0)
 		errx(EX_CANTCREAT, "topic '%s' already exists", topic);
 	return 0;
-}
-
-/* "K=DIR": partition K goes in DIR. */
-static void
-parse_place(const char *arg, unsigned *k, const char **dir)
-{
-	const char *eq = strchr(arg, '=');
-	char *end;
-	if (!eq || eq == arg || !eq[1] || *arg < '0' || *arg > '9')
-		errx(EX_USAGE, "--place: expected K=DIR, not '%s'", arg);
-	errno = 0;
-	unsigned long n = strtoul(arg, &end, 10);
-	if (end != eq || errno || n >= MQ_PARTITIONS_MAX)
-		errx(EX_USAGE, "--place: expected K=DIR with K a partition "
-		    "number, not '%s'", arg);
-	*k = (unsigned)n;
-	*dir = eq + 1;
-}
-
-/* The placements as the library wants them: one entry per partition. */
-static const char **
-places(char **args, size_t n, unsigned partitions)
-{
-	if (!n)
-		return NULL;
-	const char **v = calloc(partitions, sizeof *v);
-	if (!v)
-		err(EX_OSERR, "calloc");
-	for (size_t i = 0; i < n; i++) {
-		unsigned k;
-		const char *dir;
-		parse_place(args[i], &k, &dir);
-		if (k >= partitions)
-			errx(EX_USAGE, "--place: no partition %u in a topic of %u "
-			    "partitions", k, partitions);
-		if (v[k])
-			errx(EX_USAGE, "--place: partition %u placed twice", k);
-		v[k] = dir;
-	}
-	return v;
-}
-
-/* The text of a --signers FILE ("-": standard input), at most 64 KiB. */
-static char *
-read_signers(const char *path)
-{
-	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
-	if (!f)
-		err(errno == ENOENT ? EX_NOINPUT : EX_NOPERM, "--signers: %s",
-		    path);
-	char *text = malloc(65537);
-	if (!text)
-		err(EX_OSERR, "malloc");
-	size_t len = fread(text, 1, 65537, f);
-	if (ferror(f))
-		err(EX_IOERR, "--signers: %s", path);
-	if (len > 65536 || memchr(text, 0, len))
-		errx(EX_DATAERR, "--signers: %s is no list of public keys", path);
-	text[len] = 0;
-	if (f != stdin)
-		fclose(f);
-	return text;
 }
 
 static int
@@ -148,6 +63,8 @@ cmd_alter(mq_spool *sp, const char *topic, unsigned partitions,
 	return 0;
 }
 
+/* list: the names, or JSON with the partitions too; a topic whose
+ * configuration cannot be read is warned of and left out. */
 static int
 cmd_list(mq_spool *sp, const char *glob, int json)
 {
@@ -155,23 +72,23 @@ cmd_list(mq_spool *sp, const char *glob, int json)
 	char **names;
 	if (mq_topic_list(sp, &names, &n) < 0)
 		tool_fail();
-	json_t *arr = json ? json_array() : NULL;
+	struct mq_topic_conf *confs = calloc(n ? n : 1, sizeof *confs);
+	if (!confs)
+		err(EX_OSERR, "calloc");
 	for (size_t i = 0; i < n; i++) {
-		struct mq_topic_conf c;
 		if (glob && fnmatch(glob, names[i], 0))
 			continue;
-		if (mq_topic_conf_read(sp, names[i], &c) < 0) {
+		if (mq_topic_conf_read(sp, names[i], &confs[i]) < 0) {
 			tool_warn();
-			continue;
-		}
-		if (json)
-			json_array_append_new(arr, json_pack("{s:s, s:i}", "name",
-			    names[i], "partitions", (int)c.partitions));
-		else
+			confs[i].partitions = 0;
+		} else if (!json) {
 			printf("%s\n", names[i]);
+		}
 	}
-	if (json)
-		print_json(arr);
+	if (json && mq_topic_list_write_json((const char *const *)names, confs,
+	    n, stdout) < 0)
+		tool_fail();
+	free(confs);
 	mq_strv_free(names, n);
 	return 0;
 }
@@ -201,79 +118,10 @@ static int
 cmd_info(mq_spool *sp, const char *topic, int json)
 {
 	struct mq_topic_info in;
-	if (mq_topic_info(sp, topic, &in) < 0)
+	if (mq_topic_info(sp, topic, &in) < 0 || (json ?
+	    mq_topic_info_write_json(&in, stdout) :
+	    mq_topic_info_write_text(&in, stdout)) < 0)
 		tool_fail();
-	if (json) {
-		json_t *heads = json_array(), *groups = json_array();
-		for (unsigned k = 0; k < in.conf.partitions; k++) {
-			json_t *h = json_pack("{s:i, s:I, s:I, s:I}",
-			    "partition", (int)k,
-			    "committed", (json_int_t)in.partitions[k].committed,
-			    "messages", (json_int_t)in.partitions[k].log_messages,
-			    "bytes", (json_int_t)in.partitions[k].log_bytes);
-			if (in.partitions[k].place)
-				json_object_set_new(h, "place",
-				    json_string(in.partitions[k].place));
-			json_array_append_new(heads, h);
-		}
-		for (size_t i = 0; i < in.ngroups; i++)
-			json_array_append_new(groups, json_pack("{s:s, s:s, s:I, "
-			    "s:I, s:I, s:I, s:I}", "name", in.groups[i].name,
-			    "mode", in.groups[i].ordered ? "ordered" : "shared",
-			    "pending", (json_int_t)in.groups[i].pending,
-			    "inflight", (json_int_t)in.groups[i].inflight,
-			    "delayed", (json_int_t)in.groups[i].delayed,
-			    "dead", (json_int_t)in.groups[i].dead,
-			    "lag", (json_int_t)in.groups[i].lag));
-		json_t *roles = json_object();
-		for (int r = 0; r < MQ_ROLES; r++)
-			if (in.conf.roles.has[r])
-				json_object_set_new(roles, mq_role_name(r),
-				    json_pack("{s:I, s:s?}", "gid",
-				    (json_int_t)in.conf.roles.gid[r], "group",
-				    group_name(in.conf.roles.gid[r])));
-		print_json(json_pack("{s:s, s:i, s:I, s:I, s:f, s:s, s:I, s:i, "
-		    "s:o, s:o, s:o}", "name", in.name, "partitions",
-		    (int)in.conf.partitions,
-		    "max_message_size", (json_int_t)in.conf.max_message_size,
-		    "retention", (json_int_t)in.conf.retention,
-		    "ttl", in.conf.ttl, "expired",
-		    in.conf.expired_drop ? "drop" : "dlq", "dedup_window",
-		    (json_int_t)in.conf.dedup_window, "signers",
-		    (int)in.conf.nsigners, "roles", roles, "heads", heads,
-		    "groups", groups));
-	} else {
-		printf("topic: %s\npartitions: %u\nmax-message-size: %zu\n"
-		    "retention: %.0f\nttl: %g\nexpired: %s\nsigners: %u\n",
-		    in.name, in.conf.partitions, in.conf.max_message_size,
-		    in.conf.retention, in.conf.ttl,
-		    in.conf.expired_drop ? "drop" : "dlq", in.conf.nsigners);
-		for (int r = 0; r < MQ_ROLES; r++) {
-			if (!in.conf.roles.has[r])
-				continue;
-			const char *name = group_name(in.conf.roles.gid[r]);
-			printf("%s: %s (%lu)\n", mq_role_name(r), name ? name : "?",
-			    (unsigned long)in.conf.roles.gid[r]);
-		}
-		printf("%-10s %12s %12s %12s\n", "PARTITION", "COMMITTED",
-		    "MESSAGES", "BYTES");
-		for (unsigned k = 0; k < in.conf.partitions; k++)
-			printf("%-10u %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "%s%s\n",
-			    k, in.partitions[k].committed,
-			    in.partitions[k].log_messages,
-			    in.partitions[k].log_bytes,
-			    in.partitions[k].place ? "  placed in " : "",
-			    in.partitions[k].place ? in.partitions[k].place : "");
-		printf("%-24s %-8s %12s %12s %12s %12s %12s\n", "GROUP", "MODE",
-		    "PENDING", "IN-FLIGHT", "DELAYED", "DEAD", "LAG");
-		for (size_t i = 0; i < in.ngroups; i++)
-			printf("%-24s %-8s %12" PRIu64 " %12" PRIu64 " %12" PRIu64
-			    " %12" PRIu64 " %12" PRIu64 "\n", in.groups[i].name,
-			    in.groups[i].ordered ? "ordered" : "shared",
-			    in.groups[i].pending, in.groups[i].inflight,
-			    in.groups[i].delayed, in.groups[i].dead,
-			    in.groups[i].lag);
-	}
 	mq_topic_info_free(&in);
 	return 0;
 }
@@ -328,7 +176,6 @@ main(int argc, char *argv[])
 		{ "publishers", required_argument, NULL, OPT_PUBLISHERS },
 		{ "consumers", required_argument, NULL, OPT_CONSUMERS },
 		{ "admins", required_argument, NULL, OPT_ADMINS },
-		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_topic_conf conf;
@@ -342,7 +189,7 @@ main(int argc, char *argv[])
 	if (!placeargs)
 		err(EX_OSERR, "calloc");
 	/* Options may come before or after the subcommand. */
-	while ((c = getopt_long(argc, argv, "s:", longopts, NULL)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "s:", longopts, usage)) != -1) {
 		switch (c) {
 		case 's': spool = optarg; break;
 		case OPT_JSON: json = 1; break;
@@ -389,12 +236,8 @@ main(int argc, char *argv[])
 			signopt = c;
 			signfile = c == OPT_SIGNERS ? optarg : NULL;
 			break;
-		case OPT_HELP: usage(0); break;
-		default: usage(EX_USAGE);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (argc < 1)
 		usage(EX_USAGE);
 	const char *cmd = argv[0];
@@ -429,9 +272,13 @@ main(int argc, char *argv[])
 		    "the signers");
 	if (nplace && !partopt && !strcmp(cmd, "alter"))
 		errx(EX_USAGE, "alter: --place goes with --partitions");
-	char *signers = signfile ? read_signers(signfile) : NULL;
+	char *signers = NULL;
+	const char **place;
+	if ((signfile && !(signers = mq_topic_signers_read(signfile))) ||
+	    mq_topic_place_parse((const char *const *)placeargs, nplace,
+	    conf.partitions, &place) < 0)
+		tool_fail();
 	conf.signers = signers;
-	const char **place = places(placeargs, nplace, conf.partitions);
 	conf.place = place;
 	if (json && strcmp(cmd, "list") && strcmp(cmd, "info"))
 		errx(EX_USAGE, "--json goes with list and info");

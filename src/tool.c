@@ -10,6 +10,42 @@
 
 #include "tool.h"
 
+/* getopt_long's value for --help: past any character and any tool's
+ * OPT_ enum, which start at 256. */
+#define OPT_HELP 0x10000
+
+int
+tool_getopt(int *argc, char ***argv, const char *shortopts,
+    const struct option *longopts, void (*usage)(int))
+{
+	static struct option *all;
+	static const struct option *of;
+	if (of != longopts) {
+		size_t n = 0;
+		while (longopts[n].name)
+			n++;
+		free(all);
+		if (!(all = calloc(n + 2, sizeof *all)))
+			err(EX_OSERR, "calloc");
+		memcpy(all, longopts, n * sizeof *all);
+		all[n] = (struct option){ "help", no_argument, NULL, OPT_HELP };
+		of = longopts;
+	}
+	int c = getopt_long(*argc, *argv, shortopts, all, NULL);
+	if (c == OPT_HELP || c == '?' || c == ':') {
+		usage(c == OPT_HELP ? 0 : EX_USAGE);
+		exit(c == OPT_HELP ? 0 : EX_USAGE);
+	}
+	if (c == -1) {
+		*argc -= optind;
+		*argv += optind;
+		free(all);
+		all = NULL;
+		of = NULL;
+	}
+	return c;
+}
+
 /* Where the tool works: the spool, and the topic and group of its
  * arguments. */
 static char *place_spool;

@@ -2,7 +2,18 @@
 #ifndef MQ_TOOL_H
 #define MQ_TOOL_H
 
+#include <getopt.h>
+
 #include "mq.h"
+
+/* The tool's options, one at a time, as getopt_long(3) returns them for
+ * shortopts and longopts (the tool's own, ended by a zero entry; --help
+ * is added after them).  --help is usage(0), and an unknown option or
+ * one without its argument usage(EX_USAGE) after getopt_long's message;
+ * usage prints and exits.  At the end (-1) *argc and *argv are moved
+ * past the options. */
+int tool_getopt(int *argc, char ***argv, const char *shortopts,
+    const struct option *longopts, void (*usage)(int code));
 
 /* Prints the library's error as "prog: message" and exits with its code;
  * an error about a file names the place first, "prog: SPOOL: topic T:

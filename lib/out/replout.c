@@ -1,0 +1,72 @@
+/*
+ * replout.c: the replication peers (mq_repl_status) as mq-replicate
+ * status prints them, a table for people or one JSON object.  The last
+ * contact is told as an age before mq_now() in the table, and as seconds
+ * since the epoch in JSON.
+ */
+#include <jansson.h>
+#include <stdio.h>
+
+#include "out.h"
+
+/* How long ago t was, roughly: "42s ago", "5m ago", "3h ago". */
+static const char *
+ago(double t, char *buf, size_t len)
+{
+	if (t <= 0)
+		return "never";
+	double d = mq_now() - t;
+	if (d < 0)
+		d = 0;
+	if (d < 120)
+		snprintf(buf, len, "%.0fs ago", d);
+	else if (d < 7200)
+		snprintf(buf, len, "%.0fm ago", d / 60);
+	else
+		snprintf(buf, len, "%.0fh ago", d / 3600);
+	return buf;
+}
+
+static const char *
+state(const struct mq_peer_status *p)
+{
+	return p->connected ? "connected" : "idle";
+}
+
+int
+mq_repl_status_write_table(const mq_spool *sp,
+    const struct mq_peer_status *v, size_t n, size_t quarantined, FILE *f)
+{
+	fprintf(f, "%-20s %-13s %-12s %12s %10s %9s\n", "PEER", "STATE",
+	    "CONTACT", "LAG BYTES", "RECORDS", "LAG S");
+	for (size_t i = 0; i < n; i++) {
+		char when[32];
+		fprintf(f, "%-20s %-13s %-12s %12llu %10llu %9.3f\n",
+		    mq_peer_label(&v[i]), state(&v[i]),
+		    ago(v[i].contact, when, sizeof when),
+		    (unsigned long long)v[i].lag_bytes,
+		    (unsigned long long)v[i].records, v[i].lag);
+	}
+	if (quarantined)
+		fprintf(f, "%zu quarantined file(s) in %s/replicate/quarantine\n",
+		    quarantined, mq_spool_path(sp));
+	return mq_out_status(f);
+}
+
+int
+mq_repl_status_write_json(const struct mq_peer_status *v, size_t n,
+    size_t quarantined, FILE *f)
+{
+	json_t *peers = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(peers, json_pack("{s:s, s:s, s:s, s:s, "
+		    "s:f, s:I, s:I, s:I, s:I, s:f}", "id", v[i].id, "name",
+		    v[i].name, "address", v[i].address, "state", state(&v[i]),
+		    "contact", v[i].contact, "confirmed",
+		    (json_int_t)v[i].confirmed, "journal",
+		    (json_int_t)v[i].journal, "lag_bytes",
+		    (json_int_t)v[i].lag_bytes, "lag_records",
+		    (json_int_t)v[i].records, "lag_seconds", v[i].lag));
+	return mq_json_put(json_pack("{s:o, s:I}", "peers", peers,
+	    "quarantined", (json_int_t)quarantined), f);
+}

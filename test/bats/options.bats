@@ -1,0 +1,80 @@
+#!/usr/bin/env bats
+# What every tool does with its options before it looks at a spool (one
+# helper, tool_getopt in src/tool.c, serves them all): --help is the
+# usage on standard output and 0; an unknown option, or one without its
+# argument, is getopt's message and the usage on standard error and 64
+# (EX_USAGE), with nothing on standard output and no spool made.
+
+load helper
+
+TOOLS="mq-pub mq-sub mq-ack mq-dlq mq-topic mq-group mq-stat mq-replicate"
+
+@test "every tool: --help is its usage on stdout, nothing on stderr, 0" {
+	local tool
+	for tool in $TOOLS; do
+		run --separate-stderr "$tool" --help
+		assert_success
+		assert_usage_output "$tool"
+		[[ $output == "usage: $tool "* ]] || fail "$tool: $output"
+		assert_equal "$stderr" ""
+	done
+}
+
+@test "every tool: --help wins over the options and arguments around it" {
+	local tool
+	for tool in $TOOLS; do
+		run --separate-stderr "$tool" -s "$TD/none" --help a b c
+		assert_success
+		[[ $output == "usage: $tool "* ]] || fail "$tool: $output"
+		[[ ! -e $TD/none ]] || fail "$tool --help made a spool"
+	done
+}
+
+@test "every tool: an unknown long option is 64, its name and the usage on stderr" {
+	local tool
+	for tool in $TOOLS; do
+		run --separate-stderr "$tool" --no-such-option
+		assert_equal "$status" 64
+		assert_equal "$output" ""
+		[[ $stderr == *"$tool: unrecognized option '--no-such-option'"* ]] ||
+		    fail "$tool: $stderr"
+		[[ $stderr == *"usage: $tool "* ]] || fail "$tool: $stderr"
+	done
+}
+
+@test "every tool: an unknown letter, or -s without its argument, is 64" {
+	local tool
+	for tool in $TOOLS; do
+		run --separate-stderr "$tool" -Z
+		assert_equal "$status" 64
+		assert_equal "$output" ""
+		[[ $stderr == *"$tool: invalid option -- 'Z'"* ]] || fail "$tool: $stderr"
+		[[ $stderr == *"usage: $tool "* ]] || fail "$tool: $stderr"
+		run --separate-stderr "$tool" -s
+		assert_equal "$status" 64
+		[[ $stderr == *"$tool: option requires an argument -- 's'"* ]] ||
+		    fail "$tool: $stderr"
+	done
+	[[ ! -e $MQ_SPOOL/VERSION ]] || fail "a usage error made a spool"
+}
+
+@test "an abbreviated long option is taken; an ambiguous one is 64" {
+	run --separate-stderr mq-topic --he
+	assert_success
+	assert_usage_output mq-topic
+	run --separate-stderr mq-sub --h
+	assert_equal "$status" 64
+	[[ $stderr == *"option '--h' is ambiguous"* ]] || fail "$stderr"
+}
+
+@test "mq-stat --check: a bad option is the plugin's UNKNOWN, not usage" {
+	run --separate-stderr mq-stat --check -Z
+	assert_equal "$status" 3
+	assert_output 'MQ UNKNOWN - bad option -Z, or no argument'
+	run --separate-stderr mq-stat --check --warn
+	assert_equal "$status" 3
+	assert_output 'MQ UNKNOWN - bad option --warn, or no argument'
+	run --separate-stderr mq-stat --check --help
+	assert_success
+	[[ $output == "usage: mq-stat "* ]] || fail "$output"
+}
