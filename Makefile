@@ -75,6 +75,12 @@ check-shared: all
 	@PATH="$(CURDIR)/bin:$$PATH" BATS_FILES="$(CURDIR)/test/shared" \
 		test/run < /dev/null
 
+# Long runs (test/slow: a journal kept bounded over 200,000 messages),
+# once in check-all, not again under the sanitizers.
+check-slow: all
+	@PATH="$(CURDIR)/bin:$$PATH" BATS_FILES="$(CURDIR)/test/slow" \
+		test/run < /dev/null
+
 # libFuzzer harnesses (test/fuzz) for what the tools read from the spool
 # and for what a replication peer sends (fuzz_frame: the frames of a
 # session, either side; fuzz_recv: batches applied to a fresh spool), with
@@ -100,7 +106,7 @@ fuzz:
 layers: $(LIB_OBJ)
 	@python3 test/layers.py $(if $(LEVELS),--levels) lib $(LAYERS)
 
-# What CI runs: check, check-shared, fuzz, then check-sanitize, with one
+# What CI runs: check, check-shared, check-slow, fuzz, then check-sanitize, with one
 # summary line.
 check-all:
 	@test/all
@@ -131,4 +137,4 @@ clean:
 	rm -f lib/*/*.o src/*.o lib/libmq.a lib/libmq.so.* $(UNIT_BIN)
 	rm -rf bin/mq-* build
 
-.PHONY: layers all check check-shared check-sanitize check-all fuzz bench install clean
+.PHONY: layers all check check-shared check-slow check-sanitize check-all fuzz bench install clean

@@ -159,6 +159,8 @@ int mq_names_reread(DIR *, bool (*keep)(const char *), struct mq_names *);
 DIR *mq_dir_stream(int dirfd);
 int mq_names_push(struct mq_names *, const char *name, size_t len);
 void mq_names_sort(struct mq_names *);
+/* Whether sorted l (mq_names_sort) holds name. */
+bool mq_names_has(const struct mq_names *l, const char *name);
 void mq_names_free(struct mq_names *);
 uint64_t mq_dir_count(int dirfd, bool (*keep)(const char *));
 
@@ -294,6 +296,8 @@ struct mq_spool {
 	int fd;
 	int topics;
 	int jfd;                        /* the journal, opened on first use */
+	uint64_t jbase;                 /* jfd's first offset (jsegment.c) */
+	ino_t jino;                     /* and its inode */
 	bool shared;                    /* on a file system hosts share */
 	bool readonly;                  /* opened with MQ_READONLY */
 	struct mq_counter *counters;    /* counters.c, opened on first use */
@@ -346,6 +350,11 @@ struct mq_jreader {
 	int dirfd;                      /* the spool: the journal may come later */
 	int fd;
 	char path[MQ_HOST_MAX + 16];    /* "journal", or "journals/<host>" */
+	uint64_t base, end;             /* fd's offsets: first, and past its
+					   last when cut (else UINT64_MAX) */
+	ino_t ino;
+	bool gap;                       /* the offset asked for was dropped:
+					   pos moved to the oldest kept */
 	bool fresh;                     /* read as the server has it now */
 	bool readonly;                  /* the spool's MQ_READONLY */
 	char *buf;
@@ -379,6 +388,48 @@ int mq_jreader_next(struct mq_jreader *, struct mq_jrec *);
 /* Reads on from offset pos (a record's start). */
 void mq_jreader_seek(struct mq_jreader *, uint64_t pos);
 void mq_jreader_close(struct mq_jreader *);
+
+/* jsegment.c: the journal in segments (mq-spool(5), CHANGE JOURNAL,
+ * Segments): the file appended to keeps the journal's name, those cut
+ * off are <path>.d/<base>.  The cut size is MQ_JOURNAL_SEGMENT (64 MiB). */
+uint64_t mq_journal_segment_max(void);
+/* The offset of the first byte of the journal file fd (its B record's;
+ * 0 for a file without one). */
+int mq_jfile_base(int fd, uint64_t *base);
+/* The bases of the cut files of path's journal, ascending. */
+struct mq_jsegs {
+	uint64_t *base;
+	size_t n;
+};
+int mq_jsegs_read(int dirfd, const char *path, struct mq_jsegs *);
+void mq_jsegs_free(struct mq_jsegs *);
+/* The file of path's journal that holds offset pos: fd -1 when there is
+ * no journal; gap when pos was dropped (the oldest file kept instead). */
+struct mq_jfile {
+	int fd;
+	uint64_t base, end;             /* end: UINT64_MAX for the file
+					   appended to */
+	ino_t ino;
+	bool gap;
+};
+int mq_jseg_open(int dirfd, const char *path, uint64_t pos, struct mq_jfile *);
+/* The first offset of the file after the one that starts at after. */
+int mq_journal_next_base(int dirfd, const char *path, uint64_t after,
+    uint64_t *next);
+/* A journal file fd just made (empty) while cut files exist starts with
+ * the B record of where the last one ends. */
+int mq_journal_start_file(mq_spool *, const char *path, int fd);
+/* Cuts path's journal file fd (whose first offset is base) when it is
+ * still the journal and holds MQ_JOURNAL_SEGMENT bytes; locked: the
+ * caller holds what excludes every other writer, else the flock is tried
+ * and a busy file left for a later write. */
+int mq_journal_cut(mq_spool *, const char *path, int fd, uint64_t base,
+    bool locked);
+/* Unlinks the cut files of path's journal that end at or before upto:
+ * how many. */
+int mq_journal_drop(mq_spool *, const char *path, uint64_t upto);
+/* The oldest offset SPOOL/journal still holds. */
+uint64_t mq_journal_start(mq_spool *);
 
 /* jmerge.c: the hosts' journals (journals/<host>, written on a shared
  * file system) merged into SPOOL/journal; see mq-spool(5), CHANGE

@@ -438,6 +438,12 @@ mq_names_sort(struct mq_names *l)
 		qsort(l->v, l->n, sizeof *l->v, cmp_names);
 }
 
+bool
+mq_names_has(const struct mq_names *l, const char *name)
+{
+	return l->n && bsearch(&name, l->v, l->n, sizeof *l->v, cmp_names);
+}
+
 void
 mq_names_free(struct mq_names *l)
 {

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -46,10 +47,22 @@ mq_journal_fd(mq_spool *sp)
 		if (mq_mkdir(sp->fd, "journals") < 0)
 			return -1;
 	}
-	int fd = mq_file_open(sp->fd, path, O_WRONLY | O_APPEND | O_CREAT, 0666,
-	    NULL);
+	/* Read too: for the B record, and for a shared lock where flock is
+	 * a byte-range lock (NFS). */
+	struct stat st;
+	int fd = mq_file_open(sp->fd, path, O_RDWR | O_APPEND | O_CREAT, 0666,
+	    &st);
+	if (fd < 0 && errno == EACCES)
+		fd = mq_file_open(sp->fd, path, O_WRONLY | O_APPEND | O_CREAT,
+		    0666, &st);
 	if (fd < 0)
 		return -1;
+	if (mq_journal_start_file(sp, path, fd) < 0 ||
+	    mq_jfile_base(fd, &sp->jbase) < 0) {
+		close(fd);
+		return -1;
+	}
+	sp->jino = st.st_ino;
 	sp->jfd = fd;
 	return fd;
 }
@@ -177,14 +190,52 @@ mq_journal_lock(mq_spool *sp)
 	return fd;
 }
 
+/* On a local file system, each write holds a shared flock on a file
+ * that is still SPOOL/journal, so that a cut (jsegment.c) happens between
+ * writes and none lands in a file cut off. */
 int
 mq_journal_write(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
 {
 	if (b->len == 0)
 		return 0;
-	int fd = mq_journal_fd(sp);
-	if (fd < 0 || append(fd, false, b->buf, b->len, end) < 0)
-		return -1;
+	for (int tries = 0;; tries++) {
+		int fd = mq_journal_fd(sp);
+		if (fd < 0)
+			return -1;
+		if (sp->shared) {
+			uint64_t pos;
+			if (append(fd, false, b->buf, b->len, &pos) < 0)
+				return -1;
+			if (end)
+				*end = sp->jbase + pos;
+			break;
+		}
+		if (flock(fd, LOCK_SH) < 0)
+			return mq_err_sys("lock journal");
+		struct stat st;
+		if (mq_fstatat(sp->fd, "journal", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    st.st_ino != sp->jino) {
+			/* Cut since we opened it (or removed): the new one. */
+			flock(fd, LOCK_UN);
+			close(fd);
+			sp->jfd = -1;
+			if (tries < 16)
+				continue;
+			return mq_err(EX_TEMPFAIL, "journal: replaced while "
+			    "written, again and again");
+		}
+		uint64_t pos;
+		int rc = append(fd, false, b->buf, b->len, &pos);
+		flock(fd, LOCK_UN);
+		if (rc < 0)
+			return -1;
+		if (end)
+			*end = sp->jbase + pos;
+		/* Best effort: a cut that fails leaves a longer file. */
+		if (pos >= mq_journal_segment_max())
+			(void)mq_journal_cut(sp, "journal", fd, sp->jbase, false);
+		break;
+	}
 	b->len = 0;
 	return 0;
 }
@@ -213,13 +264,18 @@ int
 mq_journal_append_main(mq_spool *sp, const char *buf, size_t len,
     uint64_t *end)
 {
-	int fd = mq_file_open(sp->fd, "journal", O_WRONLY | O_CREAT |
+	int fd = mq_file_open(sp->fd, "journal", O_RDWR | O_CREAT |
 	    (sp->shared ? 0 : O_APPEND), 0666, NULL);
 	if (fd < 0)
 		return -1;
-	int rc = append(fd, sp->shared, buf, len, end);
+	uint64_t base = 0, pos;
+	int rc = mq_jfile_base(fd, &base);
+	if (rc == 0)
+		rc = append(fd, sp->shared, buf, len, &pos);
 	if (rc == 0 && fdatasync(fd) < 0)
 		rc = mq_err_sys("sync journal");
+	if (rc == 0 && end)
+		*end = base + pos;
 	close(fd);
 	return rc;
 }
@@ -367,9 +423,22 @@ mq_jreader_open(mq_spool *sp, struct mq_jreader *r, uint64_t from)
 static int
 jopen(struct mq_jreader *r)
 {
-	r->fd = mq_file_open(r->dirfd, r->path, O_RDONLY, 0, NULL);
-	if (r->fd < 0)
-		return errno == ENOENT ? 0 : -1;
+	struct mq_jfile f;
+	if (mq_jseg_open(r->dirfd, r->path, r->pos + (r->fill - r->off),
+	    &f) < 0)
+		return -1;
+	if (f.fd < 0)
+		return 0;
+	if (f.gap) {
+		/* Dropped: on from the oldest offset kept. */
+		r->gap = true;
+		r->pos = f.base;
+		r->fill = r->off = 0;
+	}
+	r->fd = f.fd;
+	r->base = f.base;
+	r->end = f.end;
+	r->ino = f.ino;
 	if (r->fresh) {
 		int fd = mq_fresh_fd(r->fd, r->readonly);
 		close(r->fd);
@@ -390,9 +459,9 @@ mq_jreader_open_at(mq_spool *sp, struct mq_jreader *r, const char *path,
 	snprintf(r->path, sizeof r->path, "%s", path);
 	r->fresh = sp->shared;
 	r->readonly = sp->readonly;
+	r->pos = from;
 	if (jopen(r) < 0)
 		return -1;
-	r->pos = from;
 	r->cap = 1 << 20;
 	r->buf = malloc(r->cap);
 	if (!r->buf) {
@@ -409,6 +478,11 @@ mq_jreader_seek(struct mq_jreader *r, uint64_t pos)
 {
 	r->pos = pos;
 	r->fill = r->off = 0;
+	/* In another file: opened at the next read. */
+	if (r->fd >= 0 && (pos < r->base || pos >= r->end)) {
+		close(r->fd);
+		r->fd = -1;
+	}
 }
 
 void
@@ -423,18 +497,20 @@ mq_jreader_close(struct mq_jreader *r)
 uint64_t
 mq_journal_size(mq_spool *sp)
 {
-	struct stat st;
-	if (!sp->shared)
-		return mq_fstatat(sp->fd, "journal", &st, AT_SYMLINK_NOFOLLOW) < 0 ?
-		    0 : (uint64_t)st.st_size;
-	/* Another host's merge may have grown it. */
+	/* The end of the file appended to, past its first offset; on a
+	 * shared file system another host's merge may have grown it. */
 	int fd = mq_file_open(sp->fd, "journal", O_RDONLY, 0, NULL);
-	uint64_t size = 0;
-	if (fd >= 0 && mq_fresh_size(fd, sp->readonly, &size) < 0)
-		size = 0;
+	uint64_t size = 0, base = 0;
+	struct stat st;
+	if (fd < 0 || mq_jfile_base(fd, &base) < 0)
+		size = base = 0;
+	else if (sp->shared && mq_fresh_size(fd, sp->readonly, &size) < 0)
+		size = base = 0;
+	else if (!sp->shared)
+		size = fstat(fd, &st) < 0 ? 0 : (uint64_t)st.st_size;
 	if (fd >= 0)
 		close(fd);
-	return size;
+	return base + size;
 }
 
 /* Checks a sealed line's sum (line without its newline) and splits
@@ -483,6 +559,24 @@ resync(char *line, size_t len, struct mq_jrec *rec)
 	return 0;
 }
 
+/* 1 when the file r reads is no longer the journal's name: r->end is
+ * then where it ends, the next file's first offset. */
+static int
+cut_off(struct mq_jreader *r)
+{
+	struct stat st;
+	uint64_t next;
+	if (mq_fstatat(r->dirfd, r->path, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    st.st_ino == r->ino)
+		return 0;
+	if (mq_journal_next_base(r->dirfd, r->path, r->base, &next) < 0)
+		return -1;
+	if (next == UINT64_MAX)
+		return 0;
+	r->end = next;
+	return 1;
+}
+
 int
 mq_jreader_next(struct mq_jreader *r, struct mq_jrec *rec)
 {
@@ -510,10 +604,36 @@ mq_jreader_next(struct mq_jreader *r, struct mq_jrec *rec)
 			}
 			uint64_t at = r->pos + r->fill;
 			ssize_t n = r->fresh ? mq_fresh_pread(r->fd, r->buf +
-			    r->fill, r->cap - r->fill, at) : pread(r->fd,
-			    r->buf + r->fill, r->cap - r->fill, (off_t)at);
+			    r->fill, r->cap - r->fill, at - r->base) :
+			    pread(r->fd, r->buf + r->fill, r->cap - r->fill,
+			    (off_t)(at - r->base));
 			if (n < 0)
 				return mq_err_sys("%s", r->path);
+			if (n == 0 && r->end == UINT64_MAX && !r->fresh) {
+				/* Cut since we opened it: its last writes may
+				 * have come after this read. */
+				int moved = cut_off(r);
+				if (moved < 0)
+					return -1;
+				if (moved)
+					continue;
+			}
+			if (n == 0 && r->end != UINT64_MAX && at >= r->end) {
+				/* The end of a cut file, where the next one
+				 * starts; a line cut there never ends. */
+				if (r->fill) {
+					r->pos += r->fill;
+					r->fill = 0;
+					r->skipped++;
+				}
+				close(r->fd);
+				r->fd = -1;
+				if (jopen(r) < 0)
+					return -1;
+				if (r->fd < 0)
+					return 0;
+				continue;
+			}
 			if (n == 0) {
 				/* At the end: read afresh the next time. */
 				if (r->fresh) {
@@ -537,6 +657,9 @@ mq_jreader_next(struct mq_jreader *r, struct mq_jrec *rec)
 			if ((skip = resync(line, len, rec)) == 0)
 				continue;
 		}
+		/* A file's first offset: no change. */
+		if (rec->type == 'B' && !rec->origin[0])
+			continue;
 		rec->at = at + skip;
 		rec->end = r->pos;
 		if (!rec->origin[0])

@@ -102,6 +102,7 @@ struct receiver {
 	int made_up;                    /* a batch of --compare */
 	struct brec *bv;                /* the batch's records */
 	uint64_t records, messages, quarantined, dropped;
+	double trimmed;                 /* when the journal was last trimmed */
 	char line[MQ_JLINE_MAX + MQ_ID_LEN + 32];
 };
 
@@ -770,6 +771,13 @@ finish(struct receiver *r)
 	r->ns = 0;
 	if (rc == 0)
 		rc = repl_seen_save(r->sp, &r->seen);
+	/* What seen covers now, and every peer confirmed, may go; a
+	 * failure only keeps it longer. */
+	if (rc == 0 && mq_mono() - r->trimmed >= 2.0) {
+		r->trimmed = mq_mono();
+		if (repl_journal_trim(r->sp) < 0)
+			repl_log(r->o, LOG_WARNING, "journal: %s", mq_errmsg());
+	}
 	return rc;
 }
 
@@ -1076,9 +1084,50 @@ apply_batch(struct receiver *r, const struct bhead *h, const char *buf,
 	return rc < 0 || frc < 0 ? -1 : 0;
 }
 
+/* The "Q group KEY" lines of a WANT: for each group of the topic here,
+ * the KEYs of the peer's log (have, sorted) it holds in partition k, so
+ * that the peer can settle those its own group no longer holds. */
+static int
+queued_lines(struct rtopic *rt, unsigned k, const struct mq_names *have,
+    FILE *o)
+{
+	static const char *const sub[] = { "new", "cur", "delay" };
+	struct mq_names groups = { 0 };
+	int rc = mq_groups_read(&rt->t, &groups);
+	for (size_t g = 0; rc == 0 && g < groups.n; g++)
+		for (size_t d = 0; rc == 0 && d < 3; d++) {
+			char p[MQ_NAME_MAX + 16];
+			struct mq_names l = { 0 };
+			size_t skip = d == 2 ? MQ_SEQ_DIGITS + 1 : 0;
+			if (mq_path(p, sizeof p, "g/%s/%s", groups.v[g], sub[d]) < 0) {
+				rc = -1;
+				break;
+			}
+			int fd = mq_openat(rt->t.pfd[k], p, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			rc = mq_names_read(fd, NULL, &l);
+			close(fd);
+			for (size_t i = 0; rc == 0 && i < l.n; i++) {
+				char key[MQ_KEY_LEN + 1];
+				if (strlen(l.v[i]) < skip + MQ_KEY_LEN)
+					continue;
+				snprintf(key, sizeof key, "%.*s", MQ_KEY_LEN,
+				    l.v[i] + skip);
+				if (mq_names_has(have, key))
+					fprintf(o, "Q %s %s\n", groups.v[g], key);
+			}
+			mq_names_free(&l);
+		}
+	mq_names_free(&groups);
+	return rc;
+}
+
 /* HAVE <topic> <k>, then "KEY hash" lines (--compare): answers WANT
- * <topic> <k> and the KEYs that log/ lacks or holds with other content
- * (those are quarantined when they come). */
+ * <topic> <k>, the KEYs that log/ lacks or holds with other content
+ * (those are quarantined when they come), then the Q lines of what this
+ * spool's groups hold of the others (queued_lines). */
 static int
 answer_have(struct receiver *r, const char *f, size_t len)
 {
@@ -1104,6 +1153,7 @@ answer_have(struct receiver *r, const char *f, size_t len)
 		return mq_err_sys("malloc");
 	}
 	fprintf(o, "WANT %s %u\n", topic, k);
+	struct mq_names have = { 0 };
 	int rc = 0;
 	for (p++; rc == 0 && p < end; ) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -1131,8 +1181,14 @@ answer_have(struct receiver *r, const char *f, size_t len)
 		}
 		if (want && mq_is_key(key))
 			fprintf(o, "%s\n", key);
+		else if (!want)
+			rc = mq_names_push(&have, key, MQ_KEY_LEN);
 	}
 	close(lfd);
+	mq_names_sort(&have);
+	if (rc == 0)
+		rc = queued_lines(rt, k, &have, o);
+	mq_names_free(&have);
 	if (fclose(o) != 0 && rc == 0)
 		rc = mq_err_sys("malloc");
 	if (rc == 0)

@@ -57,7 +57,29 @@ struct sender {
 	int comparing;                  /* --compare: records made up */
 	uint64_t records, messages, bytes;
 	double began, shown;
+	double trimmed;                 /* when the journal was last trimmed */
+	uint64_t trimmed_base;          /* and the reader's file then */
 };
+
+/* Seconds between two trims of the journal (repl_journal_trim). */
+#define TRIM_EVERY 2.0
+
+/* Drops the journal's cut files every peer has confirmed: once this
+ * peer has confirmed all of a file the reader went past, and every
+ * TRIM_EVERY for the other peers' progress.  A failure only keeps them
+ * longer. */
+static void
+trim(struct sender *s)
+{
+	bool passed = s->r.base > s->trimmed_base && s->confirmed >= s->r.base;
+	if (!passed && mq_mono() - s->trimmed < TRIM_EVERY)
+		return;
+	s->trimmed = mq_mono();
+	if (s->confirmed >= s->r.base)
+		s->trimmed_base = s->r.base;
+	if (repl_journal_trim(s->sp) < 0)
+		repl_log(s->o, LOG_WARNING, "journal: %s", mq_errmsg());
+}
 
 static int
 room(struct sender *s, size_t more)
@@ -596,8 +618,11 @@ answer(struct sender *s)
 	s->out--;
 	if (!strcmp(word, "OK")) {
 		s->confirmed = v;
-		return repl_peer_save(s->sp, s->peer, s->peer_name,
-		    s->o->address, v, 1);
+		if (repl_peer_save(s->sp, s->peer, s->peer_name,
+		    s->o->address, v, 1) < 0)
+			return -1;
+		trim(s);
+		return 0;
 	}
 	if (!strcmp(word, "SKIP"))
 		return 0;
@@ -644,18 +669,6 @@ keys_of(int pfd, const char *group, const char *sub, size_t skip,
 			rc = mq_names_push(out, l.v[i] + skip, MQ_KEY_LEN);
 	mq_names_free(&l);
 	return rc;
-}
-
-static int
-cmp_key(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool
-holds(const struct mq_names *l, const char *key)
-{
-	return l->n && bsearch(&key, l->v, l->n, sizeof *l->v, cmp_key);
 }
 
 /* Sends the batch being built as made-up records, and waits for it. */
@@ -712,6 +725,23 @@ is_dead_name(const char *name)
 {
 	struct mq_entry e;
 	return mq_dead_parse(name, &e) == 0;
+}
+
+/* "group KEY" of a Q line: an A record when our group holds no KEY. */
+static int
+settle_queued(struct sender *s, struct stopic *st, unsigned k,
+    const struct mq_names *groups, const struct held *hv, const char *q)
+{
+	const char *sp = strchr(q, ' ');
+	if (!sp || !mq_is_key(sp + 1))
+		return 0;
+	for (size_t g = 0; g < groups->n; g++)
+		if (strlen(groups->v[g]) == (size_t)(sp - q) &&
+		    !memcmp(groups->v[g], q, (size_t)(sp - q)))
+			return mq_names_has(&hv[g].keys, sp + 1) ? 0 :
+			    add_made_up(s, 'A', "%s %u %s %s", st->name, k,
+			    groups->v[g], sp + 1);
+	return 0;               /* a group of the peer's own */
 }
 
 static int
@@ -779,6 +809,12 @@ compare_partition(struct sender *s, struct stopic *st, unsigned k)
 	for (char *line = want, *save = NULL; rc == 0 &&
 	    (line = strtok_r(line == want ? want : NULL, "\n", &save));
 	    line = NULL) {
+		/* Q group KEY: the peer's group holds a message ours no
+		 * longer does (acknowledged, or dead: its D comes below). */
+		if (!strncmp(line, "Q ", 2)) {
+			rc = settle_queued(s, st, k, &groups, hv, line + 2);
+			continue;
+		}
 		if (!strncmp(line, "WANT", 4) || !mq_is_key(line))
 			continue;
 		char *gl = NULL;
@@ -786,7 +822,7 @@ compare_partition(struct sender *s, struct stopic *st, unsigned k)
 		FILE *gf = open_memstream(&gl, &gll);
 		const char *sep = "";
 		for (size_t g = 0; gf && g < ng; g++)
-			if (holds(&hv[g].keys, line)) {
+			if (mq_names_has(&hv[g].keys, line)) {
 				fprintf(gf, "%s%s", sep, groups.v[g]);
 				sep = ",";
 			}
@@ -918,12 +954,29 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		    "this spool's journal, which holds %" PRIu64 ": was the "
 		    "spool restored from a backup? (see mq-replicate(1), "
 		    "CAVEATS)", peer_name, has, goal);
-	s.pos = s.confirmed = from;
 	if (rc == 0)
 		rc = mq_jreader_open(sp, &s.r, from);
+	/* Its place was dropped from the journal (jsegment.c), but it has
+	 * told us where it is: from there. */
+	if (rc == 0 && s.r.gap && has >= s.r.pos && has <= goal) {
+		s.r.gap = false;
+		from = has;
+		mq_jreader_seek(&s.r, from);
+	}
+	/* Else what it lacks is found by comparing hashes, and the journal
+	 * goes on from the oldest record it still holds. */
+	bool behind = rc == 0 && s.r.gap;
+	if (behind) {
+		repl_log(o, LOG_NOTICE, "peer %s: the journal no longer holds "
+		    "its place (%" PRIu64 "): comparing by hash, then on from %"
+		    PRIu64, s.peer_name, from, s.r.pos);
+		from = s.r.pos;
+		s.r.gap = false;
+	}
+	s.pos = s.confirmed = from;
 	if (rc == 0)
 		rc = send_conf_all(&s);
-	if (rc == 0 && o->compare)
+	if (rc == 0 && (o->compare || behind))
 		rc = compare_all(&s);
 	int watched = 0;
 	int ifd = o->follow ? watch_journal(sp, &watched) : -1;
@@ -963,6 +1016,8 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			if (rc == 0)
 				rc = repl_peer_save(sp, s.peer, s.peer_name,
 				    o->address, s.confirmed, 1);
+			if (rc == 0)
+				trim(&s);
 			idle = mq_mono();
 			continue;
 		}
@@ -990,6 +1045,10 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	}
 	/* Not connected any more, whatever the reason. */
 	repl_peer_save(sp, s.peer, s.peer_name, o->address, s.confirmed, 0);
+	if (rc == 0) {
+		s.trimmed = 0;
+		trim(&s);
+	}
 	if (ifd >= 0)
 		close(ifd);
 	mq_jreader_close(&s.r);

@@ -507,3 +507,42 @@ mq_repl_status(mq_spool *sp, struct mq_peer_status **v, size_t *n,
 	}
 	return 0;
 }
+
+int
+repl_journal_trim(mq_spool *sp)
+{
+	/* The peers' confirmed offsets hold the journal back. */
+	struct mq_peer_status *v;
+	size_t n;
+	if (peers_read(sp, &v, &n) < 0)
+		return -1;
+	uint64_t keep = UINT64_MAX;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].confirmed < keep)
+			keep = v[i].confirmed;
+	free(v);
+	/* And what seen covers: a receiver completes its vector from
+	 * there, so it must stay there, durably, before it goes. */
+	int fd = mq_faccessat(sp->fd, "replicate/seen", F_OK,
+	    AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT ? -1 :
+	    mq_file_open(sp->fd, "replicate/seen", O_RDONLY, 0, NULL);
+	if (fd >= 0) {
+		char head[64];
+		uint64_t covered = 0;
+		ssize_t got = pread(fd, head, sizeof head - 1, 0);
+		int rc = got < 0 || fsync(fd) < 0 ? mq_err_sys("replicate/seen") :
+		    0;
+		close(fd);
+		if (rc < 0)
+			return -1;
+		head[got] = 0;
+		if (strncmp(head, "journal ", 8) ||
+		    !mq_decimal(head + 8, MQ_SEQ_MAX, &covered))
+			covered = 0;    /* damaged: read from the start */
+		if (covered < keep)
+			keep = covered;
+	} else if (errno != ENOENT) {
+		return mq_err_sys("replicate/seen");
+	}
+	return mq_journal_drop(sp, "journal", keep);
+}

@@ -1,0 +1,79 @@
+# Helpers for the tests of the journal in segments (journal_segments.bats,
+# test/slow/journal.bats).
+
+# journal_bytes SPOOL: the bytes the journal holds, cut files included.
+journal_bytes() {
+	# A cut file may go while it is counted.
+	find "$1/journal" "$1/journal.d" -maxdepth 1 -type f -printf '%s\n' \
+	    2>/dev/null | awk '{ n += $1 } END { print n + 0 }'
+}
+
+# records SPOOL TYPE: how many records of TYPE the journal's files hold.
+records() {
+	cat "$1"/journal.d/* "$1"/journal 2>/dev/null | grep -c "^$2 " || true
+}
+
+# b_log, b_new: messages in B's log/ of topic t, and pending in its group g.
+b_log() {
+	count_entries "$B/topics/t/p0/log"
+}
+b_new() {
+	count_entries "$B/topics/t/p0/g/g/new"
+}
+
+# continuous SPOOL: each cut file ends where the next file starts (its
+# name, or the journal's B record).
+continuous() {
+	local f base size next prev_end=
+	for f in "$1"/journal.d/*; do
+		[[ -f $f ]] || continue
+		base=$((10#$(basename "$f")))
+		size=$(stat -c %s "$f")
+		if [[ -n $prev_end && $prev_end != "$base" ]]; then
+			echo "a cut file starts at $base, the one before ends at $prev_end" >&2
+			return 1
+		fi
+		prev_end=$((base + size))
+	done
+	[[ -z $prev_end ]] && return 0
+	next=$(head -1 "$1/journal" | cut -d' ' -f3)
+	[[ $next == "$prev_end" ]] ||
+	    { echo "the journal starts at $next, not $prev_end" >&2; return 1; }
+}
+
+# bounded_journal N: N messages published, in rounds of N/10, and acked
+# by a consumer following, with a peer following them; the journal must
+# never hold more than 2 MiB, and no cut file once the peer confirmed all.
+# The bound (mq-spool(5), Segments): the file appended to, up to one
+# segment (256 KiB here) and a publish chunk (at most 4,096 records of
+# about 85 bytes), and the cut files the peer has not confirmed (a round
+# waits for the peer to have the messages of the round before).
+bounded_journal() {
+	local n=$1 round=$(($1 / 10)) max=0 now i
+	export MQ_JOURNAL_SEGMENT=262144
+	pair
+	mq-group create t g
+	mq-topic -s "$B" create t
+	mq-group -s "$B" create t g
+	run -0 push_ab
+	spawn "$TD/follow" mq-replicate -s "$A" push --follow --rsh env \
+	    --remote-spool "$B"
+	spawn "$TD/sub" mq-sub -f -g g t -n "$n" -t 600
+	local sub=$SPAWNED
+	for i in $(seq 1 10); do
+		seq 1 "$round" | mq-pub -l t >/dev/null
+		wait_for -t 120 eval "[[ \$(b_log) == $((i * round)) ]]"
+		now=$(journal_bytes "$A")
+		((now > max)) && max=$now
+	done
+	wait_for -t 300 exited "$sub"
+	assert_equal "$(wc -l <"$TD/sub")" "$n"
+	# B has every message and every ack.
+	wait_for -t 120 eval '[[ $(b_new) == 0 ]]'
+	now=$(journal_bytes "$A")
+	((now > max)) && max=$now
+	echo "# $n messages: the journal held at most $max bytes" >&3
+	((max <= 2 * 1024 * 1024)) || fail "the journal held $max bytes"
+	# Once the peer has confirmed all, every cut file goes.
+	wait_for -t 10 eval '[[ $(count_entries "$A/journal.d") == 0 ]]'
+}
