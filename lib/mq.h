@@ -951,9 +951,9 @@ int mq_replicas_wait(mq_spool *, uint64_t end, unsigned n, double timeout,
     unsigned *got);
 struct mq_peer_status {
 	char id[MQ_ID_LEN + 1];
-	char name[128];
+	char name[128];                 /* "": none (shown by its id) */
 	char address[256];
-	int connected;                  /* in contact within 15 s */
+	int connected;                  /* a session holds peers/<id>.live */
 	double contact;                 /* last confirmation or ping */
 	uint64_t confirmed, journal;    /* offsets in this spool's journal */
 	uint64_t lag_bytes;             /* after confirmed, with what the

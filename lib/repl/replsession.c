@@ -2,6 +2,9 @@
  * replsession.c: the start of a replication session (the hello, which
  * settles who sends), then the side it gives this spool: the top of the
  * replication layer, above replsend.c and replrecv.c.
+ *
+ * A sending side holds the peer's lock (repl_peer_hold) for the whole
+ * session, so that status sees it live and forget leaves it alone.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -90,7 +93,7 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 	if (!strcmp(me, peer))
 		return mq_err(EX_USAGE, "a spool cannot replicate to itself "
 		    "(both ends are spool %s)", me);
-	int rc;
+	int rc, hold = -1;
 	/* Over a secure link the peer's name is the one it was authorized
 	 * under; over ssh, the host name it gave. */
 	const char *kname = NULL;
@@ -98,8 +101,13 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 		snprintf(name, sizeof name, "%s", kname);
 	repl_log(o, LOG_INFO, "%s %s (%s)", role == MQ_REPL_SEND ? "sending to" :
 	    "receiving from", name, peer);
-	rc = role == MQ_REPL_SEND ? repl_send(sp, l, peer, name, &mine) :
-	    repl_recv(sp, l, peer, name, &mine);
+	if (role == MQ_REPL_SEND && (hold = repl_peer_hold(sp, peer)) < 0)
+		rc = -1;
+	else
+		rc = role == MQ_REPL_SEND ? repl_send(sp, l, peer, name,
+		    &mine) : repl_recv(sp, l, peer, name, &mine);
+	if (hold >= 0)
+		close(hold);
 	if (rc < 0) {
 		/* Tell the peer why, if it still listens. */
 		int code = mq_errcode();
