@@ -3,8 +3,13 @@
  * settles who sends), then the side it gives this spool: the top of the
  * replication layer, above replsend.c and replrecv.c.
  *
- * A sending side holds the peer's lock (repl_peer_hold) for the whole
- * session, so that status sees it live and forget leaves it alone.
+ * A peer's name is the one its key has in authorized_peers, over TCP;
+ * without one (over ssh, or a key authorized without a name) it has
+ * none, and is shown by its spool id: the host name a hello carries is
+ * no name, since two spools on one host, or two hosts that call
+ * themselves alike, give the same.  A sending side holds the peer's
+ * lock (repl_peer_hold) for the whole session, so that status sees it
+ * live and forget leaves it alone.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -42,7 +47,7 @@ hello_parse(const char *rest, size_t len, enum mq_repl_role *role,
 		    "version");
 	*role = !strcmp(r, "send") ? MQ_REPL_SEND : MQ_REPL_RECV;
 	snprintf(id, MQ_ID_LEN + 1, "%.*s", MQ_ID_LEN, i);
-	snprintf(name, nlen, "%s", nm[0] ? nm : i);
+	snprintf(name, nlen, "%s", i);
 	return 0;
 }
 
@@ -94,13 +99,13 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 		return mq_err(EX_USAGE, "a spool cannot replicate to itself "
 		    "(both ends are spool %s)", me);
 	int rc, hold = -1;
-	/* Over a secure link the peer's name is the one it was authorized
-	 * under; over ssh, the host name it gave. */
+	/* The name it was authorized under, else its id. */
 	const char *kname = NULL;
 	if (mq_link_peer(l, &kname) && kname && *kname)
 		snprintf(name, sizeof name, "%s", kname);
-	repl_log(o, LOG_INFO, "%s %s (%s)", role == MQ_REPL_SEND ? "sending to" :
-	    "receiving from", name, peer);
+	repl_log(o, LOG_INFO, "%s %s%s%s%s", role == MQ_REPL_SEND ?
+	    "sending to" : "receiving from", name, strcmp(name, peer) ? " (" :
+	    "", strcmp(name, peer) ? peer : "", strcmp(name, peer) ? ")" : "");
 	if (role == MQ_REPL_SEND && (hold = repl_peer_hold(sp, peer)) < 0)
 		rc = -1;
 	else

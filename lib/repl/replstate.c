@@ -305,7 +305,8 @@ repl_seen_save(mq_spool *sp, const struct repl_seen *s)
 	return rc < 0 ? -1 : 0;
 }
 
-/* peers/<id>: key=value lines. */
+/* peers/<id>: key=value lines.  A peer without a name is given its id
+ * by the session, for its log lines; the file then has no name. */
 int
 repl_peer_save(mq_spool *sp, const char *peer_id, const char *name,
     const char *address, uint64_t confirmed, int connected)
@@ -313,6 +314,8 @@ repl_peer_save(mq_spool *sp, const char *peer_id, const char *name,
 	int dfd = repl_dir(sp, "peers");
 	if (dfd < 0)
 		return -1;
+	if (!name || !strcmp(name, peer_id))
+		name = "";
 	/* One line each: no newline may come in from the address. */
 	char addr[256];
 	snprintf(addr, sizeof addr, "%s", address ? address : "");

@@ -49,6 +49,31 @@ follow_b() {
 	wait_for connected "$IDB"
 }
 
+@test "peers reached over ssh without keys have no name and are shown by their spool ids, each its own" {
+	two_peers
+	# Both spools are on this host: the host name would name both.
+	[[ $IDB != "$IDC" ]] || fail "one id"
+	run -0 mq-replicate -s "$A" status --json
+	assert_equal "$(jq -c '[.peers[] | [.id, .name]] | sort' <<<"$output")" \
+	    "$(jq -cn --arg b "$IDB" --arg c "$IDC" '[[$b, ""], [$c, ""]] | sort')"
+	run -0 mq-replicate -s "$A" status
+	assert_line --index 0 --regexp '^PEER {29}STATE +CONTACT'
+	assert_line --regexp "^$IDB idle +[0-9]+s ago +[0-9]+ +3 "
+	assert_line --regexp "^$IDC idle +[0-9]+s ago +[0-9]+ +3 "
+	refute_output --partial "$(hostname)"
+	grep -qx 'name=' "$A/replicate/peers/$IDB" || fail "$(cat "$A/replicate/peers/$IDB")"
+	# mq-stat names them so in each of its outputs.
+	run -0 mq-stat
+	assert_line --regexp "^$IDB +idle +3 "
+	assert_line --regexp "^$IDC +idle +3 "
+	run -0 mq-stat --json
+	assert_equal "$(jq -r '[.replication[].peer] | sort | join(" ")' <<<"$output")" \
+	    "$(printf '%s\n' "$IDB" "$IDC" | sort | tr '\n' ' ' | sed 's/ $//')"
+	run -1 mq-stat --check --warn 'lag>2'
+	assert_output --partial "peer $IDB lag=3"
+	assert_output --partial "peer $IDC lag=3"
+}
+
 @test "status shows a push --follow killed with SIGKILL as idle within a second, as mq-stat does" {
 	two_peers
 	follow_b
@@ -64,4 +89,6 @@ follow_b() {
 	echo "# idle after $(( (${EPOCHREALTIME/./} - t0) / 1000 )) ms" >&3
 	run -0 mq-stat --json
 	assert_equal "$(jq -r --arg id "$IDB" '.replication[] | select(.id == $id) | .state' <<<"$output")" idle
+	run -0 mq-replicate -s "$A" status
+	assert_line --regexp "^$IDB +idle +[0-9]+s ago"
 }
