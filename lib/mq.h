@@ -963,6 +963,20 @@ struct mq_peer_status {
 };
 int mq_repl_status(mq_spool *, struct mq_peer_status **, size_t *n,
     size_t *quarantined);
+/* The peers this spool knows, one per file replicate/peers/<id>, sorted
+ * by id, without the lag figures (*v the caller's to free; none when the
+ * spool never sent).  What they have not confirmed is what the journal
+ * must keep for them; a forgotten peer is not among them. */
+int mq_repl_peers(mq_spool *, struct mq_peer_status **v, size_t *n);
+/* The known peer that what names: its spool id, a prefix of it of at
+ * least 8 hexadecimal digits, or its name; id gets its id.  None is
+ * EX_NOINPUT, several EX_USAGE (the message lists them). */
+int mq_repl_peer_find(mq_spool *, const char *what, char id[MQ_ID_LEN + 1]);
+/* Forgets that peer (mq-protocol(5), REPLICATION STATE): removes
+ * replicate/peers/<id>, so that status, mq-stat and the journal no
+ * longer count it; EX_TEMPFAIL while a session with it is live.  id, if
+ * not NULL, gets its id. */
+int mq_repl_forget(mq_spool *, const char *what, char id[MQ_ID_LEN + 1]);
 /* Finishes what an interrupted receive left and marks the spool
  * primary; fails with EX_TEMPFAIL while a receiver runs. */
 int mq_repl_promote(mq_spool *, size_t *repaired);

@@ -1,6 +1,6 @@
 /*
  * mq-replicate: replication between spools: keys, the daemon (serve),
- * push and pull over TCP or ssh, status and promote.  The protocol and
+ * push and pull over TCP or ssh, status, promote and forget.  The protocol and
  * everything it changes on disk are in libmq (replsend.c, replrecv.c), so
  * are the transports and the daemon's loop (replrun.c); this file picks
  * them, retries, logs and prints.
@@ -52,8 +52,8 @@ usage(int code)
 	    "       %s [-s SPOOL] promote\n"
 	    "       %s [-s SPOOL] keygen [--force] [--name NAME]\n"
 	    "       %s [-s SPOOL] pubkey\n"
-	    "       %s [-s SPOOL] authorize PUBKEY [NAME]\n",
-	    p, p, p, p, p, p, p);
+	    "       %s [-s SPOOL] authorize PUBKEY [NAME]\n"
+	    "       %s [-s SPOOL] forget PEER\n", p, p, p, p, p, p, p, p);
 	exit(code);
 }
 
@@ -271,8 +271,9 @@ main(int argc, char *argv[])
 	if (argc < 1)
 		usage(EX_USAGE);
 	const char *cmd = argv[0];
-	tool_command(cmd, (const char *const[]){ "serve", "push", "pull",
-	    "status", "promote", "keygen", "pubkey", "authorize", NULL });
+	int one = tool_command(cmd, (const char *const[]){ "serve", "push",
+	    "pull", "status", "promote", "keygen", "pubkey", "authorize",
+	    "forget", NULL }) >= 8;
 	int is_keygen = !strcmp(cmd, "keygen"), is_auth = !strcmp(cmd, "authorize");
 	int is_serve = !strcmp(cmd, "serve"), is_push = !strcmp(cmd, "push"),
 	    is_pull = !strcmp(cmd, "pull");
@@ -303,7 +304,7 @@ main(int argc, char *argv[])
 	if (opt.json && strcmp(cmd, "status"))
 		errx(EX_USAGE, "--json goes with status");
 	if (is_auth ? argc < 2 || argc > 3 : transfer ? argc != (opt.rsh ? 1 : 2) :
-	    argc != 1) {
+	    argc != 1 + one) {
 		if (transfer)
 			errx(EX_USAGE, opt.rsh ? "%s: no ADDR:PORT with --rsh" :
 			    "%s: give ADDR:PORT, or --rsh CMD", cmd);
@@ -330,7 +331,9 @@ main(int argc, char *argv[])
 		if (rc == 0)
 			printf("promoted %s: %zu link(s) left staged by an "
 			    "interrupted receive finished\n", mq_spool_path(sp), n);
-	} else
+	} else if (!strcmp(cmd, "forget"))
+		rc = mq_repl_forget(sp, argv[1], NULL);
+	else
 		rc = keys(sp, cmd, argc, argv);
 	if (rc < 0) {
 		if (opt.use_syslog)

@@ -447,8 +447,8 @@ repl_peer_confirmed(mq_spool *sp, const char *peer_id, uint64_t *pos)
 	return rc;
 }
 
-static int
-peers_read(mq_spool *sp, struct mq_peer_status **out, size_t *n)
+int
+mq_repl_peers(mq_spool *sp, struct mq_peer_status **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -503,7 +503,7 @@ mq_replicas_wait(mq_spool *sp, uint64_t end, unsigned n, double timeout,
 	for (;;) {
 		struct mq_peer_status *v;
 		size_t np;
-		if ((rc = peers_read(sp, &v, &np)) < 0)
+		if ((rc = mq_repl_peers(sp, &v, &np)) < 0)
 			break;
 		unsigned have = 0;
 		for (size_t i = 0; i < np; i++)
@@ -564,7 +564,7 @@ int
 mq_repl_status(mq_spool *sp, struct mq_peer_status **v, size_t *n,
     size_t *quarantined)
 {
-	if (peers_read(sp, v, n) < 0)
+	if (mq_repl_peers(sp, v, n) < 0)
 		return -1;
 	uint64_t size = mq_journal_size(sp), u[3];
 	if (mq_journal_unmerged(sp, &u[0], &u[1], &u[2]) < 0)

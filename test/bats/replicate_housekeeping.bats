@@ -74,6 +74,50 @@ follow_b() {
 	assert_output --partial "peer $IDC lag=3"
 }
 
+@test "forget removes the peer from status, mq-stat --json and --check's lag alerts; the other stays" {
+	two_peers
+	run -1 mq-stat --check --warn 'lag>2'
+	assert_output --partial "peer $IDB lag=3"
+	[[ -f $A/replicate/peers/$IDB.live ]] || fail "no lock file"
+	run --separate-stderr mq-replicate -s "$A" forget "$IDB"
+	assert_success
+	assert_output ''
+	assert_equal "$stderr" ''
+	[[ ! -e $A/replicate/peers/$IDB ]] || fail "state left"
+	[[ ! -e $A/replicate/peers/$IDB.live ]] || fail "lock file left"
+	assert_equal "$(peer_ids)" "$IDC"
+	run -0 mq-stat --json
+	assert_equal "$(jq -c '[.replication[].id]' <<<"$output")" "[\"$IDC\"]"
+	run -1 mq-stat --check --warn 'lag>2'
+	refute_output --partial "$IDB"
+	assert_output --partial "peer $IDC lag=3"
+	# The other by its first 8 digits, in upper case: nothing is left to
+	# check.
+	run -0 mq-replicate -s "$A" forget "$(tr a-f A-F <<<"${IDC:0:8}")"
+	assert_equal "$(peer_ids)" ''
+	run -0 mq-stat --check --warn 'lag>2'
+	assert_output 'MQ OK - 0 figures within thresholds'
+	# B and C keep what they had.
+	assert_equal "$(count_entries "$B/topics/t/p0/log")" 5
+}
+
+@test "forget refuses while a session sends to the peer (75, nothing changed), and works once it is gone" {
+	two_peers
+	follow_b
+	local before
+	before=$(spool_snapshot "$A/replicate")
+	run --separate-stderr mq-replicate -s "$A" forget "$IDB"
+	assert_equal "$status" 75
+	assert_one_line_error mq-replicate
+	[[ $stderr == *"session with it is live"* ]] || fail "$stderr"
+	assert_equal "$(spool_snapshot "$A/replicate")" "$before"
+	connected "$IDB"
+	kill -9 "$FOLLOWER"
+	wait_for -t 1 idle "$IDB"
+	run -0 mq-replicate -s "$A" forget "$IDB"
+	assert_equal "$(peer_ids)" "$IDC"
+}
+
 @test "status shows a push --follow killed with SIGKILL as idle within a second, as mq-stat does" {
 	two_peers
 	follow_b
@@ -91,4 +135,61 @@ follow_b() {
 	assert_equal "$(jq -r --arg id "$IDB" '.replication[] | select(.id == $id) | .state' <<<"$output")" idle
 	run -0 mq-replicate -s "$A" status
 	assert_line --regexp "^$IDB +idle +[0-9]+s ago"
+}
+
+@test "forget: a peer unknown is 66, an ambiguous one 64 naming each, a short prefix 64; none changes anything" {
+	two_peers
+	# A third peer whose id starts as B's, and a fourth named as a fifth.
+	local twin=${IDB:0:12}00000000000000000000
+	sed 's/^name=.*/name=/' "$A/replicate/peers/$IDB" >"$A/replicate/peers/$twin"
+	sed 's/^name=.*/name=dup/' "$A/replicate/peers/$IDC" >"$A/replicate/peers/cccccccccccccccccccccccccccccccc"
+	sed 's/^name=.*/name=dup/' "$A/replicate/peers/$IDC" >"$A/replicate/peers/dddddddddddddddddddddddddddddddd"
+	local before arg
+	before=$(spool_snapshot "$A")
+	run --separate-stderr mq-replicate -s "$A" forget "${IDB:0:10}"
+	assert_equal "$status" 64
+	assert_one_line_error mq-replicate
+	[[ $stderr == *"ambiguous"*"$IDB"*"$twin"* || $stderr == *"ambiguous"*"$twin"*"$IDB"* ]] ||
+	    fail "$stderr"
+	run --separate-stderr mq-replicate -s "$A" forget dup
+	assert_equal "$status" 64
+	[[ $stderr == *"cccccccccccccccccccccccccccccccc (dup)"*"dddddddddddddddddddddddddddddddd (dup)"* ]] ||
+	    fail "$stderr"
+	run --separate-stderr mq-replicate -s "$A" forget "${IDB:0:7}"
+	assert_equal "$status" 64
+	[[ $stderr == *"at least 8"* ]] || fail "$stderr"
+	for arg in nobody 0123456789abcdef 0123456789abcdef0123456789abcdef "$IDB/../x"; do
+		run --separate-stderr mq-replicate -s "$A" forget "$arg"
+		assert_equal "$status" 66
+		assert_one_line_error mq-replicate
+	done
+	run --separate-stderr mq-replicate -s "$A" forget ''
+	assert_equal "$status" 64
+	run --separate-stderr mq-replicate -s "$A" forget "$IDB" "$IDC"
+	assert_equal "$status" 64
+	run --separate-stderr mq-replicate -s "$A" forget
+	assert_equal "$status" 64
+	run --separate-stderr mq-replicate -s "$A" forget --json "$IDB"
+	assert_equal "$status" 64
+	assert_equal "$(spool_snapshot "$A")" "$before"
+	# A spool that never sent knows no peer, and a missing spool is 66.
+	run --separate-stderr mq-replicate -s "$B" forget "$IDC"
+	assert_equal "$status" 66
+	run --separate-stderr mq-replicate -s "$TD/none" forget "$IDC"
+	assert_equal "$status" 66
+	[[ ! -e $TD/none ]] || fail "spool made"
+	# The full id names its peer even beside its twin.
+	run -0 mq-replicate -s "$A" forget "$IDB"
+	[[ -f $A/replicate/peers/$twin ]] || fail "twin forgotten"
+}
+
+@test "a forgotten peer that connects again is a new peer, sent the journal from its start" {
+	two_peers
+	run -0 mq-replicate -s "$A" forget "$IDB"
+	run --separate-stderr push_ab -v
+	assert_success
+	run -0 mq-replicate -s "$A" status --json
+	assert_equal "$(jq -c --arg id "$IDB" '.peers[] | select(.id == $id) | [.state, .confirmed == .journal, .lag_records]' <<<"$output")" \
+	    '["idle",true,0]'
+	same_spools
 }
