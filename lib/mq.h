@@ -847,6 +847,8 @@ int mq_keys_generate(mq_spool *, const char *name, int replace,
     char pub[MQ_PUBKEY_HEX + 1]);
 int mq_identity_load(mq_spool *, struct mq_identity *);
 void mq_identity_forget(struct mq_identity *);
+/* The spool's public key, computed from its secret key (not key.pub). */
+int mq_keys_public(mq_spool *, char pub[MQ_PUBKEY_HEX + 1]);
 int mq_pubkey_parse(const char *hex, unsigned char pk[MQ_PUBKEY_BYTES]);
 /* Publisher keys (mq-pub(1), --sign): a key pair in a file of its own,
  * written as the spool's key is, with the magic line "mq-publisher-key 1",
@@ -861,6 +863,12 @@ int mq_peer_authorized(mq_spool *, const unsigned char pk[MQ_PUBKEY_BYTES],
     char *name, size_t len);
 /* Adds a peer: 1 added, 0 it was there. */
 int mq_peer_authorize(mq_spool *, const char *hex, const char *name);
+/* Removes a peer from authorized_peers: every line with the key what (64
+ * hexadecimal digits) or, if what is no key, with the name what; pub
+ * gets the key.  None is EX_NOINPUT; a name of several keys EX_USAGE.
+ * A live session with that key ends at its next frame (mq_link_recv,
+ * mq_link_send look again at most once a second). */
+int mq_peer_revoke(mq_spool *, const char *what, char pub[MQ_PUBKEY_HEX + 1]);
 
 /* Sealed topics (mq-topic(1), KEYS; mq-spool(5), SEALED BODIES): a topic
  * with keys has every body published into it encrypted to those X25519

@@ -53,7 +53,8 @@ usage(int code)
 	    "       %s [-s SPOOL] keygen [--force] [--name NAME]\n"
 	    "       %s [-s SPOOL] pubkey\n"
 	    "       %s [-s SPOOL] authorize PUBKEY [NAME]\n"
-	    "       %s [-s SPOOL] forget PEER\n", p, p, p, p, p, p, p, p);
+	    "       %s [-s SPOOL] revoke PUBKEY|NAME\n"
+	    "       %s [-s SPOOL] forget PEER\n", p, p, p, p, p, p, p, p, p);
 	exit(code);
 }
 
@@ -173,36 +174,22 @@ status(mq_spool *sp)
 	return 0;
 }
 
-/* Prints this spool's public key line (key.pub). */
-static void
-pubkey(mq_spool *sp)
-{
-	struct mq_identity id;
-	char hex[MQ_PUBKEY_HEX + 1];
-	if (mq_identity_load(sp, &id) < 0)
-		tool_fail();
-	mq_pubkey_hex(id.pk, hex);
-	mq_identity_forget(&id);
-	printf("%s\n", hex);
-}
-
 static int
 keys(mq_spool *sp, const char *cmd, int argc, char **argv)
 {
-	if (!strcmp(cmd, "keygen")) {
-		char hex[MQ_PUBKEY_HEX + 1];
-		if (mq_keys_generate(sp, opt.name, opt.force, hex) < 0)
-			return -1;
-		printf("%s\n", hex);
-	} else if (!strcmp(cmd, "authorize")) {
+	char hex[MQ_PUBKEY_HEX + 1];
+	if (!strcmp(cmd, "authorize")) {
 		int rc = mq_peer_authorize(sp, argv[1], argc > 2 ? argv[2] : NULL);
-		if (rc < 0)
-			return -1;
 		if (rc == 0)
 			warnx("peer %s was authorized already", argv[1]);
-	} else {
-		pubkey(sp);
+		return rc < 0 ? -1 : 0;
 	}
+	if (!strcmp(cmd, "revoke"))
+		return mq_peer_revoke(sp, argv[1], hex);
+	if ((!strcmp(cmd, "keygen") ? mq_keys_generate(sp, opt.name,
+	    opt.force, hex) : mq_keys_public(sp, hex)) < 0)
+		return -1;
+	printf("%s\n", hex);
 	return 0;
 }
 
@@ -273,7 +260,7 @@ main(int argc, char *argv[])
 	const char *cmd = argv[0];
 	int one = tool_command(cmd, (const char *const[]){ "serve", "push",
 	    "pull", "status", "promote", "keygen", "pubkey", "authorize",
-	    "forget", NULL }) >= 8;
+	    "revoke", "forget", NULL }) >= 8;
 	int is_keygen = !strcmp(cmd, "keygen"), is_auth = !strcmp(cmd, "authorize");
 	int is_serve = !strcmp(cmd, "serve"), is_push = !strcmp(cmd, "push"),
 	    is_pull = !strcmp(cmd, "pull");

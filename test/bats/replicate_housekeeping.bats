@@ -193,3 +193,82 @@ follow_b() {
 	    '["idle",true,0]'
 	same_spools
 }
+
+@test "revoke removes a key's line, by key or by name, and leaves every other line as it was" {
+	local k1 k2 k3
+	k1=$(printf '1%.0s' {1..64}) k2=$(printf 'a%.0s' {1..64}) k3=$(printf 'B%.0s' {1..64})
+	run -0 mq-replicate authorize "$k1" one
+	run -0 mq-replicate authorize "$k2" "two words"
+	printf '# a comment\n%s\tthree\n' "$k3" >>"$MQ_SPOOL/replicate/authorized_peers"
+	run -0 mq-replicate authorize "$(printf 'c%.0s' {1..64})"
+	run --separate-stderr mq-replicate revoke "two words"
+	assert_success
+	assert_output ''
+	assert_equal "$stderr" ''
+	assert_equal "$(cat "$MQ_SPOOL/replicate/authorized_peers")" \
+	    "$k1 one
+# a comment
+$k3	three
+$(printf 'c%.0s' {1..64})"
+	assert_equal "$(stat -c %a "$MQ_SPOOL/replicate/authorized_peers")" 644
+	# By key, in either case.
+	run -0 mq-replicate revoke "$(tr A-Z a-z <<<"$k3")"
+	run -0 mq-replicate revoke "$(printf 'C%.0s' {1..64})"
+	assert_equal "$(cat "$MQ_SPOOL/replicate/authorized_peers")" "$k1 one
+# a comment"
+	# authorize is its counterpart.
+	run -0 mq-replicate authorize "$k2" back
+	assert_equal "$(tail -1 "$MQ_SPOOL/replicate/authorized_peers")" "$k2 back"
+}
+
+@test "revoke: an unknown key or name is 66, a name of two keys 64; none changes anything" {
+	local k1 k2 before arg
+	k1=$(printf '1%.0s' {1..64}) k2=$(printf '2%.0s' {1..64})
+	# No authorized_peers yet.
+	mkdir -p "$MQ_SPOOL"
+	run -0 mq-topic create t
+	run --separate-stderr mq-replicate revoke "$k1"
+	assert_equal "$status" 66
+	assert_one_line_error mq-replicate
+	[[ ! -e $MQ_SPOOL/replicate ]] || fail "replicate/ made"
+	run -0 mq-replicate authorize "$k1" same
+	run -0 mq-replicate authorize "$k2" same
+	before=$(spool_snapshot)
+	run --separate-stderr mq-replicate revoke same
+	assert_equal "$status" 64
+	assert_one_line_error mq-replicate
+	[[ $stderr == *"$k1"*"$k2"* ]] || fail "$stderr"
+	for arg in other "$(printf '3%.0s' {1..64})" "${k1:0:63}" sam; do
+		run --separate-stderr mq-replicate revoke "$arg"
+		assert_equal "$status" 66
+		assert_one_line_error mq-replicate
+	done
+	run --separate-stderr mq-replicate revoke ''
+	assert_equal "$status" 64
+	run --separate-stderr mq-replicate revoke "$k1" extra
+	assert_equal "$status" 64
+	run --separate-stderr mq-replicate revoke
+	assert_equal "$status" 64
+	run --separate-stderr mq-replicate revoke --force "$k1"
+	assert_equal "$status" 64
+	assert_equal "$(spool_snapshot)" "$before"
+	run --separate-stderr mq-replicate -s "$TD/none" revoke "$k1"
+	assert_equal "$status" 66
+	[[ ! -e $TD/none ]] || fail "spool made"
+}
+
+@test "authorize and revoke at once lose nothing: they take turns" {
+	local n k
+	run -0 mq-replicate authorize "$(printf 'f%.0s' {1..64})" keep
+	for n in $(seq 10 29); do
+		k=$(printf "%064d" "$n")
+		mq-replicate authorize "$k" "p$n" &
+		mq-replicate revoke keep >/dev/null 2>&1 &
+	done
+	wait
+	for n in $(seq 10 29); do
+		grep -qx "$(printf "%064d" "$n") p$n" "$MQ_SPOOL/replicate/authorized_peers" ||
+		    fail "p$n lost"
+	done
+	run ! grep -q keep "$MQ_SPOOL/replicate/authorized_peers"
+}
