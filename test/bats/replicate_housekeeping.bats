@@ -272,3 +272,18 @@ $(printf 'c%.0s' {1..64})"
 	done
 	run ! grep -q keep "$MQ_SPOOL/replicate/authorized_peers"
 }
+
+@test "completion: forget offers the peers' ids and names, revoke the keys and names" {
+	two_peers
+	sed -i 's/^name=.*/name=bee/' "$A/replicate/peers/$IDB"
+	run -0 mq-replicate -s "$A" authorize "$(printf 'a%.0s' {1..64})" alpha
+	run -0 completions _mq_replicate mq-replicate -s "$A" ""
+	assert_line forget
+	assert_line revoke
+	run -0 completions _mq_replicate mq-replicate -s "$A" forget ""
+	assert_line "$IDB"
+	assert_line "$IDC"
+	assert_line bee
+	run -0 completions _mq_replicate mq-replicate -s "$A" revoke al
+	assert_output alpha
+}
