@@ -120,6 +120,30 @@ _mq_receipts()
 	done
 }
 
+# _mq_peers: the peers this spool sends to, by spool id and by name.
+_mq_peers()
+{
+	local f id
+	for f in "$_mq_spool"/replicate/peers/*; do
+		id=${f##*/}
+		[[ -f $f && $id =~ ^[0-9a-f]{32}$ ]] || continue
+		printf '%s\n' "$id"
+		sed -n 's/^name=\(..*\)$/\1/p' "$f" 2>/dev/null
+	done | sort -u
+}
+
+# _mq_authorized: the keys of authorized_peers, and their names.
+_mq_authorized()
+{
+	local key name
+	[[ -f $_mq_spool/replicate/authorized_peers ]] || return
+	while read -r key name; do
+		[[ $key =~ ^[0-9A-Fa-f]{64}$ ]] || continue
+		printf '%s\n' "$key"
+		[[ -n $name ]] && printf '%s\n' "$name"
+	done <"$_mq_spool/replicate/authorized_peers" | sort -u
+}
+
 # _mq_reply WORDLIST CUR: complete CUR from the newline-separated WORDLIST.
 # Each match gets the prefix _mq_pre (see _mq_cur_prev).
 _mq_reply()
@@ -483,7 +507,11 @@ _mq_replicate()
 		*)      _mq_reply $'-s' "$cur" ;;
 		esac
 	elif [[ -z $cmd ]]; then
-		_mq_reply $'serve\npush\npull\nstatus\npromote\nkeygen\npubkey\nauthorize' "$cur"
+		_mq_reply $'serve\npush\npull\nstatus\npromote\nkeygen\npubkey\nauthorize\nrevoke\nforget' "$cur"
+	elif [[ $cmd == forget ]] && ((n == 1)); then
+		_mq_reply "$(_mq_peers)" "$cur"
+	elif [[ $cmd == revoke ]] && ((n == 1)); then
+		_mq_reply "$(_mq_authorized)" "$cur"
 	elif [[ $cmd == push || $cmd == pull ]] && ((n == 1)); then
 		# ADDR:PORT, unless --rsh names the peer: offer host names.
 		for w in "${COMP_WORDS[@]}"; do

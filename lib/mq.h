@@ -847,6 +847,8 @@ int mq_keys_generate(mq_spool *, const char *name, int replace,
     char pub[MQ_PUBKEY_HEX + 1]);
 int mq_identity_load(mq_spool *, struct mq_identity *);
 void mq_identity_forget(struct mq_identity *);
+/* The spool's public key, computed from its secret key (not key.pub). */
+int mq_keys_public(mq_spool *, char pub[MQ_PUBKEY_HEX + 1]);
 int mq_pubkey_parse(const char *hex, unsigned char pk[MQ_PUBKEY_BYTES]);
 /* Publisher keys (mq-pub(1), --sign): a key pair in a file of its own,
  * written as the spool's key is, with the magic line "mq-publisher-key 1",
@@ -861,6 +863,12 @@ int mq_peer_authorized(mq_spool *, const unsigned char pk[MQ_PUBKEY_BYTES],
     char *name, size_t len);
 /* Adds a peer: 1 added, 0 it was there. */
 int mq_peer_authorize(mq_spool *, const char *hex, const char *name);
+/* Removes a peer from authorized_peers: every line with the key what (64
+ * hexadecimal digits) or, if what is no key, with the name what; pub
+ * gets the key.  None is EX_NOINPUT; a name of several keys EX_USAGE.
+ * A live session with that key ends at its next frame (mq_link_recv,
+ * mq_link_send look again at most once a second). */
+int mq_peer_revoke(mq_spool *, const char *what, char pub[MQ_PUBKEY_HEX + 1]);
 
 /* Sealed topics (mq-topic(1), KEYS; mq-spool(5), SEALED BODIES): a topic
  * with keys has every body published into it encrypted to those X25519
@@ -951,9 +959,9 @@ int mq_replicas_wait(mq_spool *, uint64_t end, unsigned n, double timeout,
     unsigned *got);
 struct mq_peer_status {
 	char id[MQ_ID_LEN + 1];
-	char name[128];
+	char name[128];                 /* "": none (shown by its id) */
 	char address[256];
-	int connected;                  /* in contact within 15 s */
+	int connected;                  /* a session holds peers/<id>.live */
 	double contact;                 /* last confirmation or ping */
 	uint64_t confirmed, journal;    /* offsets in this spool's journal */
 	uint64_t lag_bytes;             /* after confirmed, with what the
@@ -963,6 +971,20 @@ struct mq_peer_status {
 };
 int mq_repl_status(mq_spool *, struct mq_peer_status **, size_t *n,
     size_t *quarantined);
+/* The peers this spool knows, one per file replicate/peers/<id>, sorted
+ * by id, without the lag figures (*v the caller's to free; none when the
+ * spool never sent).  What they have not confirmed is what the journal
+ * must keep for them; a forgotten peer is not among them. */
+int mq_repl_peers(mq_spool *, struct mq_peer_status **v, size_t *n);
+/* The known peer that what names: its spool id, a prefix of it of at
+ * least 8 hexadecimal digits, or its name; id gets its id.  None is
+ * EX_NOINPUT, several EX_USAGE (the message lists them). */
+int mq_repl_peer_find(mq_spool *, const char *what, char id[MQ_ID_LEN + 1]);
+/* Forgets that peer (mq-protocol(5), REPLICATION STATE): removes
+ * replicate/peers/<id>, so that status, mq-stat and the journal no
+ * longer count it; EX_TEMPFAIL while a session with it is live.  id, if
+ * not NULL, gets its id. */
+int mq_repl_forget(mq_spool *, const char *what, char id[MQ_ID_LEN + 1]);
 /* Finishes what an interrupted receive left and marks the spool
  * primary; fails with EX_TEMPFAIL while a receiver runs. */
 int mq_repl_promote(mq_spool *, size_t *repaired);

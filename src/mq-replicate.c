@@ -1,6 +1,6 @@
 /*
  * mq-replicate: replication between spools: keys, the daemon (serve),
- * push and pull over TCP or ssh, status and promote.  The protocol and
+ * push and pull over TCP or ssh, status, promote and forget.  The protocol and
  * everything it changes on disk are in libmq (replsend.c, replrecv.c), so
  * are the transports and the daemon's loop (replrun.c); this file picks
  * them, retries, logs and prints.
@@ -52,8 +52,9 @@ usage(int code)
 	    "       %s [-s SPOOL] promote\n"
 	    "       %s [-s SPOOL] keygen [--force] [--name NAME]\n"
 	    "       %s [-s SPOOL] pubkey\n"
-	    "       %s [-s SPOOL] authorize PUBKEY [NAME]\n",
-	    p, p, p, p, p, p, p);
+	    "       %s [-s SPOOL] authorize PUBKEY [NAME]\n"
+	    "       %s [-s SPOOL] revoke PUBKEY|NAME\n"
+	    "       %s [-s SPOOL] forget PEER\n", p, p, p, p, p, p, p, p, p);
 	exit(code);
 }
 
@@ -173,36 +174,22 @@ status(mq_spool *sp)
 	return 0;
 }
 
-/* Prints this spool's public key line (key.pub). */
-static void
-pubkey(mq_spool *sp)
-{
-	struct mq_identity id;
-	char hex[MQ_PUBKEY_HEX + 1];
-	if (mq_identity_load(sp, &id) < 0)
-		tool_fail();
-	mq_pubkey_hex(id.pk, hex);
-	mq_identity_forget(&id);
-	printf("%s\n", hex);
-}
-
 static int
 keys(mq_spool *sp, const char *cmd, int argc, char **argv)
 {
-	if (!strcmp(cmd, "keygen")) {
-		char hex[MQ_PUBKEY_HEX + 1];
-		if (mq_keys_generate(sp, opt.name, opt.force, hex) < 0)
-			return -1;
-		printf("%s\n", hex);
-	} else if (!strcmp(cmd, "authorize")) {
+	char hex[MQ_PUBKEY_HEX + 1];
+	if (!strcmp(cmd, "authorize")) {
 		int rc = mq_peer_authorize(sp, argv[1], argc > 2 ? argv[2] : NULL);
-		if (rc < 0)
-			return -1;
 		if (rc == 0)
 			warnx("peer %s was authorized already", argv[1]);
-	} else {
-		pubkey(sp);
+		return rc < 0 ? -1 : 0;
 	}
+	if (!strcmp(cmd, "revoke"))
+		return mq_peer_revoke(sp, argv[1], hex);
+	if ((!strcmp(cmd, "keygen") ? mq_keys_generate(sp, opt.name,
+	    opt.force, hex) : mq_keys_public(sp, hex)) < 0)
+		return -1;
+	printf("%s\n", hex);
 	return 0;
 }
 
@@ -271,8 +258,9 @@ main(int argc, char *argv[])
 	if (argc < 1)
 		usage(EX_USAGE);
 	const char *cmd = argv[0];
-	tool_command(cmd, (const char *const[]){ "serve", "push", "pull",
-	    "status", "promote", "keygen", "pubkey", "authorize", NULL });
+	int one = tool_command(cmd, (const char *const[]){ "serve", "push",
+	    "pull", "status", "promote", "keygen", "pubkey", "authorize",
+	    "revoke", "forget", NULL }) >= 8;
 	int is_keygen = !strcmp(cmd, "keygen"), is_auth = !strcmp(cmd, "authorize");
 	int is_serve = !strcmp(cmd, "serve"), is_push = !strcmp(cmd, "push"),
 	    is_pull = !strcmp(cmd, "pull");
@@ -303,7 +291,7 @@ main(int argc, char *argv[])
 	if (opt.json && strcmp(cmd, "status"))
 		errx(EX_USAGE, "--json goes with status");
 	if (is_auth ? argc < 2 || argc > 3 : transfer ? argc != (opt.rsh ? 1 : 2) :
-	    argc != 1) {
+	    argc != 1 + one) {
 		if (transfer)
 			errx(EX_USAGE, opt.rsh ? "%s: no ADDR:PORT with --rsh" :
 			    "%s: give ADDR:PORT, or --rsh CMD", cmd);
@@ -330,7 +318,9 @@ main(int argc, char *argv[])
 		if (rc == 0)
 			printf("promoted %s: %zu link(s) left staged by an "
 			    "interrupted receive finished\n", mq_spool_path(sp), n);
-	} else
+	} else if (!strcmp(cmd, "forget"))
+		rc = mq_repl_forget(sp, argv[1], NULL);
+	else
 		rc = keys(sp, cmd, argc, argv);
 	if (rc < 0) {
 		if (opt.use_syslog)

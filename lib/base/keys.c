@@ -9,6 +9,9 @@
  * --sign) is a file of the same form with its own magic line, so neither
  * kind of key is taken for the other.  A key file is written in
  * tmp/ and renamed into place, so it is there whole or not at all.
+ * keygen, authorize and revoke read and replace these files under an
+ * open file description lock on replicate/lock-keys, one at a time, so
+ * that none of them loses what another wrote.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -152,6 +155,30 @@ replicate_dir(mq_spool *sp)
 	return 0;
 }
 
+/* replicate/lock-keys, locked (waited for): a descriptor to close, or
+ * -2 where the file system has no locks (nothing to close). */
+static int
+keys_lock(mq_spool *sp)
+{
+	int fd = mq_file_open(sp->fd, "replicate/lock-keys", O_RDWR | O_CREAT,
+	    0666, NULL);
+	if (fd < 0)
+		return -1;
+	if (mq_file_lock(fd, 1, "replicate/lock-keys") == 1)
+		return fd;
+	int e = errno;
+	close(fd);
+	return e == EINVAL || e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS ?
+	    -2 : -1;
+}
+
+static void
+keys_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
 int
 mq_keys_generate(mq_spool *sp, const char *name, int replace,
     char pub[MQ_PUBKEY_HEX + 1])
@@ -162,18 +189,22 @@ mq_keys_generate(mq_spool *sp, const char *name, int replace,
 	if (name && (!*name || strpbrk(name, " \t\n\r") || strlen(name) > 64))
 		return mq_err(EX_USAGE, "a key name is 1 to 64 characters, no "
 		    "spaces");
+	int lk = keys_lock(sp);
+	if (lk == -1)
+		return -1;
 	key_make(KEY_MAGIC, text, pub);
 	int rc = write_private(sp, "replicate/key", text, 0600, replace);
 	sodium_memzero(text, sizeof text);
-	if (rc < 0)
-		return -1;
 	char host[65] = "";
 	if (!name) {
 		gethostname(host, sizeof host - 1);
 		name = *host ? host : "mq";
 	}
 	snprintf(text, sizeof text, "%s %s %s\n", PUB_MAGIC, pub, name);
-	return write_private(sp, "replicate/key.pub", text, 0644, 1);
+	if (rc == 0)
+		rc = write_private(sp, "replicate/key.pub", text, 0644, 1);
+	keys_unlock(lk);
+	return rc;
 }
 
 int
@@ -199,6 +230,17 @@ void
 mq_identity_forget(struct mq_identity *id)
 {
 	sodium_memzero(id, sizeof *id);
+}
+
+int
+mq_keys_public(mq_spool *sp, char pub[MQ_PUBKEY_HEX + 1])
+{
+	struct mq_identity id;
+	if (mq_identity_load(sp, &id) < 0)
+		return -1;
+	mq_pubkey_hex(id.pk, pub);
+	mq_identity_forget(&id);
+	return 0;
 }
 
 int
@@ -282,28 +324,120 @@ mq_peer_authorize(mq_spool *sp, const char *hex, const char *name)
 	if (name && (!*name || strpbrk(name, "\n\r") || strlen(name) > 64))
 		return mq_err(EX_USAGE, "a peer name is 1 to 64 characters on "
 		    "one line");
-	int rc = mq_peer_authorized(sp, pk, n, sizeof n);
-	if (rc != 0)
-		return rc < 0 ? -1 : 0;
 	if (replicate_dir(sp) < 0)
 		return -1;
-	char *old = NULL, *text;
-	size_t olen = 0;
-	if (mq_read_at(sp->fd, "replicate/authorized_peers", 1 << 20, &old,
-	    &olen) < 0 && mq_errcode() != EX_NOINPUT)
+	int lk = keys_lock(sp);
+	if (lk == -1)
 		return -1;
+	int rc = mq_peer_authorized(sp, pk, n, sizeof n);
+	if (rc != 0) {
+		keys_unlock(lk);
+		return rc < 0 ? -1 : 0;
+	}
+	char *old = NULL, *text = NULL;
+	size_t olen = 0;
 	char canon[MQ_PUBKEY_HEX + 1];
 	mq_pubkey_hex(pk, canon);
-	if (asprintf(&text, "%.*s%s%s%s%s\n", (int)olen, old ? old : "",
+	if (mq_read_at(sp->fd, "replicate/authorized_peers", 1 << 20, &old,
+	    &olen) < 0 && mq_errcode() != EX_NOINPUT)
+		rc = -1;
+	else if (asprintf(&text, "%.*s%s%s%s%s\n", (int)olen, old ? old : "",
 	    olen && old[olen - 1] != '\n' ? "\n" : "", canon, name ? " " : "",
-	    name ? name : "") < 0) {
-		free(old);
-		return mq_err_sys("malloc");
-	}
+	    name ? name : "") < 0)
+		rc = mq_err_sys("malloc");
+	else
+		rc = write_private(sp, "replicate/authorized_peers", text, 0644,
+		    1);
 	free(old);
-	rc = write_private(sp, "replicate/authorized_peers", text, 0644, 1);
 	free(text);
+	keys_unlock(lk);
 	return rc < 0 ? -1 : 1;
+}
+
+/* authorized_peers (len bytes at buf) without the lines of the key what
+ * names, or of the name what: into out (as long), the key in pk.  0 when
+ * no line is what's, -1 (EX_USAGE) when the name is several keys'. */
+static int
+revoked_text(const char *buf, size_t len, const char *what, char *out,
+    unsigned char pk[MQ_PUBKEY_BYTES])
+{
+	unsigned char want[MQ_PUBKEY_BYTES], got[MQ_PUBKEY_BYTES];
+	size_t wl = strlen(what), olen = 0, removed = 0;
+	bool by_key = wl == MQ_PUBKEY_HEX &&
+	    hex_decode(what, MQ_PUBKEY_HEX, want, sizeof want) == 0;
+	char others[600] = "";
+	for (const char *p = buf, *end = buf + len; p < end; ) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *next = nl ? nl + 1 : end, *at = p, *n;
+		size_t nlen;
+		int rc = mq_keyline_next(&at, next, got, &n, &nlen);
+		if (rc == 1 && (by_key ? !memcmp(got, want, sizeof got) :
+		    nlen == wl && !memcmp(n, what, wl))) {
+			if (removed++ == 0)
+				memcpy(pk, got, sizeof got);
+			else if (memcmp(pk, got, sizeof got)) {
+				char hex[MQ_PUBKEY_HEX + 1];
+				size_t l = strlen(others);
+				mq_pubkey_hex(got, hex);
+				snprintf(others + l, sizeof others - l, ", %s", hex);
+			}
+		} else {
+			memcpy(out + olen, p, (size_t)(next - p));
+			olen += (size_t)(next - p);
+		}
+		p = next;
+	}
+	out[olen] = 0;
+	if (*others) {
+		char hex[MQ_PUBKEY_HEX + 1];
+		mq_pubkey_hex(pk, hex);
+		return mq_err(EX_USAGE, "%s names several keys: %s%s: revoke "
+		    "one by its key", what, hex, others);
+	}
+	return removed ? 1 : 0;
+}
+
+int
+mq_peer_revoke(mq_spool *sp, const char *what, char pub[MQ_PUBKEY_HEX + 1])
+{
+	unsigned char pk[MQ_PUBKEY_BYTES];
+	if (!*what || strpbrk(what, "\n\r"))
+		return mq_err(EX_USAGE, "a peer to revoke is a public key or a "
+		    "name, on one line");
+	if (mq_spool_writable(sp) < 0)
+		return -1;
+	if (mq_faccessat(sp->fd, "replicate/authorized_peers", F_OK,
+	    AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? mq_err(EX_NOINPUT, "%s is not in "
+		    "authorized_peers (there is none)", what) :
+		    mq_err_sys("replicate/authorized_peers");
+	if (replicate_dir(sp) < 0)
+		return -1;
+	int lk = keys_lock(sp);
+	if (lk == -1)
+		return -1;
+	char *buf = NULL, *text = NULL;
+	size_t len;
+	int rc = mq_read_at(sp->fd, "replicate/authorized_peers", 1 << 20, &buf,
+	    &len);
+	if (rc == 0 && memchr(buf, 0, len))
+		rc = mq_err(EX_DATAERR, "replicate/authorized_peers holds a NUL "
+		    "byte: mend it by hand");
+	if (rc == 0 && !(text = malloc(len + 1)))
+		rc = mq_err_sys("malloc");
+	if (rc == 0)
+		rc = revoked_text(buf, len, what, text, pk);
+	if (rc == 0)
+		rc = mq_err(EX_NOINPUT, "%s is not in authorized_peers", what);
+	if (rc == 1)
+		rc = write_private(sp, "replicate/authorized_peers", text, 0644,
+		    1);
+	if (rc == 0 && pub)
+		mq_pubkey_hex(pk, pub);
+	free(buf);
+	free(text);
+	keys_unlock(lk);
+	return rc < 0 ? -1 : 0;
 }
 
 /* A key file of the user's (publisher keys, consumer keys of sealed

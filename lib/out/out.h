@@ -17,5 +17,7 @@ int mq_json_put(struct json_t *o, FILE *);
 int mq_out_status(FILE *);
 /* A peer's name, else its id. */
 const char *mq_peer_label(const struct mq_peer_status *);
+/* The width of a column of the n peers' labels: at least least. */
+int mq_peer_label_width(const struct mq_peer_status *, size_t n, int least);
 
 #endif

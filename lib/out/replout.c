@@ -2,7 +2,8 @@
  * replout.c: the replication peers (mq_repl_status) as mq-replicate
  * status prints them, a table for people or one JSON object.  The last
  * contact is told as an age before mq_now() in the table, and as seconds
- * since the epoch in JSON.
+ * since the epoch in JSON.  A peer without a name is shown by its whole
+ * spool id (mq_peer_label), which the first column widens to hold.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -37,11 +38,12 @@ int
 mq_repl_status_write_table(const mq_spool *sp,
     const struct mq_peer_status *v, size_t n, size_t quarantined, FILE *f)
 {
-	fprintf(f, "%-20s %-13s %-12s %12s %10s %9s\n", "PEER", "STATE",
+	int w = mq_peer_label_width(v, n, 20);
+	fprintf(f, "%-*s %-13s %-12s %12s %10s %9s\n", w, "PEER", "STATE",
 	    "CONTACT", "LAG BYTES", "RECORDS", "LAG S");
 	for (size_t i = 0; i < n; i++) {
 		char when[32];
-		fprintf(f, "%-20s %-13s %-12s %12llu %10llu %9.3f\n",
+		fprintf(f, "%-*s %-13s %-12s %12llu %10llu %9.3f\n", w,
 		    mq_peer_label(&v[i]), state(&v[i]),
 		    ago(v[i].contact, when, sizeof when),
 		    (unsigned long long)v[i].lag_bytes,

@@ -30,6 +30,18 @@ mq_peer_label(const struct mq_peer_status *p)
 	return p->name[0] ? p->name : p->id;
 }
 
+int
+mq_peer_label_width(const struct mq_peer_status *v, size_t n, int least)
+{
+	int w = least;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(mq_peer_label(&v[i]));
+		if (l > (size_t)w)
+			w = (int)(l < 128 ? l : 128);
+	}
+	return w;
+}
+
 /* Seconds with so many decimals, "-" for none (< 0). */
 static const char *
 seconds_text(double s, int decimals, char *buf, size_t len)
@@ -92,11 +104,12 @@ mq_stat_write_table(const struct mq_stat *st, FILE *f)
 		fprintf(f, "%-40s %20" PRIu64 " %12" PRIu64 "\n",
 		    st->fs[i].path, st->fs[i].free_bytes, st->fs[i].free_inodes);
 	if (st->replication) {
-		fprintf(f, "\n%-24s %-10s %12s %12s\n", "PEER", "STATE",
+		int w = mq_peer_label_width(st->peers, st->npeers, 24);
+		fprintf(f, "\n%-*s %-10s %12s %12s\n", w, "PEER", "STATE",
 		    "LAG-RECORDS", "LAG-SECONDS");
 		for (size_t i = 0; i < st->npeers; i++) {
 			const struct mq_peer_status *p = &st->peers[i];
-			fprintf(f, "%-24s %-10s %12" PRIu64 " %12.0f\n",
+			fprintf(f, "%-*s %-10s %12" PRIu64 " %12.0f\n", w,
 			    mq_peer_label(p),
 			    p->connected ? "connected" : "idle", p->records,
 			    p->lag);

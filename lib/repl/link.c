@@ -20,17 +20,24 @@
  *     dropped, replayed or reordered frame ends the connection.
  * A frame is at most MQ_FRAME_MAX bytes of payload.
  *
+ * A key revoked (removed from authorized_peers) while its session runs
+ * ends the session at its next frame, either way: a secure link looks at
+ * the file again, when it changed, at most once a second.  An idle
+ * session sends a PING every 5 seconds, so it ends within that.
+ *
  * Until the handshake is over the peer is a stranger, so the handshake
  * may take a deadline: one point in time for all of it, not a timeout
  * per read, so that a peer sending a byte now and then (a partial frame)
  * cannot keep the connection, and the process serving it, for longer.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -49,6 +56,9 @@ struct mq_link {
 	crypto_secretstream_xchacha20poly1305_state tx, rx;
 	unsigned char peer[MQ_PUBKEY_BYTES];
 	char peer_name[128];
+	mq_spool *sp;
+	struct stat keys;               /* authorized_peers when last read */
+	double checked;                 /* mq_mono() then */
 	unsigned char *buf;             /* a frame as received */
 	size_t cap;
 	unsigned char *plain;           /* decrypted (pull cannot work in place) */
@@ -169,6 +179,42 @@ transcript(const unsigned char *first, const unsigned char *second,
 	crypto_generichash_final(&st, out, crypto_generichash_BYTES);
 }
 
+static void
+keys_stat(const mq_link *l, struct stat *st)
+{
+	if (mq_fstatat(l->sp->fd, "replicate/authorized_peers", st,
+	    AT_SYMLINK_NOFOLLOW) < 0)
+		memset(st, 0, sizeof *st);
+}
+
+/* The peer's key is still authorized: looked up again when
+ * authorized_peers changed, at most once a second. */
+static int
+still_authorized(mq_link *l)
+{
+	double now = mq_mono();
+	if (!l->secure || now - l->checked < 1)
+		return 0;
+	l->checked = now;
+	struct stat st;
+	keys_stat(l, &st);
+	if (st.st_ino == l->keys.st_ino && st.st_dev == l->keys.st_dev &&
+	    st.st_size == l->keys.st_size &&
+	    st.st_mtim.tv_sec == l->keys.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == l->keys.st_mtim.tv_nsec &&
+	    st.st_ctim.tv_sec == l->keys.st_ctim.tv_sec &&
+	    st.st_ctim.tv_nsec == l->keys.st_ctim.tv_nsec)
+		return 0;
+	l->keys = st;
+	char name[128], hex[MQ_PUBKEY_HEX + 1];
+	int rc = mq_peer_authorized(l->sp, l->peer, name, sizeof name);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	mq_pubkey_hex(l->peer, hex);
+	return mq_err(EX_NOPERM, "peer: key %s was revoked (it is no longer "
+	    "in authorized_peers)", hex);
+}
+
 static int
 handshake(mq_link *l, mq_spool *sp, const struct mq_identity *me,
     int initiator)
@@ -205,6 +251,8 @@ handshake(mq_link *l, mq_spool *sp, const struct mq_identity *me,
 	char hex[MQ_PUBKEY_HEX + 1];
 	mq_pubkey_hex(l->peer, hex);
 	/* Before anything else: is this a peer we accept? */
+	keys_stat(l, &l->keys);
+	l->checked = mq_mono();
 	rc = mq_peer_authorized(sp, l->peer, l->peer_name, sizeof l->peer_name);
 	if (rc == 0)
 		rc = mq_err(EX_NOPERM, "peer: key %s is not in authorized_peers",
@@ -275,6 +323,7 @@ mq_link_open(int in, int out, mq_spool *sp, const struct mq_identity *me,
 	}
 	l->in = in;
 	l->out = out;
+	l->sp = sp;
 	l->secure = me != NULL;
 	if (timeout > 0) {
 		l->timeout = timeout;
@@ -301,6 +350,8 @@ mq_link_send(mq_link *l, const void *buf, size_t len)
 {
 	if (len > MQ_FRAME_MAX)
 		return mq_err(EX_SOFTWARE, "frame of %zu bytes is too large", len);
+	if (still_authorized(l) < 0)
+		return -1;
 	if (!l->secure)
 		return send_raw(l, buf, len);
 	size_t clen = len + crypto_secretstream_xchacha20poly1305_ABYTES;
@@ -364,6 +415,8 @@ mq_link_recv(mq_link *l, const void **buf, size_t *len)
 		l->ended = 1;
 		return 0;
 	}
+	if (still_authorized(l) < 0)
+		return -1;
 	*buf = l->plain;
 	*len = (size_t)plen;
 	return 1;

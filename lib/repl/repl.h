@@ -64,6 +64,11 @@ int repl_peer_confirmed(mq_spool *, const char *peer_id, uint64_t *pos);
 /* Drops the cut files of the journal that every known peer has confirmed
  * and that replicate/seen covers (jsegment.c): how many. */
 int repl_journal_trim(mq_spool *);
+/* A sending session's hold on peers/<id>.live (replstate.c): a
+ * descriptor with a read lock, waited for while mq_repl_forget holds it,
+ * which the session closes when it has written peers/<id> for the last
+ * time.  Status reads the lock as "connected". */
+int repl_peer_hold(mq_spool *, const char *peer_id);
 
 void repl_log(const struct mq_repl_opts *, int prio, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

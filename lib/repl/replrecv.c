@@ -879,24 +879,34 @@ lock_in_order(struct receiver *r, size_t n)
 static int
 refuse(const struct receiver *r, uint64_t at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* "name (id)", or the id of a peer without a name (which the session
+ * names by its id). */
+static const char *
+who(const struct receiver *r, char buf[200])
+{
+	if (!strcmp(r->peer_name, r->peer))
+		return r->peer;
+	snprintf(buf, 200, "%s (%s)", r->peer_name, r->peer);
+	return buf;
+}
+
 static int
 refuse(const struct receiver *r, uint64_t at, const char *fmt, ...)
 {
-	char why[512];
+	char why[512], w[200];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
-	return mq_err(EX_PROTOCOL, "peer: %s (%s) sent a bad record at %" PRIu64
-	    " of its journal, so its batch is refused: %s", r->peer_name,
-	    r->peer, at, why);
+	return mq_err(EX_PROTOCOL, "peer: %s sent a bad record at %" PRIu64
+	    " of its journal, so its batch is refused: %s", who(r, w), at, why);
 }
 
 static int
 batch_head(const struct receiver *r, const char *f, size_t len,
     struct bhead *h)
 {
-	char l[128];
+	char l[128], w[200];
 	const char *p;
 	uint64_t n;
 	if (repl_line(f, len, l, sizeof l, &h->len) < 0 ||
@@ -905,8 +915,8 @@ batch_head(const struct receiver *r, const char *f, size_t len,
 	    !(p = mq_decimal(p + 1, UINT64_MAX, &h->end)) || *p != ' ' ||
 	    !(p = mq_decimal(p + 1, REPL_BATCH_RECORDS, &n)) ||
 	    (*p && strcmp(p, " compare")) || h->start > h->end)
-		return mq_err(EX_PROTOCOL, "peer: %s (%s) sent a bad BATCH line "
-		    "(at most %d records, start <= end)", r->peer_name, r->peer,
+		return mq_err(EX_PROTOCOL, "peer: %s sent a bad BATCH line "
+		    "(at most %d records, start <= end)", who(r, w),
 		    REPL_BATCH_RECORDS);
 	h->n = (size_t)n;
 	h->compare = *p != 0;

@@ -2,6 +2,14 @@
  * replsession.c: the start of a replication session (the hello, which
  * settles who sends), then the side it gives this spool: the top of the
  * replication layer, above replsend.c and replrecv.c.
+ *
+ * A peer's name is the one its key has in authorized_peers, over TCP;
+ * without one (over ssh, or a key authorized without a name) it has
+ * none, and is shown by its spool id: the host name a hello carries is
+ * no name, since two spools on one host, or two hosts that call
+ * themselves alike, give the same.  A sending side holds the peer's
+ * lock (repl_peer_hold) for the whole session, so that status sees it
+ * live and forget leaves it alone.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -39,7 +47,7 @@ hello_parse(const char *rest, size_t len, enum mq_repl_role *role,
 		    "version");
 	*role = !strcmp(r, "send") ? MQ_REPL_SEND : MQ_REPL_RECV;
 	snprintf(id, MQ_ID_LEN + 1, "%.*s", MQ_ID_LEN, i);
-	snprintf(name, nlen, "%s", nm[0] ? nm : i);
+	snprintf(name, nlen, "%s", i);
 	return 0;
 }
 
@@ -90,16 +98,21 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 	if (!strcmp(me, peer))
 		return mq_err(EX_USAGE, "a spool cannot replicate to itself "
 		    "(both ends are spool %s)", me);
-	int rc;
-	/* Over a secure link the peer's name is the one it was authorized
-	 * under; over ssh, the host name it gave. */
+	int rc, hold = -1;
+	/* The name it was authorized under, else its id. */
 	const char *kname = NULL;
 	if (mq_link_peer(l, &kname) && kname && *kname)
 		snprintf(name, sizeof name, "%s", kname);
-	repl_log(o, LOG_INFO, "%s %s (%s)", role == MQ_REPL_SEND ? "sending to" :
-	    "receiving from", name, peer);
-	rc = role == MQ_REPL_SEND ? repl_send(sp, l, peer, name, &mine) :
-	    repl_recv(sp, l, peer, name, &mine);
+	repl_log(o, LOG_INFO, "%s %s%s%s%s", role == MQ_REPL_SEND ?
+	    "sending to" : "receiving from", name, strcmp(name, peer) ? " (" :
+	    "", strcmp(name, peer) ? peer : "", strcmp(name, peer) ? ")" : "");
+	if (role == MQ_REPL_SEND && (hold = repl_peer_hold(sp, peer)) < 0)
+		rc = -1;
+	else
+		rc = role == MQ_REPL_SEND ? repl_send(sp, l, peer, name,
+		    &mine) : repl_recv(sp, l, peer, name, &mine);
+	if (hold >= 0)
+		close(hold);
 	if (rc < 0) {
 		/* Tell the peer why, if it still listens. */
 		int code = mq_errcode();

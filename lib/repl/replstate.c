@@ -3,6 +3,19 @@
  * the receiver's vector (seen), what each peer confirmed (peers/<id>),
  * the spool's role; and the readers of them: mq-pub --replicas waiting
  * for confirmations, status, promote.
+ *
+ * Whether a session with a peer is live is not read from peers/<id>,
+ * which a process killed outright leaves saying "connected": a sending
+ * session holds an open file description read lock on peers/<id>.live
+ * from before it reads where the peer stands until after it last writes
+ * peers/<id>, and the kernel drops the lock with the process.  A reader
+ * asks for the lock (F_OFD_GETLK): held is connected, free is not.
+ * Where locks stay within one mount (sshfs) a free lock says nothing of
+ * other hosts, and where the lock cannot be asked for (no file yet, a
+ * file system without locks) peers/<id> is believed for 15 seconds after
+ * its last contact, as before the lock.  mq_repl_forget (replpeers.c)
+ * takes the same lock to write, so it never removes a peer a session is
+ * writing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -292,7 +305,8 @@ repl_seen_save(mq_spool *sp, const struct repl_seen *s)
 	return rc < 0 ? -1 : 0;
 }
 
-/* peers/<id>: key=value lines. */
+/* peers/<id>: key=value lines.  A peer without a name is given its id
+ * by the session, for its log lines; the file then has no name. */
 int
 repl_peer_save(mq_spool *sp, const char *peer_id, const char *name,
     const char *address, uint64_t confirmed, int connected)
@@ -300,6 +314,8 @@ repl_peer_save(mq_spool *sp, const char *peer_id, const char *name,
 	int dfd = repl_dir(sp, "peers");
 	if (dfd < 0)
 		return -1;
+	if (!name || !strcmp(name, peer_id))
+		name = "";
 	/* One line each: no newline may come in from the address. */
 	char addr[256];
 	snprintf(addr, sizeof addr, "%s", address ? address : "");
@@ -315,8 +331,65 @@ repl_peer_save(mq_spool *sp, const char *peer_id, const char *name,
 	return rc < 0 ? -1 : 0;
 }
 
+int
+repl_peer_hold(mq_spool *sp, const char *peer_id)
+{
+	char name[MQ_ID_LEN + 8];
+	snprintf(name, sizeof name, "%s.live", peer_id);
+	int dfd = repl_dir(sp, "peers");
+	if (dfd < 0)
+		return -1;
+	for (;;) {
+		struct stat a, b;
+		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+		int fd = mq_file_open(dfd, name, O_RDWR | O_CREAT, 0666, &a);
+		if (fd < 0) {
+			close(dfd);
+			return -1;
+		}
+		int rc;
+		while ((rc = fcntl(fd, F_OFD_SETLKW, &fl)) < 0 && errno == EINTR)
+			;
+		/* Without locks here, the session runs unseen by them. */
+		if (rc < 0 && errno != EINVAL && errno != ENOLCK &&
+		    errno != EOPNOTSUPP && errno != ENOSYS) {
+			mq_err_sys("lock replicate/peers/%s", name);
+			close(fd);
+			close(dfd);
+			return -1;
+		}
+		/* mq_repl_forget removed the file while we waited for it. */
+		if (mq_fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+			close(dfd);
+			return fd;
+		}
+		close(fd);
+	}
+}
+
+/* 1 when a session holds peers/<id>.live, 0 when none does, -1 when the
+ * lock cannot tell (no such file, no locks, another host's locks). */
 static int
-peer_read(int dfd, const char *id, struct mq_peer_status *p)
+peer_live(int dfd, const char *id, bool locks_local)
+{
+	char name[MQ_ID_LEN + 8];
+	snprintf(name, sizeof name, "%s.live", id);
+	int fd = mq_openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int rc = fcntl(fd, F_OFD_GETLK, &fl);
+	close(fd);
+	if (rc < 0)
+		return -1;
+	return fl.l_type != F_UNLCK ? 1 : locks_local ? -1 : 0;
+}
+
+static int
+peer_read(int dfd, const char *id, bool locks_local,
+    struct mq_peer_status *p)
 {
 	struct mq_conf kv;
 	if (mq_conf_read(dfd, id, &kv) < 0)
@@ -331,7 +404,8 @@ peer_read(int dfd, const char *id, struct mq_peer_status *p)
 	int rc = mq_conf_get_u64(&kv, "confirmed", 0, &p->confirmed, id);
 	if (rc == 0)
 		rc = mq_conf_get_double(&kv, "contact", 0, &p->contact, id);
-	p->connected = v && !strcmp(v, "connected") &&
+	int live = peer_live(dfd, id, locks_local);
+	p->connected = live >= 0 ? live : v && !strcmp(v, "connected") &&
 	    mq_now() - p->contact < 15;
 	mq_conf_free(&kv);
 	return rc;
@@ -365,7 +439,7 @@ repl_peer_confirmed(mq_spool *sp, const char *peer_id, uint64_t *pos)
 	struct mq_peer_status p;
 	rc = 0;
 	if (mq_faccessat(dfd, peer_id, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-		rc = peer_read(dfd, peer_id, &p);
+		rc = peer_read(dfd, peer_id, false, &p);
 		if (rc == 0)
 			*pos = p.confirmed;
 	}
@@ -373,8 +447,8 @@ repl_peer_confirmed(mq_spool *sp, const char *peer_id, uint64_t *pos)
 	return rc;
 }
 
-static int
-peers_read(mq_spool *sp, struct mq_peer_status **out, size_t *n)
+int
+mq_repl_peers(mq_spool *sp, struct mq_peer_status **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -389,8 +463,9 @@ peers_read(mq_spool *sp, struct mq_peer_status **out, size_t *n)
 	if (rc == 0 && !v)
 		rc = mq_err_sys("malloc");
 	size_t m = 0;
+	bool local = l.n && mq_fs_locks_local(dfd);
 	for (size_t i = 0; rc == 0 && i < l.n; i++)
-		if (peer_read(dfd, l.v[i], &v[m]) == 0)
+		if (peer_read(dfd, l.v[i], local, &v[m]) == 0)
 			m++;
 		else if (mq_errcode() != EX_NOINPUT)
 			rc = -1;        /* a peer file replaced meanwhile is fine */
@@ -428,7 +503,7 @@ mq_replicas_wait(mq_spool *sp, uint64_t end, unsigned n, double timeout,
 	for (;;) {
 		struct mq_peer_status *v;
 		size_t np;
-		if ((rc = peers_read(sp, &v, &np)) < 0)
+		if ((rc = mq_repl_peers(sp, &v, &np)) < 0)
 			break;
 		unsigned have = 0;
 		for (size_t i = 0; i < np; i++)
@@ -489,7 +564,7 @@ int
 mq_repl_status(mq_spool *sp, struct mq_peer_status **v, size_t *n,
     size_t *quarantined)
 {
-	if (peers_read(sp, v, n) < 0)
+	if (mq_repl_peers(sp, v, n) < 0)
 		return -1;
 	uint64_t size = mq_journal_size(sp), u[3];
 	if (mq_journal_unmerged(sp, &u[0], &u[1], &u[2]) < 0)
@@ -514,7 +589,7 @@ repl_journal_trim(mq_spool *sp)
 	/* The peers' confirmed offsets hold the journal back. */
 	struct mq_peer_status *v;
 	size_t n;
-	if (peers_read(sp, &v, &n) < 0)
+	if (mq_repl_peers(sp, &v, &n) < 0)
 		return -1;
 	uint64_t keep = UINT64_MAX;
 	for (size_t i = 0; i < n; i++)

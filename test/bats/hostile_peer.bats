@@ -60,10 +60,12 @@ set_head() {
 }
 
 # assert_refused: the session ended with a refusal (76) that names the
-# peer, and B is as it was ($before).
+# peer, by its spool id (over a pipe it has no name), and B is as it was
+# ($before).
 assert_refused() {
 	assert_equal "$status" 76
-	[[ $output == *"< ERROR 76 "*hostile* ]] || fail "no error naming the peer: $output"
+	[[ $output == *"< ERROR 76 peer: $PEER sent a bad "* ]] ||
+	    fail "no error naming the peer: $output"
 	assert_equal "$(spool_snapshot "$B")" "$before"
 }
 

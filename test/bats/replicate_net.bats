@@ -687,3 +687,44 @@ closed_count() {
 	wait_for sessions_are "$SERVED" 0
 	assert_equal "$(grep -c 'no handshake within 2 s' "$TD/servB.err")" 6
 }
+
+@test "net: revoke ends a key's session (77, within a PING when idle) and refuses the next; a key without a name is shown by its spool id" {
+	hosts 13
+	mq-replicate -s "$SA" keygen --name hostA >/dev/null
+	mq-replicate -s "$SB" keygen --name hostB >/dev/null
+	mq-replicate -s "$SA" authorize "$(mq-replicate -s "$SB" pubkey)" hostB
+	# B knows A's key by no name.
+	mq-replicate -s "$SB" authorize "$(mq-replicate -s "$SA" pubkey)"
+	mq-topic -s "$SB" create t
+	seq 1 10 | mq-pub -s "$SB" -q -l t
+	local idA keyB
+	idA=$(cat "$SA/ID") keyB=$(mq-replicate -s "$SB" pubkey)
+	serve A "$TD/servA"
+	follow B "$TD/push"
+	wait_for -t 10 lag_zero "$SB"
+	run -0 mq-replicate -s "$SB" status --json
+	assert_equal "$(jq -c '[.peers[0].id, .peers[0].name]' <<<"$output")" "[\"$idA\",\"\"]"
+	run -0 mq-replicate -s "$SB" status
+	assert_line --index 1 --regexp "^$idA connected "
+	# Revoked while idle: A ends the session at the next PING (5 s); B,
+	# which only sends while idle, learns it at its next frame after that,
+	# and its --follow is refused from then on.
+	local t0=$SECONDS
+	run -0 mq-replicate -s "$SA" revoke hostB
+	run ! grep -qi "$keyB" "$SA/replicate/authorized_peers"
+	wait_for -t 10 grep -q "peer: key $keyB was revoked" "$TD/servA.err"
+	((SECONDS - t0 <= 8)) || fail "cut after $((SECONDS - t0)) s"
+	wait_for -t 15 grep -q "does not accept our key" "$TD/push.err"
+	wait_for -t 2 eval '[[ $(mq-replicate -s "$SB" status --json | jq -r ".peers[0].state") == idle ]]'
+	# A new session is refused at the handshake, as any unknown key.
+	stop "$FOLLOWER"
+	seq 11 12 | mq-pub -s "$SB" -q -l t
+	run --separate-stderr on B mq-replicate -s "$SB" push --no-progress "$IPA:7468"
+	assert_equal "$status" 77
+	[[ $stderr == *"accept our key"* ]] || fail "push said: $stderr"
+	assert_equal "$(logged "$SA" t)" 10
+	# Authorized again, it is accepted again.
+	mq-replicate -s "$SA" authorize "$keyB" hostB
+	push_once B
+	assert_equal "$(logged "$SA" t)" 12
+}

@@ -207,21 +207,23 @@ test_repl(const char *dir)
 	mq_spool *sp = mq_spool_open(path, MQ_CREATE);
 	ok(sp != NULL, "a spool for the quarantine's path");
 	char want[2048];
+	/* The first column is as wide as the longest label, the id. */
 	snprintf(want, sizeof want,
-	    "PEER                 STATE         CONTACT         LAG BYTES    "
-	    "RECORDS     LAG S\n"
+	    "PEER                             STATE         CONTACT         "
+	    "LAG BYTES    RECORDS     LAG S\n"
 	    "0123456789abcdef0123456789abcdef connected     10s ago        "
 	    "       100          2     1.250\n"
-	    "backup               idle          never                   0  "
-	    "        0     0.000\n"
-	    "m                    idle          10m ago                 0  "
-	    "        0     0.000\n"
-	    "h                    idle          2h ago                  0  "
-	    "        0     0.000\n"
+	    "backup                           idle          never          "
+	    "         0          0     0.000\n"
+	    "m                                idle          10m ago        "
+	    "         0          0     0.000\n"
+	    "h                                idle          2h ago         "
+	    "         0          0     0.000\n"
 	    "2 quarantined file(s) in %s/replicate/quarantine\n",
 	    mq_spool_path(sp));
 	ok(is(mq_repl_status_write_table(sp, p, 4, 2, start()), want),
-	    "replicate status: a peer by name or id, contact as an age");
+	    "replicate status: a peer by name or id, in a column as wide "
+	    "as the longest, contact as an age");
 	ok(is(mq_repl_status_write_table(NULL, p, 0, 0, start()),
 	    "PEER                 STATE         CONTACT         LAG BYTES    "
 	    "RECORDS     LAG S\n"),
