@@ -19,7 +19,10 @@
 
 static char root[] = "/tmp/mq-unit-jsegment.XXXXXX";
 
-/* The record whose offset is at, read from a reader opened there. */
+/* The record whose offset is at, read from a reader opened there: its
+ * arguments copied to args (rec's point into the reader's buffer). */
+static char args[64];
+
 static int
 record_at(mq_spool *sp, uint64_t at, struct mq_jrec *rec, bool *gap)
 {
@@ -28,6 +31,9 @@ record_at(mq_spool *sp, uint64_t at, struct mq_jrec *rec, bool *gap)
 		return -1;
 	int rc = mq_jreader_next(&r, rec);
 	*gap = r.gap;
+	snprintf(args, sizeof args, "%s", rc == 1 ? rec->args : "");
+	rec->args = args;
+	rec->text = NULL;
 	mq_jreader_close(&r);
 	return rc;
 }
@@ -85,6 +91,7 @@ main(void)
 		    next == s.base[i] + (uint64_t)st.st_size;
 	}
 	ok(continuous, "each cut file ends where the next file starts");
+	mq_jsegs_free(&s);
 	ok(mq_journal_size(sp) == at[N], "the size is the last record's end");
 
 	/* Every record, at its offset, across the files. */
@@ -137,6 +144,7 @@ main(void)
 	    mq_jsegs_read(sp->fd, "journal", &s) == 0 && s.n == 0 &&
 	    record_at(sp, at[N], &rec, &gap) == 1 && !strcmp(rec.args, "late"),
 	    "dropping all keeps the journal itself");
+	mq_jsegs_free(&s);
 
 	mq_spool_close(stale);
 	mq_spool_close(sp);
