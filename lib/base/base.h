@@ -155,6 +155,9 @@ struct mq_names {
 /* Lists the entries of a directory (no dot files), optionally filtered,
  * sorted by strcmp.  The names are owned by the list. */
 int mq_names_read(int dirfd, bool (*keep)(const char *), struct mq_names *);
+/* The same for the directory path below dirfd; none when it is missing. */
+int mq_names_read_at(int dirfd, const char *path, bool (*keep)(const char *),
+    struct mq_names *);
 int mq_names_reread(DIR *, bool (*keep)(const char *), struct mq_names *);
 DIR *mq_dir_stream(int dirfd);
 int mq_names_push(struct mq_names *, const char *name, size_t len);
@@ -389,6 +392,12 @@ int mq_jreader_next(struct mq_jreader *, struct mq_jrec *);
 void mq_jreader_seek(struct mq_jreader *, uint64_t pos);
 void mq_jreader_close(struct mq_jreader *);
 
+/* jline.c: a journal line's seal.  Appends " <sum>\n" for the line that
+ * starts at buf + start (len its end, cap the room); whether line (len
+ * bytes, without its newline) ends in its right sum. */
+int mq_jline_seal(char *buf, size_t start, size_t *len, size_t cap);
+bool mq_jline_sealed(const char *line, size_t len);
+
 /* jsegment.c: the journal in segments (mq-spool(5), CHANGE JOURNAL,
  * Segments): the file appended to keeps the journal's name, those cut
  * off are <path>.d/<base>.  The cut size is MQ_JOURNAL_SEGMENT (64 MiB). */
@@ -396,6 +405,11 @@ uint64_t mq_journal_segment_max(void);
 /* The offset of the first byte of the journal file fd (its B record's;
  * 0 for a file without one). */
 int mq_jfile_base(int fd, uint64_t *base);
+/* path's journal file opened to read, *base its first offset (st, when
+ * not NULL, its stat): -1 with errno ENOENT and no error set when there
+ * is none. */
+int mq_jfile_open(int dirfd, const char *path, uint64_t *base,
+    struct stat *st);
 /* The bases of the cut files of path's journal, ascending. */
 struct mq_jsegs {
 	uint64_t *base;
@@ -420,11 +434,9 @@ int mq_journal_next_base(int dirfd, const char *path, uint64_t after,
  * the B record of where the last one ends. */
 int mq_journal_start_file(mq_spool *, const char *path, int fd);
 /* Cuts path's journal file fd (whose first offset is base) when it is
- * still the journal and holds MQ_JOURNAL_SEGMENT bytes; locked: the
- * caller holds what excludes every other writer, else the flock is tried
- * and a busy file left for a later write. */
-int mq_journal_cut(mq_spool *, const char *path, int fd, uint64_t base,
-    bool locked);
+ * still the journal and holds MQ_JOURNAL_SEGMENT bytes; its flock is
+ * tried, and a file being written left for a later write to cut. */
+int mq_journal_cut(mq_spool *, const char *path, int fd, uint64_t base);
 /* Unlinks the cut files of path's journal that end at or before upto:
  * how many. */
 int mq_journal_drop(mq_spool *, const char *path, uint64_t upto);

@@ -470,6 +470,19 @@ open_listing(int dirfd)
 static int names_list(DIR *, bool (*keep)(const char *), struct mq_names *);
 
 int
+mq_names_read_at(int dirfd, const char *path, bool (*keep)(const char *),
+    struct mq_names *l)
+{
+	int fd = mq_openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : mq_err_sys("%s", path);
+	int rc = mq_names_read(fd, keep, l);
+	close(fd);
+	return rc;
+}
+
+int
 mq_names_read(int dirfd, bool (*keep)(const char *), struct mq_names *l)
 {
 	DIR *d = open_listing(dirfd);

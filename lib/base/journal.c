@@ -26,7 +26,6 @@
 #include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "base.h"
 
@@ -67,17 +66,6 @@ mq_journal_fd(mq_spool *sp)
 	return fd;
 }
 
-/* Appends " <sum>\n" for the line that starts at buf + start. */
-static int
-seal(char *buf, size_t start, size_t *len, size_t cap)
-{
-	if (*len + 10 > cap)
-		return mq_err(EX_SOFTWARE, "journal record too long");
-	unsigned sum = XXH32(buf + start, *len - start, 0);
-	*len += (size_t)snprintf(buf + *len, cap - *len, " %08x\n", sum);
-	return 0;
-}
-
 /* Room for need bytes more. */
 static int
 room(struct mq_jbuf *b, size_t need)
@@ -113,7 +101,7 @@ vline(struct mq_jbuf *b, char type, const char *fmt, va_list ap)
 	memcpy(b->buf + b->len, head, (size_t)n);
 	vsnprintf(b->buf + b->len + n, (size_t)m + 1, fmt, ap);
 	b->len += (size_t)(n + m);
-	return seal(b->buf, start, &b->len, b->cap);
+	return mq_jline_seal(b->buf, start, &b->len, b->cap);
 }
 
 int
@@ -135,7 +123,7 @@ mq_journal_raw(struct mq_jbuf *b, const char *origin, uint64_t seq,
 	size_t start = b->len;
 	b->len += (size_t)snprintf(b->buf + b->len, b->cap - b->len,
 	    "@%s %" PRIu64 " %.*s", origin, seq, (int)len, rec);
-	return seal(b->buf, start, &b->len, b->cap);
+	return mq_jline_seal(b->buf, start, &b->len, b->cap);
 }
 
 int
@@ -146,7 +134,7 @@ mq_journal_text(struct mq_jbuf *b, const char *text, size_t len)
 	size_t start = b->len;
 	memcpy(b->buf + b->len, text, len);
 	b->len += len;
-	return seal(b->buf, start, &b->len, b->cap);
+	return mq_jline_seal(b->buf, start, &b->len, b->cap);
 }
 
 /* One write at the end of fd: where O_APPEND puts it, or on a shared
@@ -190,26 +178,18 @@ mq_journal_lock(mq_spool *sp)
 	return fd;
 }
 
-/* On a local file system, each write holds a shared flock on a file
- * that is still SPOOL/journal, so that a cut (jsegment.c) happens between
- * writes and none lands in a file cut off. */
-int
-mq_journal_write(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
+/* An append to SPOOL/journal on a local file system: the write holds a
+ * shared flock on a file that is still SPOOL/journal, so that a cut
+ * (jsegment.c) happens between writes and none lands in a file cut off.
+ * Every appender of SPOOL/journal there goes through it.  *end: the
+ * offset after the write. */
+static int
+append_local(mq_spool *sp, const char *buf, size_t len, uint64_t *end)
 {
-	if (b->len == 0)
-		return 0;
 	for (int tries = 0;; tries++) {
 		int fd = mq_journal_fd(sp);
 		if (fd < 0)
 			return -1;
-		if (sp->shared) {
-			uint64_t pos;
-			if (append(fd, false, b->buf, b->len, &pos) < 0)
-				return -1;
-			if (end)
-				*end = sp->jbase + pos;
-			break;
-		}
 		if (flock(fd, LOCK_SH) < 0)
 			return mq_err_sys("lock journal");
 		struct stat st;
@@ -225,17 +205,37 @@ mq_journal_write(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
 			    "written, again and again");
 		}
 		uint64_t pos;
-		int rc = append(fd, false, b->buf, b->len, &pos);
+		int rc = append(fd, false, buf, len, &pos);
 		flock(fd, LOCK_UN);
 		if (rc < 0)
 			return -1;
-		if (end)
-			*end = sp->jbase + pos;
+		*end = sp->jbase + pos;
 		/* Best effort: a cut that fails leaves a longer file. */
 		if (pos >= mq_journal_segment_max())
-			(void)mq_journal_cut(sp, "journal", fd, sp->jbase, false);
-		break;
+			(void)mq_journal_cut(sp, "journal", fd, sp->jbase);
+		return 0;
 	}
+}
+
+int
+mq_journal_write(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
+{
+	if (b->len == 0)
+		return 0;
+	uint64_t at;
+	int rc;
+	if (!sp->shared) {
+		rc = append_local(sp, b->buf, b->len, &at);
+	} else {
+		/* This host's own journal, which only it appends to. */
+		int fd = mq_journal_fd(sp);
+		rc = fd < 0 ? -1 : append(fd, false, b->buf, b->len, &at);
+		at += sp->jbase;
+	}
+	if (rc < 0)
+		return -1;
+	if (end)
+		*end = at;
 	b->len = 0;
 	return 0;
 }
@@ -245,17 +245,12 @@ mq_journal_write_main(mq_spool *sp, struct mq_jbuf *b)
 {
 	if (b->len == 0)
 		return 0;
-	if (!sp->shared) {
-		int rc = mq_journal_write(sp, b, NULL);
-		if (rc == 0 && fdatasync(mq_journal_fd(sp)) < 0)
-			rc = mq_err_sys("sync journal");
-		return rc;
-	}
-	int lfd = mq_journal_lock(sp);
+	int lfd = sp->shared ? mq_journal_lock(sp) : 0;
 	if (lfd < 0)
 		return -1;
 	int rc = mq_journal_append_main(sp, b->buf, b->len, NULL);
-	close(lfd);
+	if (sp->shared)
+		close(lfd);
 	b->len = 0;
 	return rc;
 }
@@ -264,14 +259,24 @@ int
 mq_journal_append_main(mq_spool *sp, const char *buf, size_t len,
     uint64_t *end)
 {
-	int fd = mq_file_open(sp->fd, "journal", O_RDWR | O_CREAT |
-	    (sp->shared ? 0 : O_APPEND), 0666, NULL);
+	uint64_t at;
+	if (!sp->shared) {
+		if (append_local(sp, buf, len, &at) < 0)
+			return -1;
+		/* The file written to, even when that write cut it. */
+		if (fdatasync(sp->jfd) < 0)
+			return mq_err_sys("sync journal");
+		if (end)
+			*end = at;
+		return 0;
+	}
+	int fd = mq_file_open(sp->fd, "journal", O_RDWR | O_CREAT, 0666, NULL);
 	if (fd < 0)
 		return -1;
 	uint64_t base = 0, pos;
 	int rc = mq_jfile_base(fd, &base);
 	if (rc == 0)
-		rc = append(fd, sp->shared, buf, len, &pos);
+		rc = append(fd, true, buf, len, &pos);
 	if (rc == 0 && fdatasync(fd) < 0)
 		rc = mq_err_sys("sync journal");
 	if (rc == 0 && end)
@@ -499,17 +504,16 @@ mq_journal_size(mq_spool *sp)
 {
 	/* The end of the file appended to, past its first offset; on a
 	 * shared file system another host's merge may have grown it. */
-	int fd = mq_file_open(sp->fd, "journal", O_RDONLY, 0, NULL);
-	uint64_t size = 0, base = 0;
 	struct stat st;
-	if (fd < 0 || mq_jfile_base(fd, &base) < 0)
-		size = base = 0;
-	else if (sp->shared && mq_fresh_size(fd, sp->readonly, &size) < 0)
-		size = base = 0;
-	else if (!sp->shared)
-		size = fstat(fd, &st) < 0 ? 0 : (uint64_t)st.st_size;
-	if (fd >= 0)
-		close(fd);
+	uint64_t base = 0, size = 0;
+	int fd = mq_jfile_open(sp->fd, "journal", &base, &st);
+	if (fd < 0)
+		return 0;
+	if (!sp->shared)
+		size = (uint64_t)st.st_size;
+	else if (mq_fresh_size(fd, sp->readonly, &size) < 0)
+		base = size = 0;
+	close(fd);
 	return base + size;
 }
 
@@ -518,13 +522,8 @@ mq_journal_size(mq_spool *sp)
 static int
 parse_line(char *line, size_t len, struct mq_jrec *rec)
 {
-	if (len < 10 || line[len - 9] != ' ' ||
-	    strspn(line + len - 8, "0123456789abcdef") < 8)
-		return -1;
-	unsigned long sum = strtoul(line + len - 8, NULL, 16);
-	if (XXH32(line, len - 9, 0) != sum)
-		return -1;
-	return mq_jrec_parse(line, len - 9, rec);
+	return mq_jline_sealed(line, len) ? mq_jrec_parse(line, len - 9, rec) :
+	    -1;
 }
 
 /* The most spaces a record of this version has before its sum: "@origin

@@ -33,7 +33,6 @@
 #include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "base.h"
 
@@ -42,15 +41,23 @@
 uint64_t
 mq_journal_segment_max(void)
 {
-	double v = mq_env_duration("MQ_JOURNAL_SEGMENT", 64 << 20);
-	return v < 4096 ? 4096 : (uint64_t)v;
+	/* Asked at every write: the environment is read once. */
+	static uint64_t max;
+	if (!max) {
+		double v = mq_env_duration("MQ_JOURNAL_SEGMENT", 64 << 20);
+		max = v < 4096 ? 4096 : (uint64_t)v;
+	}
+	return max;
 }
 
-/* "journal.d" for "journal", "journals/h.d" for a host's journal. */
+/* "<path>.d/<base>": "journal.d/<base>", or a host's "journals/h.d/...";
+ * with base UINT64_MAX, the directory. */
 static int
-seg_dir(const char *path, char *buf, size_t len)
+seg_path(const char *path, uint64_t base, char *buf, size_t len)
 {
-	return mq_path(buf, len, "%s.d", path);
+	if (base == UINT64_MAX)
+		return mq_path(buf, len, "%s.d", path);
+	return mq_path(buf, len, "%s.d/%0*" PRIu64, path, BASE_DIGITS, base);
 }
 
 int
@@ -65,19 +72,34 @@ mq_jfile_base(int fd, uint64_t *base)
 	char *nl = strchr(line, '\n');
 	if (n < 2 || line[0] != 'B' || line[1] != ' ' || !nl)
 		return 0;
-	/* "B ms base sum", the sum over what comes before its space. */
+	/* "B ms base sum". */
 	size_t len = (size_t)(nl - line);
 	uint64_t ms;
-	const char *p = len > 9 ? mq_decimal(line + 2, UINT64_MAX, &ms) : NULL;
+	const char *p = mq_jline_sealed(line, len) ?
+	    mq_decimal(line + 2, UINT64_MAX, &ms) : NULL;
 	if (p && *p == ' ')
 		p = mq_decimal(p + 1, MQ_SEQ_MAX, base);
-	if (!p || p != line + len - 9 || *p != ' ' ||
-	    strspn(p + 1, "0123456789abcdef") != 8 ||
-	    XXH32(line, len - 9, 0) != strtoul(p + 1, NULL, 16)) {
+	if (!p || p != line + len - 9) {
 		*base = 0;
 		return mq_err(EX_DATAERR, "journal: a damaged first record");
 	}
 	return 0;
+}
+
+int
+mq_jfile_open(int dirfd, const char *path, uint64_t *base, struct stat *st)
+{
+	/* No journal yet is no error, and sets none. */
+	if (mq_faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+	    errno == ENOENT)
+		return -1;
+	int fd = mq_file_open(dirfd, path, O_RDONLY, 0, st);
+	if (fd >= 0 && mq_jfile_base(fd, base) < 0) {
+		close(fd);
+		errno = EIO;
+		return -1;
+	}
+	return fd;
 }
 
 void
@@ -112,18 +134,9 @@ mq_jsegs_read(int dirfd, const char *path, struct mq_jsegs *s)
 	char dir[MQ_HOST_MAX + 32];
 	struct mq_names l = { 0 };
 	memset(s, 0, sizeof *s);
-	if (seg_dir(path, dir, sizeof dir) < 0)
+	if (seg_path(path, UINT64_MAX, dir, sizeof dir) < 0 ||
+	    mq_names_read_at(dirfd, dir, NULL, &l) < 0)
 		return -1;
-	int dfd = mq_openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (dfd < 0 && errno != ENOENT)
-		return mq_err_sys("%s", dir);
-	if (dfd >= 0) {
-		int rc = mq_names_read(dfd, NULL, &l);
-		close(dfd);
-		if (rc < 0)
-			return -1;
-	}
 	s->base = malloc((l.n + 1) * sizeof *s->base);
 	if (!s->base) {
 		mq_names_free(&l);
@@ -142,20 +155,14 @@ mq_jseg_open(int dirfd, const char *path, uint64_t pos, struct mq_jfile *f)
 {
 	struct mq_jsegs s;
 	char name[MQ_HOST_MAX + 64];
+	struct stat st;
+	uint64_t base = 0;
 	memset(f, 0, sizeof *f);
 	f->fd = -1;
 	f->end = UINT64_MAX;
-	/* No journal yet is no error (and sets none). */
-	int fd = mq_faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
-	    errno == ENOENT ? -1 : mq_file_open(dirfd, path, O_RDONLY, 0, NULL);
+	int fd = mq_jfile_open(dirfd, path, &base, &st);
 	if (fd < 0 && errno != ENOENT)
 		return -1;
-	uint64_t base = 0;
-	struct stat st;
-	if (fd >= 0 && (mq_jfile_base(fd, &base) < 0 || fstat(fd, &st) < 0)) {
-		close(fd);
-		return -1;
-	}
 	if (fd >= 0 && pos >= base) {
 		f->fd = fd;
 		f->base = base;
@@ -179,8 +186,7 @@ mq_jseg_open(int dirfd, const char *path, uint64_t pos, struct mq_jfile *f)
 	int rc = 0;
 	if (i > 0) {
 		uint64_t next = i < s.n ? s.base[i] : fd >= 0 ? base : UINT64_MAX;
-		rc = mq_path(name, sizeof name, "%s.d/%0*" PRIu64, path,
-		    BASE_DIGITS, s.base[i - 1]);
+		rc = seg_path(path, s.base[i - 1], name, sizeof name);
 		if (rc == 0 && (f->fd = mq_file_open(dirfd, name, O_RDONLY, 0,
 		    &st)) < 0)
 			rc = -1;
@@ -202,6 +208,20 @@ mq_jseg_open(int dirfd, const char *path, uint64_t pos, struct mq_jfile *f)
 	return rc;
 }
 
+/* The first offset of path's journal file: UINT64_MAX when there is
+ * none. */
+static int
+active_base(int dirfd, const char *path, uint64_t *base)
+{
+	int fd = mq_jfile_open(dirfd, path, base, NULL);
+	if (fd < 0) {
+		*base = UINT64_MAX;
+		return errno == ENOENT ? 0 : -1;
+	}
+	close(fd);
+	return 0;
+}
+
 int
 mq_journal_next_base(int dirfd, const char *path, uint64_t after,
     uint64_t *next)
@@ -214,17 +234,12 @@ mq_journal_next_base(int dirfd, const char *path, uint64_t after,
 		if (s.base[i] > after)
 			*next = s.base[i];
 	mq_jsegs_free(&s);
-	if (*next != UINT64_MAX)
-		return 0;
-	int fd = mq_file_open(dirfd, path, O_RDONLY, 0, NULL);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -1;
 	uint64_t b;
-	int rc = mq_jfile_base(fd, &b);
-	close(fd);
-	if (rc == 0 && b > after)
+	if (*next != UINT64_MAX || active_base(dirfd, path, &b) < 0)
+		return *next != UINT64_MAX ? 0 : -1;
+	if (b != UINT64_MAX && b > after)
 		*next = b;
-	return rc;
+	return 0;
 }
 
 /* The B record of base. */
@@ -233,12 +248,10 @@ b_record(uint64_t base, char *buf, size_t cap, size_t *len)
 {
 	int n = snprintf(buf, cap, "B %" PRIu64 " %" PRIu64,
 	    (uint64_t)(mq_now() * 1000), base);
-	if (n < 0 || (size_t)n + 11 > cap)
+	if (n < 0 || (size_t)n >= cap)
 		return mq_err(EX_SOFTWARE, "B record");
-	n += snprintf(buf + n, cap - (size_t)n, " %08x\n",
-	    (unsigned)XXH32(buf, (size_t)n, 0));
 	*len = (size_t)n;
-	return 0;
+	return mq_jline_seal(buf, 0, len, cap);
 }
 
 int
@@ -256,8 +269,7 @@ mq_journal_start_file(mq_spool *sp, const char *path, int fd)
 		 * on where the last cut file ends. */
 		char name[MQ_HOST_MAX + 64], line[96];
 		size_t len;
-		rc = mq_path(name, sizeof name, "%s.d/%0*" PRIu64, path,
-		    BASE_DIGITS, s.base[s.n - 1]);
+		rc = seg_path(path, s.base[s.n - 1], name, sizeof name);
 		if (rc == 0 && mq_fstatat(sp->fd, name, &st,
 		    AT_SYMLINK_NOFOLLOW) < 0)
 			rc = mq_err_sys("%s", name);
@@ -283,13 +295,12 @@ needed(mq_spool *sp)
 }
 
 int
-mq_journal_cut(mq_spool *sp, const char *path, int fd, uint64_t base,
-    bool locked)
+mq_journal_cut(mq_spool *sp, const char *path, int fd, uint64_t base)
 {
 	char dir[MQ_HOST_MAX + 32], name[MQ_HOST_MAX + 64], line[96];
 	struct stat st, now;
 	size_t len;
-	if (!locked && flock(fd, LOCK_EX | LOCK_NB) < 0)
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 		return 0;               /* writing: a later write cuts */
 	int rc = 0;
 	if (fstat(fd, &st) < 0)
@@ -300,12 +311,11 @@ mq_journal_cut(mq_spool *sp, const char *path, int fd, uint64_t base,
 	    (uint64_t)st.st_size < mq_journal_segment_max())
 		goto done;
 	if (rc == 0)
-		rc = seg_dir(path, dir, sizeof dir);
+		rc = seg_path(path, UINT64_MAX, dir, sizeof dir);
 	if (rc == 0)
 		rc = mq_mkdir(sp->fd, dir);
 	if (rc == 0)
-		rc = mq_path(name, sizeof name, "%s/%0*" PRIu64, dir, BASE_DIGITS,
-		    base);
+		rc = seg_path(path, base, name, sizeof name);
 	/* A cut that crashed after its link left it made: the same file. */
 	if (rc == 0 && mq_linkat(sp->fd, path, sp->fd, name, 0) < 0 &&
 	    !(errno == EEXIST && mq_fstatat(sp->fd, name, &now,
@@ -325,8 +335,7 @@ mq_journal_cut(mq_spool *sp, const char *path, int fd, uint64_t base,
 	if (rc == 0 && !needed(sp) && mq_journal_drop(sp, path, UINT64_MAX) < 0)
 		rc = -1;
 done:
-	if (!locked)
-		flock(fd, LOCK_UN);
+	flock(fd, LOCK_UN);
 	return rc;
 }
 
@@ -335,27 +344,18 @@ mq_journal_drop(mq_spool *sp, const char *path, uint64_t upto)
 {
 	struct mq_jsegs s;
 	char name[MQ_HOST_MAX + 64];
+	uint64_t active;
 	if (mq_jsegs_read(sp->fd, path, &s) < 0)
 		return -1;
-	uint64_t active = UINT64_MAX;
-	if (s.n == 0) {
-		mq_jsegs_free(&s);
-		return 0;
-	}
-	int fd = mq_file_open(sp->fd, path, O_RDONLY, 0, NULL);
-	if (fd >= 0) {
-		if (mq_jfile_base(fd, &active) < 0)
-			active = 0;
-		close(fd);
-	}
-	int rc = 0, dropped = 0;
-	/* A cut file ends where the next one (or the journal) starts. */
+	int rc = s.n ? active_base(sp->fd, path, &active) : 0, dropped = 0;
+	/* A cut file ends where the next one (or the journal) starts; one
+	 * of the journal's base is the journal itself (a cut that crashed
+	 * after its link). */
 	for (size_t i = 0; rc == 0 && i < s.n; i++) {
 		uint64_t end = i + 1 < s.n ? s.base[i + 1] : active;
 		if (end > upto || s.base[i] >= active)
 			break;
-		rc = mq_path(name, sizeof name, "%s.d/%0*" PRIu64, path,
-		    BASE_DIGITS, s.base[i]);
+		rc = seg_path(path, s.base[i], name, sizeof name);
 		if (rc == 0 && mq_unlinkat(sp->fd, name, 0) < 0 && errno != ENOENT)
 			rc = mq_err_sys("%s", name);
 		dropped += rc == 0;
