@@ -166,7 +166,10 @@ int mq_dlq_put(const struct mq_topic *, unsigned k, const char *group,
     const struct mq_why *);
 
 /* settle.c: a group's directories in one partition, and giving back,
- * rejecting, finding and extending claims. */
+ * rejecting, finding and extending claims.  mq_group_held: the KEYs the
+ * group holds in the partition pfd (new/, cur/, delay/), added to keys,
+ * sorted. */
+int mq_group_held(int pfd, const char *group, struct mq_names *keys);
 struct mq_gdirs {
 	int newfd, curfd, delayfd;
 };

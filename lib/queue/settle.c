@@ -228,3 +228,25 @@ mq_ledger_record(const struct mq_topic *t, unsigned k, const char *group,
 	close(fd);
 	return rc;
 }
+
+int
+mq_group_held(int pfd, const char *group, struct mq_names *keys)
+{
+	static const char *const sub[] = { "new", "cur", "delay" };
+	int rc = 0;
+	for (size_t d = 0; rc == 0 && d < 3; d++) {
+		char p[MQ_NAME_MAX + 16];
+		struct mq_names l = { 0 };
+		/* A delay/ name starts with its due time. */
+		size_t skip = d == 2 ? MQ_SEQ_DIGITS + 1 : 0;
+		rc = mq_path(p, sizeof p, "g/%s/%s", group, sub[d]);
+		if (rc == 0)
+			rc = mq_names_read_at(pfd, p, NULL, &l);
+		for (size_t i = 0; rc == 0 && i < l.n; i++)
+			if (strlen(l.v[i]) >= skip + MQ_KEY_LEN)
+				rc = mq_names_push(keys, l.v[i] + skip, MQ_KEY_LEN);
+		mq_names_free(&l);
+	}
+	mq_names_sort(keys);
+	return rc;
+}

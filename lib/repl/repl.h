@@ -64,6 +64,12 @@ int repl_peer_confirmed(mq_spool *, const char *peer_id, uint64_t *pos);
 /* Drops the cut files of the journal that every known peer has confirmed
  * and that replicate/seen covers (jsegment.c): how many. */
 int repl_journal_trim(mq_spool *);
+/* The same, now or when REPL_TRIM_EVERY seconds have passed since *last
+ * (mq_mono), which it sets; a failure is logged and only keeps the files
+ * longer. */
+#define REPL_TRIM_EVERY 2.0
+void repl_trim_every(mq_spool *, const struct mq_repl_opts *, double *last,
+    bool now);
 /* A sending session's hold on peers/<id>.live (replstate.c): a
  * descriptor with a read lock, waited for while mq_repl_forget holds it,
  * which the session closes when it has written peers/<id> for the last

@@ -771,13 +771,9 @@ finish(struct receiver *r)
 	r->ns = 0;
 	if (rc == 0)
 		rc = repl_seen_save(r->sp, &r->seen);
-	/* What seen covers now, and every peer confirmed, may go; a
-	 * failure only keeps it longer. */
-	if (rc == 0 && mq_mono() - r->trimmed >= 2.0) {
-		r->trimmed = mq_mono();
-		if (repl_journal_trim(r->sp) < 0)
-			repl_log(r->o, LOG_WARNING, "journal: %s", mq_errmsg());
-	}
+	/* What seen covers now, and every peer confirmed, may go. */
+	if (rc == 0)
+		repl_trim_every(r->sp, r->o, &r->trimmed, false);
 	return rc;
 }
 
@@ -1101,35 +1097,16 @@ static int
 queued_lines(struct rtopic *rt, unsigned k, const struct mq_names *have,
     FILE *o)
 {
-	static const char *const sub[] = { "new", "cur", "delay" };
 	struct mq_names groups = { 0 };
 	int rc = mq_groups_read(&rt->t, &groups);
-	for (size_t g = 0; rc == 0 && g < groups.n; g++)
-		for (size_t d = 0; rc == 0 && d < 3; d++) {
-			char p[MQ_NAME_MAX + 16];
-			struct mq_names l = { 0 };
-			size_t skip = d == 2 ? MQ_SEQ_DIGITS + 1 : 0;
-			if (mq_path(p, sizeof p, "g/%s/%s", groups.v[g], sub[d]) < 0) {
-				rc = -1;
-				break;
-			}
-			int fd = mq_openat(rt->t.pfd[k], p, O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC);
-			if (fd < 0)
-				continue;
-			rc = mq_names_read(fd, NULL, &l);
-			close(fd);
-			for (size_t i = 0; rc == 0 && i < l.n; i++) {
-				char key[MQ_KEY_LEN + 1];
-				if (strlen(l.v[i]) < skip + MQ_KEY_LEN)
-					continue;
-				snprintf(key, sizeof key, "%.*s", MQ_KEY_LEN,
-				    l.v[i] + skip);
-				if (mq_names_has(have, key))
-					fprintf(o, "Q %s %s\n", groups.v[g], key);
-			}
-			mq_names_free(&l);
-		}
+	for (size_t g = 0; rc == 0 && g < groups.n; g++) {
+		struct mq_names held = { 0 };
+		rc = mq_group_held(rt->t.pfd[k], groups.v[g], &held);
+		for (size_t i = 0; rc == 0 && i < held.n; i++)
+			if (mq_names_has(have, held.v[i]))
+				fprintf(o, "Q %s %s\n", groups.v[g], held.v[i]);
+		mq_names_free(&held);
+	}
 	mq_names_free(&groups);
 	return rc;
 }

@@ -61,24 +61,16 @@ struct sender {
 	uint64_t trimmed_base;          /* and the reader's file then */
 };
 
-/* Seconds between two trims of the journal (repl_journal_trim). */
-#define TRIM_EVERY 2.0
-
-/* Drops the journal's cut files every peer has confirmed: once this
- * peer has confirmed all of a file the reader went past, and every
- * TRIM_EVERY for the other peers' progress.  A failure only keeps them
- * longer. */
+/* Drops the journal's cut files every peer has confirmed: at once when
+ * this peer has confirmed all of a file the reader went past (or now),
+ * else every REPL_TRIM_EVERY for the other peers' progress. */
 static void
-trim(struct sender *s)
+trim(struct sender *s, bool now)
 {
 	bool passed = s->r.base > s->trimmed_base && s->confirmed >= s->r.base;
-	if (!passed && mq_mono() - s->trimmed < TRIM_EVERY)
-		return;
-	s->trimmed = mq_mono();
-	if (s->confirmed >= s->r.base)
+	if (passed)
 		s->trimmed_base = s->r.base;
-	if (repl_journal_trim(s->sp) < 0)
-		repl_log(s->o, LOG_WARNING, "journal: %s", mq_errmsg());
+	repl_trim_every(s->sp, s->o, &s->trimmed, now || passed);
 }
 
 static int
@@ -621,7 +613,7 @@ answer(struct sender *s)
 		if (repl_peer_save(s->sp, s->peer, s->peer_name,
 		    s->o->address, v, 1) < 0)
 			return -1;
-		trim(s);
+		trim(s, false);
 		return 0;
 	}
 	if (!strcmp(word, "SKIP"))
@@ -646,30 +638,6 @@ answer(struct sender *s)
  * message now, and every dead letter as a dead letter record (the peer
  * ignores those it has).  Made-up records are neither journaled by the
  * peer nor counted in its vector. */
-
-struct held {                   /* the KEYs a group holds in cur/, delay/ */
-	struct mq_names keys;
-};
-
-static int
-keys_of(int pfd, const char *group, const char *sub, size_t skip,
-    struct mq_names *out)
-{
-	char p[MQ_NAME_MAX + 16];
-	if (mq_path(p, sizeof p, "g/%s/%s", group, sub) < 0)
-		return -1;
-	int fd = mq_openat(pfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : mq_err_sys("%s", p);
-	struct mq_names l = { 0 };
-	int rc = mq_names_read(fd, NULL, &l);
-	close(fd);
-	for (size_t i = 0; rc == 0 && i < l.n; i++)
-		if (strlen(l.v[i]) >= skip + MQ_KEY_LEN)
-			rc = mq_names_push(out, l.v[i] + skip, MQ_KEY_LEN);
-	mq_names_free(&l);
-	return rc;
-}
 
 /* Sends the batch being built as made-up records, and waits for it. */
 static int
@@ -730,7 +698,7 @@ is_dead_name(const char *name)
 /* "group KEY" of a Q line: an A record when our group holds no KEY. */
 static int
 settle_queued(struct sender *s, struct stopic *st, unsigned k,
-    const struct mq_names *groups, const struct held *hv, const char *q)
+    const struct mq_names *groups, const struct mq_names *hv, const char *q)
 {
 	const char *sp = strchr(q, ' ');
 	if (!sp || !mq_is_key(sp + 1))
@@ -738,7 +706,7 @@ settle_queued(struct sender *s, struct stopic *st, unsigned k,
 	for (size_t g = 0; g < groups->n; g++)
 		if (strlen(groups->v[g]) == (size_t)(sp - q) &&
 		    !memcmp(groups->v[g], q, (size_t)(sp - q)))
-			return mq_names_has(&hv[g].keys, sp + 1) ? 0 :
+			return mq_names_has(&hv[g], sp + 1) ? 0 :
 			    add_made_up(s, 'A', "%s %u %s %s", st->name, k,
 			    groups->v[g], sp + 1);
 	return 0;               /* a group of the peer's own */
@@ -784,22 +752,15 @@ compare_partition(struct sender *s, struct stopic *st, unsigned k)
 	ans = rest;
 	/* The KEYs the peer wants, with the groups that hold each now. */
 	size_t ng = 0;
-	struct held *hv = NULL;
+	struct mq_names *hv = NULL;
 	if (rc == 0 && (rc = mq_groups_read(&st->t, &groups)) == 0) {
 		ng = groups.n;
 		hv = calloc(ng ? ng : 1, sizeof *hv);
 		if (!hv)
 			rc = mq_err_sys("malloc");
 	}
-	for (size_t g = 0; rc == 0 && g < ng; g++) {
-		rc = keys_of(pfd, groups.v[g], "new", 0, &hv[g].keys);
-		if (rc == 0)
-			rc = keys_of(pfd, groups.v[g], "cur", 0, &hv[g].keys);
-		if (rc == 0)
-			rc = keys_of(pfd, groups.v[g], "delay", MQ_SEQ_DIGITS + 1,
-			    &hv[g].keys);
-		mq_names_sort(&hv[g].keys);
-	}
+	for (size_t g = 0; rc == 0 && g < ng; g++)
+		rc = mq_group_held(pfd, groups.v[g], &hv[g]);
 	/* A copy: the answer's buffer goes with the next frame. */
 	char *want = rc == 0 ? strndup(ans, alen) : NULL;
 	if (rc == 0 && !want)
@@ -822,7 +783,7 @@ compare_partition(struct sender *s, struct stopic *st, unsigned k)
 		FILE *gf = open_memstream(&gl, &gll);
 		const char *sep = "";
 		for (size_t g = 0; gf && g < ng; g++)
-			if (mq_names_has(&hv[g].keys, line)) {
+			if (mq_names_has(&hv[g], line)) {
 				fprintf(gf, "%s%s", sep, groups.v[g]);
 				sep = ",";
 			}
@@ -856,7 +817,7 @@ compare_partition(struct sender *s, struct stopic *st, unsigned k)
 	if (rc == 0)
 		rc = ship_compare(s);
 	for (size_t g = 0; g < ng; g++)
-		mq_names_free(&hv[g].keys);
+		mq_names_free(&hv[g]);
 	free(hv);
 	mq_names_free(&groups);
 	mq_names_free(&log);
@@ -1017,7 +978,7 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 				rc = repl_peer_save(sp, s.peer, s.peer_name,
 				    o->address, s.confirmed, 1);
 			if (rc == 0)
-				trim(&s);
+				trim(&s, false);
 			idle = mq_mono();
 			continue;
 		}
@@ -1045,10 +1006,8 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	}
 	/* Not connected any more, whatever the reason. */
 	repl_peer_save(sp, s.peer, s.peer_name, o->address, s.confirmed, 0);
-	if (rc == 0) {
-		s.trimmed = 0;
-		trim(&s);
-	}
+	if (rc == 0)
+		trim(&s, true);
 	if (ifd >= 0)
 		close(ifd);
 	mq_jreader_close(&s.r);

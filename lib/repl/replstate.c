@@ -621,3 +621,14 @@ repl_journal_trim(mq_spool *sp)
 	}
 	return mq_journal_drop(sp, "journal", keep);
 }
+
+void
+repl_trim_every(mq_spool *sp, const struct mq_repl_opts *o, double *last,
+    bool now)
+{
+	if (!now && mq_mono() - *last < REPL_TRIM_EVERY)
+		return;
+	*last = mq_mono();
+	if (repl_journal_trim(sp) < 0)
+		repl_log(o, LOG_WARNING, "journal: %s", mq_errmsg());
+}
