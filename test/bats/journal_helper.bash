@@ -13,6 +13,24 @@ records() {
 	cat "$1"/journal.d/* "$1"/journal 2>/dev/null | grep -c "^$2 " || true
 }
 
+# pair_t [SEGMENT]: spools A and B (pair), each with topic t and group g,
+# the journal cut at SEGMENT bytes (4096 by default).
+pair_t() {
+	export MQ_JOURNAL_SEGMENT=${1:-4096}
+	pair
+	mq-group create t g
+	mq-topic -s "$B" create t
+	mq-group -s "$B" create t g
+}
+
+# hold_journal SPOOL: a peer of SPOOL that has confirmed nothing, so that
+# it keeps every cut file.
+hold_journal() {
+	mkdir -p "$1/replicate/peers"
+	printf 'name=hold\nconfirmed=0\ncontact=0\nstate=idle\n' \
+	    >"$1/replicate/peers/0123456789abcdef0123456789abcdef"
+}
+
 # b_log, b_new: messages in B's log/ of topic t, and pending in its group g.
 b_log() {
 	count_entries "$B/topics/t/p0/log"
@@ -50,11 +68,7 @@ continuous() {
 # waits for the peer to have the messages of the round before).
 bounded_journal() {
 	local n=$1 round=$(($1 / 10)) max=0 now i
-	export MQ_JOURNAL_SEGMENT=262144
-	pair
-	mq-group create t g
-	mq-topic -s "$B" create t
-	mq-group -s "$B" create t g
+	pair_t 262144
 	run -0 push_ab
 	spawn "$TD/follow" mq-replicate -s "$A" push --follow --rsh env \
 	    --remote-spool "$B"
@@ -74,6 +88,11 @@ bounded_journal() {
 	((now > max)) && max=$now
 	echo "# $n messages: the journal held at most $max bytes" >&3
 	((max <= 2 * 1024 * 1024)) || fail "the journal held $max bytes"
+	# The receiver's journal (its @origin records) goes as its seen
+	# covers it.
+	now=$(journal_bytes "$B")
+	echo "# the receiver's journal holds $now bytes" >&3
+	((now <= 2 * 1024 * 1024)) || fail "the receiver's journal holds $now bytes"
 	# Once the peer has confirmed all, every cut file goes.
 	wait_for -t 10 eval '[[ $(count_entries "$A/journal.d") == 0 ]]'
 }

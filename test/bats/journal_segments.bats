@@ -23,13 +23,8 @@ load journal_helper
 }
 
 @test "cuts while 4 publishers and 2 consumers append lose no record and keep the offsets continuous" {
-	export MQ_JOURNAL_SEGMENT=4096
-	pair
-	mq-group create t g
-	# A peer that confirmed nothing holds every cut file.
-	mkdir -p "$A/replicate/peers"
-	printf 'name=hold\nconfirmed=0\ncontact=0\nstate=idle\n' \
-	    >"$A/replicate/peers/0123456789abcdef0123456789abcdef"
+	pair_t
+	hold_journal "$A"
 	local p
 	for p in 1 2 3 4; do
 		(for _ in $(seq 1 20); do seq 1 50 | mq-pub -l t >/dev/null; done) &
@@ -43,12 +38,6 @@ load journal_helper
 	assert_equal "$(records "$A" A)" $(($(wc -l <"$TD/c1") + $(wc -l <"$TD/c2")))
 	assert_equal "$(($(wc -l <"$TD/c1") + $(wc -l <"$TD/c2")))" 4000
 	# A new peer reads it all, across the cut files.
-	mq-topic -s "$B" create t
-	mq-group -s "$B" create t g
-	rm -r "$A/replicate/peers"
-	mkdir -p "$A/replicate/peers"
-	printf 'name=hold\nconfirmed=0\ncontact=0\nstate=idle\n' \
-	    >"$A/replicate/peers/0123456789abcdef0123456789abcdef"
 	run -0 push_ab
 	assert_equal "$(b_log)" 4000
 	assert_equal "$(b_new)" 0
@@ -61,11 +50,7 @@ load journal_helper
 }
 
 @test "a peer given up and offline while the journal is cut is brought level by hash on reconnect" {
-	export MQ_JOURNAL_SEGMENT=4096
-	pair
-	mq-group create t g
-	mq-topic -s "$B" create t
-	mq-group -s "$B" create t g
+	pair_t
 	seq 1 100 | mq-pub -l t >/dev/null
 	run -0 push_ab
 	# B goes away; A goes on, and keeps what B has not confirmed.
@@ -91,11 +76,7 @@ load journal_helper
 }
 
 @test "a sender that lost its record of a peer goes on from where the peer says it is, without comparing" {
-	export MQ_JOURNAL_SEGMENT=4096
-	pair
-	mq-group create t g
-	mq-topic -s "$B" create t
-	mq-group -s "$B" create t g
+	pair_t
 	seq 1 300 | mq-pub -l t >/dev/null
 	run -0 push_ab
 	rm -r "$A/replicate/peers"

@@ -3,7 +3,10 @@
  * across cuts; a reader goes from file to file, starts and seeks in any
  * of them; a writer holding a file that was cut writes to the new one;
  * dropping removes whole cut files only, and a reader asked for a dropped
- * offset starts at the oldest kept, told so.
+ * offset starts at the oldest kept, told so.  What mq-spool(5) says of
+ * crashes: half a line at a cut file's end is skipped; a journal removed
+ * by hand is made again where the cut files end; a cut that crashed after
+ * its link leaves a second name that is read once and reused.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -44,10 +47,10 @@ main(void)
 	if (!mkdtemp(root))
 		return 1;
 	setenv("MQ_JOURNAL_SEGMENT", "4096", 1);
-	char p[256];
-	snprintf(p, sizeof p, "%s/s", root);
-	mq_spool *sp = mq_spool_open(p, MQ_CREATE);
-	mq_spool *stale = mq_spool_open(p, 0);
+	char p[256], p_spool[256];
+	snprintf(p_spool, sizeof p_spool, "%s/s", root);
+	mq_spool *sp = mq_spool_open(p_spool, MQ_CREATE);
+	mq_spool *stale = mq_spool_open(p_spool, 0);
 	if (!sp || !stale)
 		return 1;
 	/* A peer that confirmed nothing keeps every cut file. */
@@ -145,6 +148,70 @@ main(void)
 	    record_at(sp, at[N], &rec, &gap) == 1 && !strcmp(rec.args, "late"),
 	    "dropping all keeps the journal itself");
 	mq_jsegs_free(&s);
+
+	/* A line cut at the end of a cut file (a crash mid-write) never
+	 * ends: it is skipped, and the next file reads on. */
+	mq_spool *fresh = mq_spool_open(p_spool, 0);
+	char junk[5000];
+	memset(junk, 'x', sizeof junk);
+	int jfd = fresh ? mq_journal_fd(fresh) : -1;
+	uint64_t from = mq_journal_size(sp);
+	ok(jfd >= 0 && write(jfd, junk, sizeof junk) == (ssize_t)sizeof junk &&
+	    mq_journal_cut(fresh, "journal", jfd, fresh->jbase) == 0 &&
+	    mq_journal_note(fresh, 'T', "%s", "after-cut") == 0 &&
+	    mq_journal_size(sp) > from + sizeof junk, "a file ending in half a "
+	    "line is cut");
+	ok(record_at(sp, from, &rec, &gap) == 1 &&
+	    !strcmp(rec.args, "after-cut"), "the half line is skipped");
+
+	/* The journal removed by hand: the next writer makes it again where
+	 * the last cut file ends. */
+	uint64_t jb = 0, again = 1;
+	int fd = mq_jfile_open(sp->fd, "journal", &jb, NULL);
+	if (fd >= 0)
+		close(fd);
+	mq_spool_close(fresh);
+	fresh = mq_spool_open(p_spool, 0);
+	ok(fd >= 0 && jb > 0 && unlinkat(sp->fd, "journal", 0) == 0 && fresh &&
+	    mq_journal_note(fresh, 'T', "%s", "reborn") == 0 &&
+	    (fd = mq_jfile_open(sp->fd, "journal", &again, NULL)) >= 0 &&
+	    again == jb, "a journal made again starts where the cut files end");
+	if (fd >= 0)
+		close(fd);
+	ok(record_at(sp, jb, &rec, &gap) == 1 && !strcmp(rec.args, "reborn"),
+	    "and its first record is there");
+
+	/* A cut that crashed after its link: journal.d/<base> is the journal
+	 * itself.  It is read once, kept by a drop, and the next cut finds
+	 * its link made. */
+	char name[64];
+	snprintf(name, sizeof name, "journal.d/%020llu", (unsigned long long)jb);
+	ok(linkat(sp->fd, "journal", sp->fd, name, 0) == 0 &&
+	    mq_journal_drop(sp, "journal", UINT64_MAX) >= 0 &&
+	    faccessat(sp->fd, name, F_OK, 0) == 0, "a drop keeps the journal's "
+	    "second name");
+	wrote = 1;
+	for (int i = 0; i < 200; i++)
+		wrote &= mq_journal_note(fresh, 'T', "again-%d", i) == 0;
+	int count = 0, once = 1;
+	uint64_t next = 0;
+	if (mq_jreader_open(sp, &r, jb) == 0) {
+		while (mq_jreader_next(&r, &rec) == 1) {
+			char want[32];
+			snprintf(want, sizeof want, "again-%d", count);
+			if (!strcmp(rec.args, want))
+				count++;
+			else if (strcmp(rec.args, "reborn"))
+				once = 0;
+		}
+		mq_jreader_close(&r);
+	}
+	struct stat st;
+	ok(wrote && count == 200 && once && fstatat(sp->fd, name, &st, 0) == 0 &&
+	    mq_journal_next_base(sp->fd, "journal", jb, &next) == 0 &&
+	    next == jb + (uint64_t)st.st_size, "the next cut goes on from it: "
+	    "every record once, the offsets continuous");
+	mq_spool_close(fresh);
 
 	mq_spool_close(stale);
 	mq_spool_close(sp);
