@@ -61,6 +61,9 @@ int repl_dir(mq_spool *, const char *sub);      /* made when missing */
 int repl_peer_save(mq_spool *, const char *peer_id, const char *name,
     const char *address, uint64_t confirmed, int connected);
 int repl_peer_confirmed(mq_spool *, const char *peer_id, uint64_t *pos);
+/* replicate/peers/ opened to read, never made: 1 with *dfd, 0 when the
+ * spool never sent to a peer, -1 on error. */
+int repl_peers_open(mq_spool *, int *dfd);
 /* Drops the cut files of the journal that every known peer has confirmed
  * and that replicate/seen covers (jsegment.c): how many. */
 int repl_journal_trim(mq_spool *);

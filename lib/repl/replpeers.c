@@ -44,13 +44,11 @@ all_hex(const char *s)
 static int
 peers_dir(mq_spool *sp, const char *what)
 {
-	int dfd = mq_openat(sp->fd, "replicate/peers", O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return errno == ENOENT ? mq_err(EX_NOINPUT, "no peer %s: this "
-		    "spool never sent to one", what) :
-		    mq_err_sys("replicate/peers");
-	return dfd;
+	int dfd, rc = repl_peers_open(sp, &dfd);
+	if (rc == 0)
+		return mq_err(EX_NOINPUT, "no peer %s: this spool never sent to "
+		    "one", what);
+	return rc < 0 ? -1 : dfd;
 }
 
 int

@@ -417,10 +417,8 @@ is_peer_file(const char *name)
 	return mq_is_id(name, strlen(name));
 }
 
-/* replicate/peers/ opened to read, never made: 1 with *dfd, 0 when the
- * spool never replicated (no peers), -1 on error. */
-static int
-peers_open(mq_spool *sp, int *dfd)
+int
+repl_peers_open(mq_spool *sp, int *dfd)
 {
 	*dfd = mq_openat(sp->fd, "replicate/peers", O_RDONLY | O_DIRECTORY |
 	    O_NOFOLLOW | O_CLOEXEC);
@@ -433,7 +431,7 @@ int
 repl_peer_confirmed(mq_spool *sp, const char *peer_id, uint64_t *pos)
 {
 	*pos = 0;
-	int dfd, rc = peers_open(sp, &dfd);
+	int dfd, rc = repl_peers_open(sp, &dfd);
 	if (rc <= 0)
 		return rc;
 	struct mq_peer_status p;
@@ -453,7 +451,7 @@ mq_repl_peers(mq_spool *sp, struct mq_peer_status **out, size_t *n)
 	*out = NULL;
 	*n = 0;
 	/* Status only reads: no replicate/ is made for it. */
-	int dfd, rc = peers_open(sp, &dfd);
+	int dfd, rc = repl_peers_open(sp, &dfd);
 	if (rc <= 0)
 		return rc;
 	struct mq_names l = { 0 };
