@@ -222,7 +222,7 @@ mq_journal_write(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
 {
 	if (b->len == 0)
 		return 0;
-	uint64_t at;
+	uint64_t at = 0;
 	int rc;
 	if (!sp->shared) {
 		rc = append_local(sp, b->buf, b->len, &at);

@@ -1323,8 +1323,11 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			mq_link_recv(l, &buf, &len);
 			break;
 		}
-		if (len >= 4 && !memcmp(f, "PING", 4))
+		/* Idle: what the last batches left of the journal may go. */
+		if (len >= 4 && !memcmp(f, "PING", 4)) {
+			repl_trim_every(sp, o, &r.trimmed, false);
 			continue;
+		}
 		if (len >= 5 && !memcmp(f, "CONF ", 5)) {
 			rc = apply_conf(&r, f, len);
 			continue;
@@ -1368,6 +1371,7 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		}
 	}
 	if (rc == 0) {
+		repl_trim_every(sp, o, &r.trimmed, true);
 		repl_log(o, LOG_INFO, "from %s: applied %" PRIu64 " records (%"
 		    PRIu64 " messages)%s", peer_name, r.records - r.dropped,
 		    r.messages, r.quarantined ? ", some quarantined" : "");
