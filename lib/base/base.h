@@ -239,6 +239,7 @@ int mq_counts_read(int dirfd, const char *path, bool latency, double now,
 
 /* names.c: entry names inside a partition. */
 bool mq_pattern_match(const char *pattern, const char *topic);
+bool mq_is_pattern_name(const char *pattern, size_t len);
 const char *mq_shown(const char *s, char *buf, size_t len);
 bool mq_name_ok(const char *name);    /* mq_name_check, silent */
 bool mq_is_id(const char *s, size_t len);  /* 32 lowercase hex digits */
@@ -303,6 +304,10 @@ struct mq_spool {
 	ino_t jino;                     /* and its inode */
 	bool shared;                    /* on a file system hosts share */
 	bool readonly;                  /* opened with MQ_READONLY */
+	/* A replication receiver applies a peer's change through the
+	 * functions a tool calls: the record it journals is the peer's,
+	 * so mq_journal_note writes none of its own. */
+	bool replaying;
 	struct mq_counter *counters;    /* counters.c, opened on first use */
 };
 
@@ -365,10 +370,15 @@ struct mq_jreader {
 	uint64_t pos;                   /* journal offset of buf + off */
 	uint64_t skipped;               /* lines that failed their sum */
 };
-/* The arguments of a record: "topic" for T; "topic k a b" for P (a the
- * KEY, b the groups), L and A (a the group, b the KEY), D, R and X (a the
- * group, b the dead letter); b points into args.  -1: not one of these
- * (a record of a later version, or damaged). */
+/* The types of records this version reads and replicates (B and M are
+ * the journal's own, never replicated). */
+#define MQ_JTYPES "PLADRXTEUWZ"
+/* The arguments of a record: "topic" for T and Z; "topic k a b" for P (a
+ * the KEY, b the groups), L, A and E (a the group, b the KEY), D, R and X
+ * (a the group, b the dead letter); "topic a" for U and W (topic a topic
+ * or a pattern, W only a pattern; a the group; b "").  b points into
+ * args.  -1: not one of these (a record of a later version, or
+ * damaged). */
 struct mq_jargs {
 	char topic[MQ_NAME_MAX + 1];
 	unsigned k;
@@ -478,6 +488,11 @@ int mq_msg_render(const char *topic, double ttl, unsigned k, uint64_t seq,
     const char *id, const struct mq_pub_msg *, size_t reserve, double now,
     char **out, size_t *len, size_t *sig_at);
 int mq_msg_parse(char *buf, size_t len, struct mq_msg *);
+/* The value of the header name in a message file's header block (data,
+ * len bytes, not NUL-terminated): where it is in data, *vlen bytes
+ * long, or NULL. */
+const char *mq_msg_header(const char *data, size_t len, const char *name,
+    size_t *vlen);
 /* EX_DATAERR unless name (a KEY, or a queue name starting with one) has
  * the message's id. */
 int mq_msg_check_name(const struct mq_msg *, const char *name);
@@ -485,6 +500,9 @@ int mq_msg_check_name(const struct mq_msg *, const char *name);
 /* dedup.c */
 int mq_dedup_claim(int dedupfd, const char *ikey, uint64_t seq, double window,
     char id[MQ_ID_LEN + 1]);
+/* Makes the entry of ikey name KEY, as a replica does for the messages
+ * it is sent (the one it had is replaced): pfd the partition. */
+int mq_dedup_adopt(int pfd, const char *ikey, size_t ilen, const char *key);
 /* Unlinks the entries whose target KEY drop() chooses. */
 int mq_dedup_sweep(int pfd, bool (*drop)(const char *key, void *ctx),
     void *ctx);

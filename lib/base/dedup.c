@@ -23,9 +23,9 @@
 
 /* The dedup index entry of an idempotency key: XXH3-128 of the key. */
 static void
-dedup_name(const char *ikey, char out[33])
+dedup_name(const char *ikey, size_t len, char out[33])
 {
-	XXH128_hash_t h = XXH3_128bits(ikey, strlen(ikey));
+	XXH128_hash_t h = XXH3_128bits(ikey, len);
 	snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, (uint64_t)h.high64,
 	    (uint64_t)h.low64);
 }
@@ -38,7 +38,7 @@ mq_dedup_claim(int dfd, const char *ikey, uint64_t seq, double window,
     char id[MQ_ID_LEN + 1])
 {
 	char name[33], key[MQ_KEY_LEN + 1], old[MQ_KEY_LEN + 2];
-	dedup_name(ikey, name);
+	dedup_name(ikey, strlen(ikey), name);
 	snprintf(key, sizeof key, "%020" PRIu64 ".%s", seq, id);
 	for (int tries = 0; tries < 3; tries++) {
 		if (symlinkat(key, dfd, name) == 0)
@@ -59,6 +59,33 @@ mq_dedup_claim(int dfd, const char *ikey, uint64_t seq, double window,
 			return mq_err_sys("dedup index");
 	}
 	return mq_err(EX_TEMPFAIL, "dedup index busy");
+}
+
+int
+mq_dedup_adopt(int pfd, const char *ikey, size_t ilen, const char *key)
+{
+	char name[33], tmp[40], old[MQ_KEY_LEN + 2];
+	dedup_name(ikey, ilen, name);
+	if (mq_mkdir(pfd, "dedup") < 0)
+		return -1;
+	int fd = mq_dir_open(pfd, "dedup");
+	if (fd < 0)
+		return -1;
+	ssize_t n = readlinkat(fd, name, old, sizeof old - 1);
+	int rc = 0;
+	if (n != MQ_KEY_LEN || memcmp(old, key, MQ_KEY_LEN)) {
+		/* Made beside it, then renamed over it: never a moment
+		 * without an entry. */
+		snprintf(tmp, sizeof tmp, ".r.%s", name);
+		mq_unlinkat(fd, tmp, 0);
+		if (symlinkat(key, fd, tmp) < 0 || mq_renameat(fd, tmp, fd,
+		    name) < 0) {
+			rc = mq_err_sys("dedup index");
+			mq_unlinkat(fd, tmp, 0);
+		}
+	}
+	close(fd);
+	return rc;
 }
 
 int

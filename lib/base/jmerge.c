@@ -258,13 +258,14 @@ mq_journal_list(mq_spool *sp, struct mq_names *out)
 	return rc;
 }
 
-/* The message a record is about, as "topic k KEY": every type but T
- * names one (a dead letter's name starts with its KEY). */
+/* The message a record is about, as "topic k KEY": every type but T,
+ * U, W and Z names one (a dead letter's name starts with its KEY). */
 static char *
 key_of(const struct mq_jrec *rec)
 {
 	struct mq_jargs ja;
-	if (rec->type == 'T' || mq_jargs_parse(rec->type, rec->args, &ja) < 0)
+	if (strchr("TUWZ", rec->type) || mq_jargs_parse(rec->type, rec->args,
+	    &ja) < 0)
 		return NULL;
 	/* Its arguments read, the name starts with a whole KEY. */
 	const char *key = rec->type == 'P' ? ja.a : ja.b;

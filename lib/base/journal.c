@@ -296,6 +296,8 @@ mq_jbuf_free(struct mq_jbuf *b)
 int
 mq_journal_note(mq_spool *sp, char type, const char *fmt, ...)
 {
+	if (sp->replaying)
+		return 0;
 	struct mq_jbuf b = { 0 };
 	va_list ap;
 	va_start(ap, fmt);
@@ -326,17 +328,30 @@ groups_ok(const char *g)
 int
 mq_jargs_parse(char type, const char *args, struct mq_jargs *ja)
 {
-	if (!type || !strchr("PLADRXT", type))
+	if (!type || !strchr(MQ_JTYPES, type))
 		return -1;
 	const char *p = args;
 	size_t n = strcspn(p, " ");
-	if (!mq_is_name(p, n))
+	/* U and W may name a pattern (with a '*' or a '>'), W only one. */
+	bool wild = (type == 'U' || type == 'W') && mq_is_pattern_name(p, n) &&
+	    strcspn(p, "*>") < n;
+	if (type == 'W' ? !wild : !wild && !mq_is_name(p, n))
 		return -1;
 	memcpy(ja->topic, p, n);
 	ja->topic[n] = 0;
 	p += n;
-	if (type == 'T')
+	ja->k = 0;
+	ja->b = "";
+	if (type == 'T' || type == 'Z')
 		return *p ? -1 : 0;
+	if (type == 'U' || type == 'W') {
+		n = *p == ' ' ? strlen(p + 1) : 0;
+		if (!mq_is_name(p + 1, n))
+			return -1;
+		memcpy(ja->a, p + 1, n);
+		ja->a[n] = 0;
+		return 0;
+	}
 	uint64_t k;
 	if (*p != ' ' || !(p = mq_decimal(p + 1, MQ_PARTITIONS_MAX - 1, &k)) ||
 	    *p != ' ')
@@ -355,7 +370,7 @@ mq_jargs_parse(char type, const char *args, struct mq_jargs *ja)
 		return mq_is_key(ja->a) && groups_ok(ja->b) ? 0 : -1;
 	if (!mq_is_name(ja->a, n))
 		return -1;
-	if (type == 'A' || type == 'L')
+	if (type == 'A' || type == 'L' || type == 'E')
 		return mq_is_key(ja->b) ? 0 : -1;
 	return mq_dead_parse(ja->b, &e);
 }
@@ -551,7 +566,7 @@ resync(char *line, size_t len, struct mq_jrec *rec)
 			break;
 		bool start = line[i] == '@' ? i + MQ_ID_LEN + 1 < body &&
 		    line[i + MQ_ID_LEN + 1] == ' ' : line[i] && line[i + 1] == ' ' &&
-		    strchr("PLADRXTM", line[i]);
+		    strchr(MQ_JTYPES "M", line[i]);
 		if (start && parse_line(line + i, len - i, rec) == 0)
 			return i;
 	}
@@ -675,7 +690,8 @@ int
 mq_journal_change_add(struct mq_jbuf *b, const char *topic, char type,
     unsigned k, const char *group, const char *name)
 {
-	int len = type == 'A' || type == 'L' ? MQ_KEY_LEN : (int)strlen(name);
+	int len = type == 'A' || type == 'L' || type == 'E' ? MQ_KEY_LEN :
+	    (int)strlen(name);
 	return mq_journal_line(b, type, "%s %u %s %.*s", topic, k, group, len,
 	    name);
 }

@@ -355,3 +355,24 @@ mq_msg_free(struct mq_msg *m)
 	free(m->priv);
 	free(m);
 }
+
+const char *
+mq_msg_header(const char *data, size_t len, const char *name, size_t *vlen)
+{
+	const char *end = memmem(data, len, "\n\n", 2);
+	if (!end)
+		return NULL;
+	size_t nlen = strlen(name);
+	/* Every header line but the first (Message-Id) follows a newline. */
+	for (const char *p = data; (p = memchr(p, '\n', (size_t)(end - p))) &&
+	    p < end; p++) {
+		if ((size_t)(end - p) < nlen + 3 || memcmp(p + 1, name, nlen) ||
+		    memcmp(p + 1 + nlen, ": ", 2))
+			continue;
+		const char *v = p + 1 + nlen + 2;
+		*vlen = (size_t)((const char *)memchr(v, '\n',
+		    (size_t)(end + 1 - v)) - v);
+		return v;
+	}
+	return NULL;
+}

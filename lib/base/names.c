@@ -334,17 +334,17 @@ mq_is_pattern(const char *name)
 	return strchr(name, '*') || strchr(name, '>');
 }
 
-int
-mq_pattern_check(const char *pattern)
+/* Whether a pattern of len bytes is of the grammar, saying nothing: a
+ * journal's record may name one (mq_jargs_parse). */
+bool
+mq_is_pattern_name(const char *pattern, size_t len)
 {
-	char b[64];
-	size_t len = strlen(pattern);
 	if (!len || len > MQ_NAME_MAX)
-		return mq_err(EX_USAGE, "invalid pattern '%s': 1 to %d characters",
-		    mq_shown(pattern, b, sizeof b), MQ_NAME_MAX);
+		return false;
+	const char *end = pattern + len;
 	for (const char *l = pattern; l;) {
-		const char *dot = strchr(l, '.');
-		size_t n = dot ? (size_t)(dot - l) : strlen(l);
+		const char *dot = memchr(l, '.', (size_t)(end - l));
+		size_t n = dot ? (size_t)(dot - l) : (size_t)(end - l);
 		bool ok = n > 0;
 		if (ok && memchr(l, '*', n))
 			ok = n == 1;
@@ -355,11 +355,24 @@ mq_pattern_check(const char *pattern)
 			    l[i] == '-' || (l[i] >= '0' && l[i] <= '9') ||
 			    (l[i] >= 'a' && l[i] <= 'z') || (l[i] >= 'A' && l[i] <= 'Z');
 		if (!ok)
-			return mq_err(EX_USAGE, "invalid pattern '%s': levels are "
-			    "names, '*' (one level) or a last '>' (the rest)",
-			    mq_shown(pattern, b, sizeof b));
+			return false;
 		l = dot ? dot + 1 : NULL;
 	}
+	return true;
+}
+
+int
+mq_pattern_check(const char *pattern)
+{
+	char b[64];
+	size_t len = strlen(pattern);
+	if (!len || len > MQ_NAME_MAX)
+		return mq_err(EX_USAGE, "invalid pattern '%s': 1 to %d characters",
+		    mq_shown(pattern, b, sizeof b), MQ_NAME_MAX);
+	if (!mq_is_pattern_name(pattern, len))
+		return mq_err(EX_USAGE, "invalid pattern '%s': levels are "
+		    "names, '*' (one level) or a last '>' (the rest)",
+		    mq_shown(pattern, b, sizeof b));
 	return 0;
 }
 

@@ -1,5 +1,6 @@
 /*
- * alter.c: growing a topic, and changing its signers.
+ * alter.c: growing a topic, changing its signers, and taking a
+ * replication peer's settings.
  *
  * Alter grows a topic under every existing partition's publish lock (which
  * subscribe and unsubscribe take too, so the group list cannot change
@@ -222,4 +223,66 @@ mq_signers_adopt(mq_spool *sp, const char *topic, const struct mq_conf *kv,
 	free(want);
 	free(have);
 	return rc;
+}
+
+/* What a replica takes of its peer's topic.conf whenever it differs; the
+ * partitions grow by alter and the signers come by mq_signers_adopt,
+ * while the roles and placements are this host's own. */
+static const char *const peer_settings[] = { "max-message-size",
+    "retention", "ttl", "expired", "dedup-window" };
+
+static bool
+settings_differ(const struct mq_conf *a, const struct mq_conf *b)
+{
+	for (size_t i = 0; i < sizeof peer_settings / sizeof *peer_settings;
+	    i++) {
+		const char *x = mq_conf_get(a, peer_settings[i]),
+		    *y = mq_conf_get(b, peer_settings[i]);
+		if (!x != !y || (x && strcmp(x, y)))
+			return true;
+	}
+	return false;
+}
+
+static int
+set_settings(struct mq_conf *kv, const void *ctx)
+{
+	const struct mq_conf *peer = ctx;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 &&
+	    i < sizeof peer_settings / sizeof *peer_settings; i++) {
+		const char *k = peer_settings[i], *v = mq_conf_get(peer, k);
+		if (!v)
+			mq_conf_del(kv, k);
+		else
+			rc = mq_conf_get(kv, k) ? mq_conf_set(kv, k, v) :
+			    mq_conf_add(kv, k, v);
+	}
+	return rc;
+}
+
+int
+mq_topic_settings_adopt(mq_spool *sp, const char *topic,
+    const struct mq_conf *kv)
+{
+	struct mq_topic t;
+	struct mq_conf now;
+	if (mq_topic_open(sp, topic, &t) < 0)
+		return -1;
+	int rc = mq_conf_read(t.fd, "topic.conf", &now);
+	bool differ = rc == 0 && settings_differ(&now, kv);
+	if (rc == 0)
+		mq_conf_free(&now);
+	/* Under the locks alter and subscribe take: no edit of topic.conf
+	 * is lost to another. */
+	int *hfds = differ ? calloc(t.conf.partitions, sizeof *hfds) : NULL;
+	if (differ && !hfds)
+		rc = mq_err_sys("malloc");
+	else if (differ && (rc = mq_lock_all(&t, hfds)) == 0) {
+		rc = mq_topic_conf_edit(&t, set_settings, kv);
+		mq_unlock_all(&t, hfds);
+	}
+	free(hfds);
+	mq_topic_close(&t);
+	return rc < 0 ? -1 : differ;
 }

@@ -762,6 +762,17 @@ mq_sub_ack_batch(mq_sub *s, struct mq_msg *const *m, size_t n)
 		free(touched);
 		if (rc < 0)
 			return -1;
+		/* Journaled before the acks, so that a replica has the
+		 * entries whenever it has the acks (best effort, as every
+		 * change record). */
+		struct mq_jbuf jb = { 0 };
+		for (size_t i = 0; i < n; i++) {
+			struct part *p = part_of(s, m[i]);
+			mq_journal_change_add(&jb, p->t->name, 'E', p->k, s->group,
+			    priv_of(m[i])->cur);
+		}
+		mq_journal_write(s->sp, &jb, NULL);
+		mq_jbuf_free(&jb);
 	}
 	int rc = 0;
 	struct mq_jbuf jb = { 0 };

@@ -166,6 +166,7 @@ mq_topic_delete(mq_spool *sp, const char *name)
 		return mq_err_sys("delete topic %s", name);
 	}
 	mq_fsync_fd(sp->topics);
+	mq_journal_note(sp, 'Z', "%s", name);
 	sweep_spool_tmp(sp);
 	return 0;
 }

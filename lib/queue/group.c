@@ -456,6 +456,8 @@ mq_group_topic_unsubscribe(mq_spool *sp, const char *topic, const char *group)
 			rc = mq_fsync_at(t.fd, "groups");
 		mq_unlock_all(&t, hfds);
 	}
+	if (rc == 0)
+		mq_journal_note(sp, 'U', "%s %s", t.name, group);
 	if (rc == 0 && mq_path(p, sizeof p, "groups/%s.members", group) == 0)
 		mq_rmtree(t.fd, p);
 	if (rc == 0 && mq_path(p, sizeof p, "groups/%s.stats", group) == 0)
@@ -486,6 +488,25 @@ mq_group_topic_exists(mq_spool *sp, const char *topic, const char *group)
 	return rc;
 }
 
+int
+mq_group_conf_adoptable(const char *text, size_t len, const char *path,
+    const char *where, struct mq_conf *kv, struct mq_group_conf *c)
+{
+	if (mq_conf_parse(text, len, path, kv) < 0)
+		return -1;
+	int rc = mq_group_conf_parse(kv, c);
+	/* A filter that does not compile would stop every publish into
+	 * the topics the group is in (78): not adopted. */
+	if (rc == 0 && mq_filter_conf_check(kv, path) < 0) {
+		char why[1024];
+		snprintf(why, sizeof why, "%s", mq_errmsg());
+		rc = mq_err(EX_DATAERR, "%s: %s", where, why);
+	}
+	if (rc < 0)
+		mq_conf_free(kv);
+	return rc;
+}
+
 /* A group as a replication peer has it (replrecv.c): its directories in
  * every partition and its configuration as sent, but ready: the peer's
  * backfill arrives as its own records.  Nothing is journaled here. */
@@ -495,20 +516,13 @@ mq_group_adopt(mq_spool *sp, const char *topic, const char *group,
 {
 	struct mq_conf kv;
 	struct mq_group_conf c;
-	char path[MQ_NAME_MAX + 16], *out = NULL;
+	char path[MQ_NAME_MAX + 16], where[MQ_NAME_MAX + 8], *out = NULL;
+	snprintf(where, sizeof where, "topic %s", topic);
 	if (conf_path(group, path, sizeof path) < 0 ||
-	    mq_conf_parse(text, len, path, &kv) < 0)
+	    mq_group_conf_adoptable(text, len, path, where, &kv, &c) < 0)
 		return -1;
-	int rc = mq_group_conf_parse(&kv, &c);
-	/* A filter that does not compile would stop every publish into
-	 * the topic here (78): not adopted. */
-	if (rc == 0 && mq_filter_conf_check(&kv, path) < 0) {
-		char why[1024];
-		snprintf(why, sizeof why, "%s", mq_errmsg());
-		rc = mq_err(EX_DATAERR, "topic %s: %s", topic, why);
-	}
-	if (rc == 0 && mq_conf_get(&kv, "state"))
-		rc = mq_conf_set(&kv, "state", "ready");
+	int rc = mq_conf_get(&kv, "state") ? mq_conf_set(&kv, "state",
+	    "ready") : 0;
 	if (rc == 0)
 		rc = mq_conf_render(&kv, &out);
 	mq_conf_free(&kv);

@@ -73,6 +73,12 @@ int mq_group_settings(const struct mq_topic *, const char *group,
 int mq_group_conf_parse(const struct mq_conf *, struct mq_group_conf *);
 int mq_group_conf_render(const struct mq_topic *, const struct mq_group_conf *,
     const uint64_t *start, const char *pattern, char **out);
+/* A group's conf as a replication peer sent it (text, len bytes; path
+ * names it in errors): parsed into *kv and *c, its filter compiled (one
+ * that does not would stop every publish into the topics the group is
+ * in: EX_DATAERR "where: why").  *kv is freed on failure. */
+int mq_group_conf_adoptable(const char *text, size_t len, const char *path,
+    const char *where, struct mq_conf *kv, struct mq_group_conf *c);
 /* A group as a replication peer sent it (replrecv.c). */
 int mq_group_adopt(mq_spool *, const char *topic, const char *group,
     const char *text, size_t len);
@@ -190,8 +196,10 @@ int mq_claim_find(const struct mq_gdirs *, const char *curname, char *out,
 int mq_claim_extend(const struct mq_gdirs *, const char *curname,
     double seconds, char *out, size_t len);
 int mq_ledger_add(int donefd, const char *id, int sync);
+/* The same in g/<group>/done/ of partition k, made when missing (an
+ * ack by receipt, a replica told of an entry). */
 int mq_ledger_record(const struct mq_topic *, unsigned k, const char *group,
-    const char *id);
+    const char *id, int sync);
 
 /* consume.c */
 const char *mq_sub_group(const mq_sub *);
@@ -222,6 +230,11 @@ int mq_wildcard_subscribe(mq_spool *, const char *pattern, const char *group,
 int mq_wildcard_unsubscribe(mq_spool *, const char *pattern,
     const char *group);
 int mq_wildcard_exists(mq_spool *, const char *pattern, const char *group);
+/* A peer's subscription, its conf's text as the peer has it: checked
+ * (mq_group_conf_adoptable), then made here as mq_wildcard_subscribe
+ * makes it. */
+int mq_wildcard_adopt(mq_spool *, const char *pattern, const char *group,
+    const char *text, size_t len);
 
 /* sign.c: signed messages (mq-spool(5), SIGNED MESSAGES). */
 #define MQ_SIGN_LINES_MAX 1152
@@ -273,6 +286,12 @@ int mq_signers_add(struct mq_conf *kv, const char *text);
  * changed the spool, 0 when not. */
 int mq_signers_adopt(mq_spool *, const char *topic, const struct mq_conf *kv,
     bool create, const struct mq_topic_conf *c);
+/* alter.c: the settings the messages of a topic are held to (the size,
+ * retention, ttl, expired and dedup-window lines) made those of a peer's
+ * topic.conf (kv, checked by mq_topic_conf_parse) where they differ: 1
+ * when that changed the spool, 0 when not. */
+int mq_topic_settings_adopt(mq_spool *, const char *topic,
+    const struct mq_conf *kv);
 
 /* seal.c: the keys file of topic t.  Parsing: public keys in hex, one a
  * line (the form of authorized_peers, keys.c, without names); blank lines

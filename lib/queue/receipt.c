@@ -120,8 +120,11 @@ receipt_settle(mq_spool *sp, const char *topic, const char *group,
 		switch (op) {
 		case ACK:
 			if (gc.exactly_once && (rc = mq_ledger_record(&t, r.k,
-			    group, r.e.key + MQ_SEQ_DIGITS + 1)) < 0)
+			    group, r.e.key + MQ_SEQ_DIGITS + 1, 1)) < 0)
 				break;
+			if (gc.exactly_once)
+				mq_journal_change(t.sp, t.name, 'E', r.k, group,
+				    cur);
 			if (mq_unlinkat(d.curfd, cur, 0) < 0)
 				rc = errno == ENOENT ? mq_err(EX_NOINPUT, "message "
 				    "%s is gone (its lease expired and it was "

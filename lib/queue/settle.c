@@ -215,7 +215,7 @@ mq_ledger_add(int donefd, const char *id, int sync)
 
 int
 mq_ledger_record(const struct mq_topic *t, unsigned k, const char *group,
-    const char *id)
+    const char *id, int sync)
 {
 	char path[MQ_NAME_MAX + 16];
 	if (mq_path(path, sizeof path, "g/%s/done", group) < 0 ||
@@ -224,7 +224,7 @@ mq_ledger_record(const struct mq_topic *t, unsigned k, const char *group,
 	int fd = mq_dir_open(t->pfd[k], path);
 	if (fd < 0)
 		return -1;
-	int rc = mq_ledger_add(fd, id, 1);
+	int rc = mq_ledger_add(fd, id, sync);
 	close(fd);
 	return rc;
 }

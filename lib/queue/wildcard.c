@@ -43,24 +43,14 @@ checked_conf_path(const char *pattern, const char *group, char *buf,
 	return conf_path(pattern, group, buf, len);
 }
 
-/* Reads a subscription's conf; its filter and header conditions point
- * into *kv and *match (free both). */
+/* A subscription's conf lines, read: its filter and header conditions
+ * point into *kv and *match (free both; *kv is freed on failure). */
 static int
-read_conf(mq_spool *sp, const char *pattern, const char *group,
-    struct mq_conf *kv, struct mq_group_conf *c, char **filter,
+parse_conf(struct mq_conf *kv, struct mq_group_conf *c, char **filter,
     const char ***match)
 {
-	char p[2 * MQ_NAME_MAX + 32];
 	*filter = NULL;
 	*match = NULL;
-	if (conf_path(pattern, group, p, sizeof p) < 0)
-		return -1;
-	if (mq_conf_read(sp->fd, p, kv) < 0) {
-		if (mq_errcode() == EX_NOINPUT)
-			return mq_err(EX_NOINPUT, "no group '%s' on pattern '%s'",
-			    group, pattern);
-		return -1;
-	}
 	if (mq_group_conf_parse(kv, c) < 0)
 		goto fail;
 	const char *f = mq_conf_get(kv, "filter");
@@ -83,6 +73,24 @@ fail:
 	free(*filter);
 	mq_conf_free(kv);
 	return -1;
+}
+
+/* Reads a subscription's conf (parse_conf). */
+static int
+read_conf(mq_spool *sp, const char *pattern, const char *group,
+    struct mq_conf *kv, struct mq_group_conf *c, char **filter,
+    const char ***match)
+{
+	char p[2 * MQ_NAME_MAX + 32];
+	if (conf_path(pattern, group, p, sizeof p) < 0)
+		return -1;
+	if (mq_conf_read(sp->fd, p, kv) < 0) {
+		if (mq_errcode() == EX_NOINPUT)
+			return mq_err(EX_NOINPUT, "no group '%s' on pattern '%s'",
+			    group, pattern);
+		return -1;
+	}
+	return parse_conf(kv, c, filter, match);
 }
 
 /* Gives topic the group of the subscription, if it lacks it. */
@@ -114,23 +122,23 @@ mq_wildcard_join(mq_spool *sp, const char *pattern, const char *group,
 	return join(sp, pattern, group, topic, 1);
 }
 
-int
-mq_wildcard_subscribe(mq_spool *sp, const char *pattern, const char *group,
-    const struct mq_group_conf *c)
+/* Puts the subscription's conf (text) in place, the commit point, then
+ * joins every matching topic: 1 made, 0 there already. */
+static int
+subscribe_text(mq_spool *sp, const char *pattern, const char *group,
+    const char *text)
 {
-	char p[2 * MQ_NAME_MAX + 32], *text = NULL;
-	if (mq_pattern_check(pattern) < 0 || mq_name_check("group", group) < 0)
-		return -1;
+	char p[2 * MQ_NAME_MAX + 32];
 	if (mq_mkdir(sp->fd, "wildcards") < 0 ||
 	    mq_path(p, sizeof p, "wildcards/%s", pattern) < 0 ||
-	    mq_mkdir(sp->fd, p) < 0 || conf_path(pattern, group, p, sizeof p) < 0 ||
-	    mq_group_conf_render(NULL, c, NULL, pattern, &text) < 0)
+	    mq_mkdir(sp->fd, p) < 0 || conf_path(pattern, group, p, sizeof p) < 0)
 		return -1;
 	int rc = mq_write_file(sp->fd, p, text, strlen(text), 1, 0);
-	free(text);
 	if (rc < 0)
 		return -1;
 	int created = rc == 0;
+	if (created)
+		mq_journal_note(sp, 'W', "%s %s", pattern, group);
 	char **names;
 	size_t n;
 	if (mq_topic_list(sp, &names, &n) < 0)
@@ -146,6 +154,40 @@ mq_wildcard_subscribe(mq_spool *sp, const char *pattern, const char *group,
 }
 
 int
+mq_wildcard_subscribe(mq_spool *sp, const char *pattern, const char *group,
+    const struct mq_group_conf *c)
+{
+	char *text = NULL;
+	if (mq_pattern_check(pattern) < 0 || mq_name_check("group", group) < 0 ||
+	    mq_group_conf_render(NULL, c, NULL, pattern, &text) < 0)
+		return -1;
+	int rc = subscribe_text(sp, pattern, group, text);
+	free(text);
+	return rc;
+}
+
+int
+mq_wildcard_adopt(mq_spool *sp, const char *pattern, const char *group,
+    const char *text, size_t len)
+{
+	struct mq_conf kv;
+	struct mq_group_conf c;
+	char p[2 * MQ_NAME_MAX + 32], where[MQ_NAME_MAX + 16];
+	snprintf(where, sizeof where, "pattern %s", pattern);
+	if (checked_conf_path(pattern, group, p, sizeof p) < 0 ||
+	    mq_group_conf_adoptable(text, len, p, where, &kv, &c) < 0)
+		return -1;
+	/* The peer's lines as they are (its creation time with them). */
+	char *out = NULL;
+	int rc = mq_conf_render(&kv, &out);
+	if (rc == 0)
+		rc = subscribe_text(sp, pattern, group, out);
+	free(out);
+	mq_conf_free(&kv);
+	return rc < 0 ? -1 : 0;
+}
+
+int
 mq_wildcard_unsubscribe(mq_spool *sp, const char *pattern, const char *group)
 {
 	char p[2 * MQ_NAME_MAX + 32];
@@ -155,6 +197,7 @@ mq_wildcard_unsubscribe(mq_spool *sp, const char *pattern, const char *group)
 		return errno == ENOENT ? mq_err(EX_NOINPUT, "no group '%s' on "
 		    "pattern '%s'", group, pattern) :
 		    mq_err_sys("unsubscribe %s", group);
+	mq_journal_note(sp, 'U', "%s %s", pattern, group);
 	if (mq_path(p, sizeof p, "wildcards/%s/%s.members", pattern, group) == 0)
 		mq_rmtree(sp->fd, p);
 	/* The groups it made go too; a group of the same name that was

@@ -274,16 +274,10 @@ group_of(struct rtopic *rt, unsigned k, struct rpart *p, const char *name,
 static double
 deliver_at(const char *data, size_t len)
 {
-	const char *end = memmem(data, len, "\n\n", 2);
-	static const char h[] = "\nMq-Deliver-At: ";
-	const char *p = end ? memmem(data, (size_t)(end - data) + 1, h,
-	    sizeof h - 1) : NULL;
-	if (!p)
-		return 0;
-	p += sizeof h - 1;
+	size_t n;
+	const char *p = mq_msg_header(data, len, "Mq-Deliver-At", &n);
 	char v[64];
-	size_t n = strcspn(p, "\n");
-	if (n >= sizeof v)
+	if (!p || n >= sizeof v)
 		return 0;
 	memcpy(v, p, n);
 	v[n] = 0;
@@ -485,6 +479,13 @@ apply_publish(struct receiver *r, struct rtopic *rt, unsigned k,
 		rc = stage(r, gp[i], key, due);
 out:
 	free(gp);
+	/* Its idempotency key counts here as at the origin: a retry of
+	 * the publish on this spool, promoted, is recognised. */
+	size_t ilen;
+	const char *ikey = rc == 0 && len ? mq_msg_header(data, len,
+	    "Mq-Idempotency-Key", &ilen) : NULL;
+	if (ikey && (rc = mq_dedup_adopt(rt->t.pfd[k], ikey, ilen, key)) == 0)
+		r->wrote = 1;
 	if (rc == 0 && len)
 		r->messages++;
 	return rc;
@@ -526,7 +527,7 @@ find_entry(struct rgroup *g, const char *key, int *fd, char *name, size_t len)
 	return 0;
 }
 
-/* A, L, D, R, X: a change to one message of a group. */
+/* A, L, E, D, R, X: a change to one message of a group. */
 static int
 apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
     const char *group, const char *name, const char *data, size_t dlen,
@@ -541,7 +542,7 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 	char key[MQ_KEY_LEN + 1], found[MQ_KEY_LEN + 64];
 	uint64_t seq;
 	snprintf(key, sizeof key, "%s", name);
-	if (mq_seq_of(key, &seq) < 0 || (type != 'A' && type != 'L' &&
+	if (mq_seq_of(key, &seq) < 0 || (!strchr("ALE", type) &&
 	    !mq_is_entry(name)))
 		return mq_err(EX_PROTOCOL, "peer: bad message name %s", name);
 	int fd, rc = 0;
@@ -558,6 +559,11 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 				return mq_err_sys("replicate ack of %s", key);
 		}
 		return rc < 0 ? -1 : 0;
+	case 'E':
+		/* Made durable with the batch (sync_all). */
+		r->wrote = 1;
+		return mq_ledger_record(&rt->t, k, g->name, key + MQ_SEQ_DIGITS + 1,
+		    0);
 	case 'L':
 		if (mq_linkat(p->logfd, key, g->tmpfd, key, 0) < 0 &&
 		    errno != EEXIST)
@@ -630,8 +636,9 @@ peer_fault(void)
 	return mq_err(EX_PROTOCOL, "peer: %s", why);
 }
 
-/* CONF <topic>: creates what is missing here, and makes the signers and
- * the keys of a sealed topic the peer's; changes nothing else. */
+/* CONF <topic>: creates what is missing here, grows the topic, and makes
+ * its settings, signers and the keys of a sealed topic the peer's; a
+ * group's settings are those it was created with. */
 static int
 apply_conf(struct receiver *r, const char *buf, size_t len)
 {
@@ -684,6 +691,10 @@ apply_conf(struct receiver *r, const char *buf, size_t len)
 				rc = mq_topic_alter(r->sp, topic, c.partitions);
 				changed = 1;
 			}
+			if (rc >= 0 && !create)
+				rc = mq_topic_settings_adopt(r->sp, topic, &kv);
+			if (rc > 0)
+				changed = 1;
 			rc = rc < 0 ? -1 : 0;
 			mq_conf_free(&kv);
 			if (changed)
@@ -777,6 +788,41 @@ finish(struct receiver *r)
 	return rc;
 }
 
+/* U, W and Z change which topics and groups there are (replsend.c
+ * sends each alone in its batch). */
+static bool
+structural(char type)
+{
+	return type == 'U' || type == 'W' || type == 'Z';
+}
+
+/* U, W, Z: made by the functions a tool calls, with no partition locked
+ * (the record is alone in its batch), and durable when they return;
+ * what was opened here of the topics is forgotten.  One that is made
+ * already (a batch sent again) changes nothing. */
+static int
+apply_structure(struct receiver *r, char type, const struct mq_jargs *ja,
+    const char *data, size_t len)
+{
+	int rc;
+	r->sp->replaying = true;
+	if (type == 'Z')
+		rc = mq_topic_delete(r->sp, ja->topic);
+	else if (type == 'U')
+		rc = mq_group_unsubscribe(r->sp, ja->topic, ja->a);
+	else
+		rc = mq_wildcard_adopt(r->sp, ja->topic, ja->a, data, len);
+	r->sp->replaying = false;
+	while (r->nt)
+		topic_forget(r, r->tv[0].name);
+	if (rc < 0 && mq_errcode() == EX_NOINPUT)
+		rc = 0;
+	else if (rc < 0 && (mq_errcode() == EX_DATAERR ||
+	    mq_errcode() == EX_CONFIG))
+		rc = peer_fault();
+	return rc < 0 ? -1 : 0;
+}
+
 /* One record of a batch, checked (batch_check): its line, split into
  * rec; b, where the frame has it. */
 static int
@@ -798,8 +844,11 @@ apply_record(struct receiver *r, const struct mq_jrec *rec,
 	int rc = 0, hole = 0;
 	struct mq_jargs ja;
 	struct rtopic *rt = NULL;
-	if (rec->type != 'T' && mq_jargs_parse(rec->type, rec->args, &ja) == 0 &&
-	    !(rt = topic_of(r, ja.topic))) {
+	if (structural(rec->type) && mq_jargs_parse(rec->type, rec->args,
+	    &ja) == 0)
+		rc = apply_structure(r, rec->type, &ja, b->data, b->dlen);
+	else if (rec->type != 'T' && mq_jargs_parse(rec->type, rec->args,
+	    &ja) == 0 && !(rt = topic_of(r, ja.topic))) {
 		if (mq_errcode() != EX_NOINPUT)
 			return -1;
 		repl_log(r->o, LOG_WARNING, "record for topic %s, which is not "
@@ -984,19 +1033,22 @@ brec_check(struct receiver *r, const struct bhead *h, size_t i,
 		return refuse(r, b->at, "a record of its own at sequence %" PRIu64,
 		    rec->seq);
 	struct mq_jargs ja;
-	b->known = strchr("PLADRXT", rec->type) != NULL;
+	b->known = strchr(MQ_JTYPES, rec->type) != NULL;
 	if (b->known && mq_jargs_parse(rec->type, rec->args, &ja) < 0)
 		return refuse(r, b->at, "bad arguments for a %c record: a name "
 		    "that is not of its grammar, or extra words", rec->type);
 	if (rec->type == 'M')
 		return refuse(r, b->at, "an M record, which is never replicated");
-	if ((b->dlen && rec->type != 'P' && rec->type != 'D') ||
+	if (b->known && structural(rec->type) && h->n != 1)
+		return refuse(r, b->at, "a %c record that is not alone in its "
+		    "batch", rec->type);
+	if ((b->dlen && !strchr("PDW", rec->type)) ||
 	    (b->wlen && rec->type != 'D') ||
 	    (!strcmp(b->hash, "-")) != !(b->dlen + b->wlen))
 		return refuse(r, b->at, "data that a %c record does not carry",
 		    rec->type);
 	b->topic[0] = 0;
-	if (b->known && rec->type != 'T') {
+	if (b->known && rec->type != 'T' && !structural(rec->type)) {
 		memcpy(b->topic, ja.topic, sizeof b->topic);
 		b->k = ja.k;
 	}

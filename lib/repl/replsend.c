@@ -162,6 +162,18 @@ topic_of(struct sender *s, const char *name)
 	return st;
 }
 
+/* Forgets what was opened of a topic (grown, made again, or deleted). */
+static void
+topic_drop(struct sender *s, const char *name)
+{
+	for (size_t i = 0; i < s->nt; i++)
+		if (!strcmp(s->tv[i].name, name)) {
+			stopic_close(&s->tv[i]);
+			s->tv[i] = s->tv[--s->nt];
+			return;
+		}
+}
+
 /* A topic grown since we opened it: open it again. */
 static struct stopic *
 topic_with(struct sender *s, const char *name, unsigned k)
@@ -176,9 +188,7 @@ topic_with(struct sender *s, const char *name, unsigned k)
 		mq_err(EX_NOINPUT, "topic %s has no partition %u", name, k);
 		return NULL;
 	}
-	size_t i = (size_t)(st - s->tv);
-	stopic_close(st);
-	s->tv[i] = s->tv[--s->nt];
+	topic_drop(s, name);
 	return topic_of(s, name);
 }
 
@@ -396,8 +406,28 @@ add_dead(struct sender *s, const struct mq_jargs *ra, size_t *len,
 	return rc;
 }
 
+/* The conf of a wildcard subscription, for its W record; 1 when it is
+ * gone (unsubscribed since: a U record follows). */
+static int
+add_wildcard(struct sender *s, const struct mq_jargs *ra, size_t *len)
+{
+	char p[2 * MQ_NAME_MAX + 32];
+	if (mq_path(p, sizeof p, "wildcards/%s/%s.conf", ra->topic, ra->a) < 0)
+		return -1;
+	return add_file(s, s->sp->fd, p, len);
+}
+
+/* U, W and Z change which topics and groups there are: each goes in a
+ * batch of its own, which the receiver applies holding no partition's
+ * lock (mq-protocol(5), Applying records). */
+static bool
+structural(char type)
+{
+	return type == 'U' || type == 'W' || type == 'Z';
+}
+
 /* Adds one record to the batch: 0 added or skipped, 2 blocked, 3 the
- * batch is full for it. */
+ * batch is full for it (or it goes alone: 4 once it is added). */
 static int
 add_record(struct sender *s, struct mq_jrec *rec)
 {
@@ -409,8 +439,15 @@ add_record(struct sender *s, struct mq_jrec *rec)
 	int rc = 0;
 	if (mq_jargs_parse(rec->type, rec->args, ra) < 0)
 		return 0;               /* a record of a later version */
+	if (structural(rec->type) && s->nrec > 0)
+		return 3;
+	/* What was opened of the topic may be gone, or made again. */
+	if (rec->type == 'T' || rec->type == 'Z')
+		topic_drop(s, ra->topic);
 	if (rec->type == 'T')
 		rc = send_conf(s, ra->topic);
+	else if (structural(rec->type))
+		rc = 0;
 	else if (rec->type == 'P')
 		rc = conf_for(s, ra->topic, ra->b);
 	else
@@ -433,6 +470,8 @@ add_record(struct sender *s, struct mq_jrec *rec)
 			rc = add_message(s, ra, &dlen);
 		else if (rec->type == 'D')
 			rc = add_dead(s, ra, &dlen, &wlen);
+		else if (rec->type == 'W')
+			rc = add_wildcard(s, ra, &dlen);
 	}
 	if (rc == 2 || rc == 3 || rc < 0) {
 		s->len = mark;
@@ -442,7 +481,8 @@ add_record(struct sender *s, struct mq_jrec *rec)
 	 * took it: nothing to send.  Another origin's: the record goes
 	 * without it, so that the peer knows it has a hole there (and the
 	 * origin, or another relay, sends it again; see repl_seen). */
-	if (rc == 1 && rec->type == 'P' && !rec->origin[0]) {
+	if (rc == 1 && ((rec->type == 'P' && !rec->origin[0]) ||
+	    rec->type == 'W')) {
 		s->len = mark;
 		return 0;
 	}
@@ -464,7 +504,7 @@ add_record(struct sender *s, struct mq_jrec *rec)
 		s->messages++;
 		s->bytes += dlen;
 	}
-	return 0;
+	return structural(rec->type) ? 4 : 0;
 }
 
 static void
@@ -509,6 +549,10 @@ fill(struct sender *s)
 		if ((rc = mq_jreader_next(&s->r, &rec)) != 1)
 			break;
 		rc = add_record(s, &rec);
+		if (rc == 4) {                  /* alone in its batch */
+			s->pos = rec.end;
+			return 0;
+		}
 		if (rc == 2 || rc == 3) {
 			/* Read it again once its publish has committed, or in
 			 * the next batch. */

@@ -143,12 +143,46 @@ main(void)
 	snprintf(a, sizeof a, "orders 0 g 18446744073709551615%s", key + 20);
 	ok(mq_jargs_parse('A', a, &ja) < 0, "refused: a KEY past MQ_SEQ_MAX");
 
+	/* The types of topics and subscriptions: a ledger entry names a
+	 * message as A does; U a topic or a pattern, W a pattern only, Z a
+	 * topic alone. */
+	snprintf(a, sizeof a, "orders 3 g %s", key);
+	ok(mq_jargs_parse('E', a, &ja) == 0 && ja.k == 3 &&
+	    !strcmp(ja.a, "g") && !strcmp(ja.b, key), "E: topic k group KEY");
+	ok(mq_jargs_parse('U', "orders g", &ja) == 0 &&
+	    !strcmp(ja.topic, "orders") && !strcmp(ja.a, "g") &&
+	    mq_jargs_parse('U', "orders.* g", &ja) == 0 &&
+	    !strcmp(ja.topic, "orders.*") &&
+	    mq_jargs_parse('W', "orders.> g", &ja) == 0 &&
+	    !strcmp(ja.topic, "orders.>") && !strcmp(ja.a, "g") &&
+	    mq_jargs_parse('Z', "orders", &ja) == 0 &&
+	    !strcmp(ja.topic, "orders"),
+	    "U: a topic or a pattern and a group; W: a pattern and a group; "
+	    "Z: a topic");
+	static const char *const badt[][2] = {
+		{ "U", "orders" }, { "U", "orders g h" }, { "U", "orders ../g" },
+		{ "U", "orders g/h" }, { "U", "or/ders g" }, { "U", "orders.*x g" },
+		{ "U", ">.orders g" }, { "U", "orders..* g" }, { "U", "orders  g" },
+		{ "U", "orders g " }, { "W", "orders g" }, { "W", "orders.*" },
+		{ "W", "orders.* ../g" }, { "Z", "orders 1" }, { "Z", "orders.*" },
+		{ "Z", "../orders" }, { "E", "orders 0 g" }, { "T", "orders.*" },
+	};
+	refused = 0;
+	for (size_t i = 0; i < sizeof badt / sizeof badt[0]; i++)
+		if (mq_jargs_parse(badt[i][0][0], badt[i][1], &ja) < 0)
+			refused++;
+		else
+			printf("# accepted: %s %s\n", badt[i][0], badt[i][1]);
+	ok(refused == (int)(sizeof badt / sizeof badt[0]),
+	    "refused: a U, W, Z or E without its words, with more, or with a "
+	    "name or pattern not of its grammar");
+
 	/* A record's line: printable, an origin, a seq, a type, a time. */
 	struct mq_jrec jr;
 	char l[256];
-	snprintf(l, sizeof l, "@%s 18446744073709551614 Z 7 what ever", origin);
+	snprintf(l, sizeof l, "@%s 18446744073709551614 Y 7 what ever", origin);
 	ok(mq_jrec_parse(l, strlen(l), &jr) == 0 && jr.seq == MQ_SEQ_MAX &&
-	    jr.type == 'Z' && jr.ms == 7 && !strcmp(jr.args, "what ever") &&
+	    jr.type == 'Y' && jr.ms == 7 && !strcmp(jr.args, "what ever") &&
 	    !strcmp(jr.origin, origin), "a copied record of a later type");
 	static const char *const badl[] = {
 		"@0123456789abcdef0123456789abcdef 18446744073709551615 T 1 t",
