@@ -908,6 +908,9 @@ int mq_link_send(mq_link *, const void *buf, size_t len);
 /* 1 with *buf (valid until the next call) and *len, 0 at the end (on
  * a secure link: the peer's mq_link_end; a cut connection is an error). */
 int mq_link_recv(mq_link *, const void **buf, size_t *len);
+/* Whether the peer's next frame has come whole (it is in the kernel's
+ * buffer): a recv would not wait for the peer. */
+bool mq_link_waiting(mq_link *);
 /* Sends the final frame of a secure link (nothing on a plain one). */
 int mq_link_end(mq_link *);
 void mq_link_close(mq_link *);

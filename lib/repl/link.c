@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -63,6 +64,8 @@ struct mq_link {
 	size_t cap;
 	unsigned char *plain;           /* decrypted (pull cannot work in place) */
 	size_t pcap;
+	size_t next;                    /* the next frame's length, read by */
+	int has_next;                   /* mq_link_waiting */
 };
 
 /* Waits until fd is ready for events, before the deadline if there is
@@ -143,11 +146,12 @@ static int
 recv_raw(mq_link *l, size_t max, size_t *len)
 {
 	unsigned char hdr[4];
-	int rc = read_full(l, hdr, 4);
+	int rc = l->has_next ? 1 : read_full(l, hdr, 4);
 	if (rc <= 0)
 		return rc;
-	size_t n = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 |
-	    (size_t)hdr[2] << 8 | hdr[3];
+	size_t n = l->has_next ? l->next : (size_t)hdr[0] << 24 |
+	    (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
+	l->has_next = 0;
 	if (n > max)
 		return mq_err(EX_PROTOCOL, "peer: frame of %zu bytes is larger "
 		    "than %zu", n, max);
@@ -420,6 +424,24 @@ mq_link_recv(mq_link *l, const void **buf, size_t *len)
 	*buf = l->plain;
 	*len = (size_t)plen;
 	return 1;
+}
+
+bool
+mq_link_waiting(mq_link *l)
+{
+	int avail;
+	if (l->ended || ioctl(l->in, FIONREAD, &avail) < 0 || avail < 0)
+		return false;
+	if (!l->has_next) {
+		unsigned char hdr[4];
+		if (avail < 4 || read_full(l, hdr, 4) != 1)
+			return false;
+		l->next = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 |
+		    (size_t)hdr[2] << 8 | hdr[3];
+		l->has_next = 1;
+		avail -= 4;
+	}
+	return (size_t)avail >= l->next;
 }
 
 void

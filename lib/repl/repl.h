@@ -12,7 +12,8 @@
 
 #define REPL_BATCH_RECORDS 1024
 #define REPL_BATCH_BYTES (4u << 20)
-#define REPL_WINDOW 4                   /* batches sent before an answer */
+#define REPL_WINDOW 16                  /* batches sent before an answer */
+#define REPL_GROUP 8                    /* batches a receiver syncs at once */
 #define REPL_PING 5.0                   /* seconds between pings when idle */
 /* Origins a vector holds at most (ours and the peers' included): what a
  * peer may make a receiver remember, and replicate/seen well within the

@@ -76,6 +76,7 @@ struct brec {
 	size_t ll, dlen, wlen;
 	char hash[33];                  /* "-" when there are no data */
 	int known;                      /* a type of this version */
+	char type;
 	char topic[MQ_NAME_MAX + 1];    /* P, L, A, D, R, X: its partition */
 	unsigned k;
 };
@@ -100,8 +101,10 @@ struct receiver {
 	struct staged *sv;
 	size_t ns, scap;
 	int made_up;                    /* a batch of --compare */
+	size_t pending;                 /* batches applied, not finished */
 	struct brec *bv;                /* the batch's records */
 	uint64_t records, messages, quarantined, dropped;
+	uint64_t batches, groups;       /* applied, and finished together */
 	double trimmed;                 /* when the journal was last trimmed */
 	char line[MQ_JLINE_MAX + MQ_ID_LEN + 32];
 };
@@ -780,6 +783,9 @@ finish(struct receiver *r)
 	r->jb.len = 0;
 	r->wrote = 0;
 	r->ns = 0;
+	r->batches += r->pending;
+	r->groups += r->pending > 0;
+	r->pending = 0;
 	if (rc == 0)
 		rc = repl_seen_save(r->sp, &r->seen);
 	/* What seen covers now, and every peer confirmed, may go. */
@@ -1034,6 +1040,7 @@ brec_check(struct receiver *r, const struct bhead *h, size_t i,
 		    rec->seq);
 	struct mq_jargs ja;
 	b->known = strchr(MQ_JTYPES, rec->type) != NULL;
+	b->type = rec->type;
 	if (b->known && mq_jargs_parse(rec->type, rec->args, &ja) < 0)
 		return refuse(r, b->at, "bad arguments for a %c record: a name "
 		    "that is not of its grammar, or extra words", rec->type);
@@ -1098,16 +1105,48 @@ batch_check(struct receiver *r, const struct bhead *h, const char *p,
 	return 0;
 }
 
-/* A batch: its first line h, its records after it.  Returns 0 (answered
- * OK), or 1 with *bad: a message was damaged in transit. */
+/* Whether a batch can join those applied and not finished yet: all the
+ * partitions it touches are locked already, and it has no U, W or Z
+ * (which take the locks of a topic's partitions themselves).  Taking
+ * another lock now could break the order of lock_in_order. */
+static bool
+joins_group(struct receiver *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct brec *b = &r->bv[i];
+		struct rtopic *rt;
+		if (b->known && structural(b->type))
+			return false;
+		if (!b->topic[0])
+			continue;
+		if (!(rt = topic_of(r, b->topic)) || b->k >= rt->t.conf.partitions ||
+		    !rt->pv[b->k].locked)
+			return false;
+	}
+	return true;
+}
+
+/* A batch: its first line h, its records after it.  Returns 0 (applied:
+ * finished, or pending when more is 1), or 1 with *bad: a message was
+ * damaged in transit (what came before it is finished).  Batches that
+ * come one right after another are applied together and finished once:
+ * one sync for all of them. */
 static int
 apply_batch(struct receiver *r, const struct bhead *h, const char *buf,
-    size_t len, uint64_t *bad)
+    size_t len, uint64_t *bad, bool more)
 {
 	const char *lim = buf + len;
+	if (batch_check(r, h, buf + h->len, lim) < 0) {
+		/* Nothing of it touched; those before it are finished. */
+		if (r->pending)
+			finish(r);
+		return -1;
+	}
+	/* The lock order starts again after the batches before it. */
+	if (r->pending && (h->compare != r->made_up || !joins_group(r, h->n)) &&
+	    finish(r) < 0)
+		return -1;
 	r->made_up = h->compare;
-	if (batch_check(r, h, buf + h->len, lim) < 0)
-		return -1;              /* nothing touched */
 	int rc = lock_in_order(r, h->n);
 	for (size_t i = 0; rc == 0 && i < h->n; i++) {
 		const struct brec *b = &r->bv[i];
@@ -1138,6 +1177,9 @@ apply_batch(struct receiver *r, const struct bhead *h, const char *buf,
 	}
 	if (rc == 0 && !r->made_up)
 		rc = repl_seen_settle(&r->seen, r->peer, h->end);
+	r->pending++;
+	if (rc == 0 && more)
+		return 0;
 	int frc = finish(r);
 	return rc < 0 || frc < 0 ? -1 : 0;
 }
@@ -1357,12 +1399,14 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		}
 	}
 	free(text);
-	int skipping = 0;
+	int skipping = 0, held = 0;
 	uint64_t resend = 0;
+	const void *buf;
+	size_t len;
 	while (rc == 0) {
-		const void *buf;
-		size_t len;
-		int got = mq_link_recv(l, &buf, &len);
+		/* A frame read while batches were grouped comes first. */
+		int got = held ? 1 : mq_link_recv(l, &buf, &len);
+		held = 0;
 		if (got <= 0) {
 			rc = got < 0 ? -1 : mq_err(EX_PROTOCOL, "peer: ended "
 			    "without END");
@@ -1409,24 +1453,48 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		repl_seen_free(&r.seen);
 		int ab = lock_set(lfd, F_WRLCK) < 0 ||
 		    repl_seen_load(sp, &r.seen, &covered) < 0 ||
-		    finish_cut(&r, covered) < 0 ? -1 :
-		    apply_batch(&r, &h, f, len, &bad);
+		    finish_cut(&r, covered) < 0 ? -1 : 0;
+		/* Batches already on their way are applied with this one and
+		 * made durable once; their OKs go after that (REPL_GROUP). */
+		uint64_t ok[REPL_GROUP];
+		size_t nok = 0;
+		while (ab == 0) {
+			bool more = nok + 1 < REPL_GROUP && mq_link_waiting(l);
+			if ((ab = apply_batch(&r, &h, f, len, &bad, more)) != 0)
+				break;
+			ok[nok++] = h.end;
+			if (!more)
+				break;
+			got = mq_link_recv(l, &buf, &len);
+			f = (char *)buf;
+			if (got == 1 && len >= 6 && !memcmp(f, "BATCH ", 6) &&
+			    batch_head(&r, f, len, &h) == 0)
+				continue;
+			/* Not a batch: it waits for those to be finished. */
+			held = got == 1;
+			ab = finish(&r) < 0 || got < 0 ? -1 : 0;
+			if (got == 0)
+				rc = mq_err(EX_PROTOCOL, "peer: ended without END");
+			break;
+		}
 		lock_set(lfd, F_UNLCK);
+		for (size_t i = 0; rc == 0 && i < nok && ab >= 0; i++)
+			rc = repl_send_text(l, "OK %" PRIu64, ok[i]);
 		if (ab < 0)
 			rc = -1;
-		else if (ab == 1) {
+		else if (rc == 0 && ab == 1) {
 			skipping = 1;
 			resend = bad;
 			rc = repl_send_text(l, "RESEND %" PRIu64, bad);
-		} else {
-			rc = repl_send_text(l, "OK %" PRIu64, h.end);
 		}
 	}
 	if (rc == 0) {
 		repl_trim_every(sp, o, &r.trimmed, true);
 		repl_log(o, LOG_INFO, "from %s: applied %" PRIu64 " records (%"
-		    PRIu64 " messages)%s", peer_name, r.records - r.dropped,
-		    r.messages, r.quarantined ? ", some quarantined" : "");
+		    PRIu64 " messages) in %" PRIu64 " batches, made durable "
+		    "%" PRIu64 " times%s", peer_name, r.records - r.dropped,
+		    r.messages, r.batches, r.groups,
+		    r.quarantined ? ", some quarantined" : "");
 	}
 	if (r.dropped)
 		repl_log(o, LOG_WARNING, "from %s: dropped %" PRIu64 " records of "

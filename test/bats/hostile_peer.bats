@@ -124,7 +124,7 @@ assert_refused() {
 	MQ_SPOOL=$B mq-pub -q t hello
 	local key; key=$(ls "$B/topics/t/p0/log")
 	sum=$(xxh32 "@$OTHER 7 A 1 t 0 g $key")
-	forged="Z 1 x 00000000\\n@$OTHER 7 A 1 t 0 g $key $sum\\nQ"
+	forged="Y 1 x 00000000\\n@$OTHER 7 A 1 t 0 g $key $sum\\nQ"
 	before=$(spool_snapshot "$B")
 	run hostile < <(rec 0 "@$PEER 0 $forged"; batch 0 100)
 	assert_refused
@@ -132,12 +132,12 @@ assert_refused() {
 	# Control characters anywhere, in a known record too.
 	run hostile < <(rec 0 "@$PEER 0 T 1 t\\r"; batch 0 100)
 	assert_refused
-	run hostile < <(rec 0 "@$PEER 0 Z 1 tab\\there"; batch 0 100)
+	run hostile < <(rec 0 "@$PEER 0 Y 1 tab\\there"; batch 0 100)
 	assert_refused
 	# A plain record of a type this version does not know: answered,
 	# counted as seen, but not journaled (it is dropped).
 	local size; size=$(stat -c %s "$B/journal")
-	run hostile < <(rec 0 "@$PEER 0 Z 1 some later thing"; batch 0 100)
+	run hostile < <(rec 0 "@$PEER 0 Y 1 some later thing"; batch 0 100)
 	assert_success
 	assert_line "< OK 100"
 	assert_equal "$(stat -c %s "$B/journal")" "$size"
