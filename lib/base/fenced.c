@@ -30,8 +30,12 @@ mq_epoch_parse(const char *text, size_t len, uint64_t *epoch)
 		return -1;
 	memcpy(buf, text, len);
 	buf[len] = 0;
-	end = mq_decimal(buf, MQ_EPOCH_MAX, epoch);
-	return end && end == buf + len - 1 && *end == '\n' ? 0 : -1;
+	uint64_t e;
+	end = mq_decimal(buf, MQ_EPOCH_MAX, &e);
+	if (!end || end != buf + len - 1 || *end != '\n')
+		return -1;
+	*epoch = e;
+	return 0;
 }
 
 int

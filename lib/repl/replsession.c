@@ -107,8 +107,13 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 	struct repl_epoch ep = { 0 };
 	const char *rest;
 	size_t len;
-	if (repl_spool_id(sp, me) < 0 || mq_epoch_read(sp, &ep.mine) < 0)
+	if (repl_spool_id(sp, me) < 0)
 		return -1;
+	/* A damaged epoch is said to the peer after the hellos, as any
+	 * error of the session; the hello meanwhile says none (0). */
+	int bad_epoch = mq_epoch_read(sp, &ep.mine) < 0 ? mq_errcode() : 0;
+	char why[1024];
+	snprintf(why, sizeof why, "%s", bad_epoch ? mq_errmsg() : "");
 	if (gethostname(host, sizeof host) < 0)
 		snprintf(host, sizeof host, "unknown");
 	host[sizeof host - 1] = 0;
@@ -121,8 +126,8 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 	 * the two words after the host name. */
 	if (initiator && repl_send_text(l, "HELLO mq-replicate 1 %s %s %s%s%s "
 	    "epoch=%" PRIu64 "%s", role_word(role), me, host, o->follow ?
-	    " follow" : "", o->compare ? " compare" : "", ep.mine,
-	    o->demote ? " demote" : "") < 0)
+	    " follow" : "", o->compare ? " compare" : "", ep.mine, o->demote ?
+	    " demote" : "") < 0)
 		return -1;
 	if (repl_expect(l, "HELLO", &rest, &len) < 0 ||
 	    hello_parse(rest, len, &h) < 0)
@@ -146,13 +151,15 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 			return -1;
 	}
 	int rc = 0, hold = -1;
-	if (h.role == role)
+	if (bad_epoch)
+		rc = mq_err(bad_epoch, "%s", why);
+	else if (h.role == role)
 		rc = mq_err(EX_USAGE, "both ends want to %s",
 		    role == MQ_REPL_SEND ? "send" : "receive");
 	else if (!strcmp(me, peer))
 		rc = mq_err(EX_USAGE, "a spool cannot replicate to itself "
 		    "(both ends are spool %s)", me);
-	if (rc < 0)
+	if (rc < 0 && !bad_epoch)
 		return rc;
 	/* The name it was authorized under, else its id. */
 	const char *kname = NULL;
@@ -164,7 +171,9 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 	    "sending to" : "receiving from", name, strcmp(name, peer) ? " (" :
 	    "", strcmp(name, peer) ? peer : "", strcmp(name, peer) ? ")" : "");
 	uint64_t at_start = ep.mine;
-	if (repl_epoch_hello(sp, role, &ep, demote && role == MQ_REPL_RECV,
+	if (rc < 0)
+		;
+	else if (repl_epoch_hello(sp, role, &ep, demote && role == MQ_REPL_RECV,
 	    peer, name, o) < 0)
 		rc = -1;
 	else if (demote && demote_step(sp, l, role, &ep, o) < 0)
@@ -176,7 +185,7 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 		    &mine) : repl_recv(sp, l, peer, name, &mine);
 	if (hold >= 0)
 		close(hold);
-	if (rc < 0 && role == MQ_REPL_SEND)
+	if (rc < 0 && role == MQ_REPL_SEND && !bad_epoch)
 		repl_fence_learn(sp, at_start, peer, name);
 	if (rc < 0) {
 		/* Tell the peer why, if it still listens. */
