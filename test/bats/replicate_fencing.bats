@@ -214,3 +214,17 @@ name="
 	[[ $stderr == *"this spool was fenced"* ]] || fail "$stderr"
 	assert_equal "$(count_entries "$A/topics/t/p0/g/g/new")" 2
 }
+
+@test "completion and usage: demote is a command, with the options of a pull" {
+	run -0 completions _mq_replicate mq-replicate ""
+	assert_line demote
+	run -0 completions _mq_replicate mq-replicate demote --re
+	assert_output "--remote-spool
+--remote-command"
+	run -0 mq-replicate --help
+	assert_output --partial "demote [--progress | --no-progress] [-v] (ADDR:PORT | --rsh CMD ...)"
+	run --separate-stderr mq-replicate demote
+	assert_equal "$status" 64
+	run --separate-stderr mq-replicate demote --compare --rsh env
+	assert_equal "$status" 64
+}
