@@ -165,8 +165,10 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 	const char *kname = NULL;
 	if (mq_link_peer(l, &kname) && kname && *kname)
 		snprintf(name, sizeof name, "%s", kname);
-	/* A demote is the initiator's, receiving; the sender helps. */
-	int demote = initiator ? o->demote && role == MQ_REPL_RECV : h.demote;
+	/* A demote is the initiator's, receiving; the sender helps.  A peer
+	 * never makes a responder quarantine anything. */
+	int demote = initiator ? o->demote && role == MQ_REPL_RECV :
+	    h.demote && role == MQ_REPL_SEND;
 	repl_log(o, LOG_INFO, "%s %s%s%s%s", role == MQ_REPL_SEND ?
 	    "sending to" : "receiving from", name, strcmp(name, peer) ? " (" :
 	    "", strcmp(name, peer) ? peer : "", strcmp(name, peer) ? ")" : "");
