@@ -24,8 +24,10 @@
  * length, every name of its grammar, every record printable and of its
  * type, never of our origin, the peer's own at their offsets, sequence
  * numbers within MQ_SEQ_MAX, at most REPL_ORIGINS_MAX origins.  One bad
- * record refuses the batch and ends the session.  See mq-protocol(5),
- * REPLICATION CHANNEL.
+ * record refuses the batch and ends the session.  So does a batch whose
+ * epoch is below this spool's, read again under replicate/lock-recv for
+ * each batch, so that no batch is applied past a promote (fence.c).  See
+ * mq-protocol(5), REPLICATION CHANNEL and Epochs.
  */
 #include <errno.h>
 #include <fcntl.h>
