@@ -501,18 +501,19 @@ _mq_replicate()
 		case $cmd in
 		serve)  _mq_reply $'-s\n-v\n--listen\n--stdio\n--inetd\n--syslog\n--max-sessions\n--handshake-timeout' "$cur" ;;
 		push|pull) _mq_reply $'-s\n-v\n--follow\n--retry\n--progress\n--no-progress\n--syslog\n--rsh\n--remote-spool\n--remote-command' "$cur" ;;
+		demote) _mq_reply $'-s\n-v\n--progress\n--no-progress\n--syslog\n--rsh\n--remote-spool\n--remote-command' "$cur" ;;
 		status) _mq_reply $'-s\n--json' "$cur" ;;
 		keygen) _mq_reply $'-s\n--force\n--name' "$cur" ;;
 		'')     _mq_reply $'-s\n--help' "$cur" ;;
 		*)      _mq_reply $'-s' "$cur" ;;
 		esac
 	elif [[ -z $cmd ]]; then
-		_mq_reply $'serve\npush\npull\nstatus\npromote\nkeygen\npubkey\nauthorize\nrevoke\nforget' "$cur"
+		_mq_reply $'serve\npush\npull\nstatus\npromote\ndemote\nkeygen\npubkey\nauthorize\nrevoke\nforget' "$cur"
 	elif [[ $cmd == forget ]] && ((n == 1)); then
 		_mq_reply "$(_mq_peers)" "$cur"
 	elif [[ $cmd == revoke ]] && ((n == 1)); then
 		_mq_reply "$(_mq_authorized)" "$cur"
-	elif [[ $cmd == push || $cmd == pull ]] && ((n == 1)); then
+	elif [[ $cmd == push || $cmd == pull || $cmd == demote ]] && ((n == 1)); then
 		# ADDR:PORT, unless --rsh names the peer: offer host names.
 		for w in "${COMP_WORDS[@]}"; do
 			[[ $w == --rsh || $w == --rsh=* ]] && return

@@ -933,6 +933,15 @@ struct mq_repl_opts {
 	 * our errors (an ERROR frame) and reports them itself, so a server
 	 * on ssh's standard error need not print them twice. */
 	int *hello_done;
+	/* mq-replicate demote (a pull): first the peer's vector, then this
+	 * spool's own messages the peer lacks are quarantined and its epoch
+	 * adopted (mq-protocol(5), Demote); *demoted, if not NULL, says so. */
+	int demote;
+	struct mq_demoted {
+		int done;               /* the demote steps were all taken */
+		size_t quarantined;     /* messages in replicate/quarantine/ */
+		uint64_t epoch;         /* adopted */
+	} *demoted;
 };
 int mq_repl_session(mq_spool *, mq_link *, enum mq_repl_role, int initiator,
     const struct mq_repl_opts *);
@@ -990,7 +999,23 @@ int mq_repl_peer_find(mq_spool *, const char *what, char id[MQ_ID_LEN + 1]);
 int mq_repl_forget(mq_spool *, const char *what, char id[MQ_ID_LEN + 1]);
 /* Finishes what an interrupted receive left and marks the spool
  * primary; fails with EX_TEMPFAIL while a receiver runs. */
-int mq_repl_promote(mq_spool *, size_t *repaired);
+int mq_repl_promote(mq_spool *, size_t *repaired, uint64_t *epoch);
+
+/* Epochs and fencing (fenced.c; mq-protocol(5), REPLICATION STATE): the
+ * spool's epoch, replicate/epoch (0 when missing; EX_DATAERR when
+ * damaged); and replicate/fenced, which a spool records when it learns
+ * that another was promoted past it: 1 with *f, 0 when not fenced, -1
+ * (EX_DATAERR when damaged). */
+#define MQ_EPOCH_DIGITS 10
+#define MQ_EPOCH_MAX 4294967295ull
+int mq_epoch_read(mq_spool *, uint64_t *epoch);
+struct mq_fence {
+	uint64_t epoch;                 /* the newer epoch */
+	char peer[MQ_ID_LEN + 1];       /* the spool at that epoch */
+	char name[128];                 /* its name, "" when it has none */
+	double at;                      /* when this spool learned it */
+};
+int mq_fence_read(mq_spool *, struct mq_fence *f);
 
 /* Transports of replication (net.c): TCP (an address is HOST:PORT,
  * [IPV6]:PORT, or PORT on 127.0.0.1), and a command run by sh(1) as

@@ -127,6 +127,7 @@ main(int argc, char *argv[])
 	tool_place(argv[0], group);
 
 	mq_spool *sp = tool_spool(spool, 0);
+	tool_fence_warn(sp);
 	int worst = 0, rc;
 	if (opt.ncommit) {
 		for (size_t i = 0; i < opt.ncommit; i++) {

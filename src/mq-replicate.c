@@ -1,11 +1,12 @@
 /*
  * mq-replicate: replication between spools: keys, the daemon (serve),
- * push and pull over TCP or ssh, status, promote and forget.  The protocol and
+ * push and pull over TCP or ssh, status, promote, demote and forget.  The protocol and
  * everything it changes on disk are in libmq (replsend.c, replrecv.c), so
  * are the transports and the daemon's loop (replrun.c); this file picks
  * them, retries, logs and prints.
  */
 #include <err.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,13 +29,14 @@ enum {
 
 static struct {
 	int force, stdio, inetd, follow, progress, verbose, use_syslog, json;
-	int compare;
+	int compare, demote;
 	const char *name, *listen, *rsh, *remote_spool, *remote_command;
 	double retry, handshake_timeout;
 	unsigned long max_sessions;
 } opt = { .progress = -1, .retry = 1, .remote_command = "mq-replicate" };
 
 static volatile int stop;
+static struct mq_demoted demoted;
 
 static void
 usage(int code)
@@ -50,11 +52,13 @@ usage(int code)
 	    "[--remote-spool DIR] [--remote-command PATH])\n"
 	    "       %s [-s SPOOL] status [--json]\n"
 	    "       %s [-s SPOOL] promote\n"
+	    "       %s [-s SPOOL] demote [--progress | --no-progress] [-v] "
+	    "(ADDR:PORT | --rsh CMD ...)\n"
 	    "       %s [-s SPOOL] keygen [--force] [--name NAME]\n"
 	    "       %s [-s SPOOL] pubkey\n"
 	    "       %s [-s SPOOL] authorize PUBKEY [NAME]\n"
 	    "       %s [-s SPOOL] revoke PUBKEY|NAME\n"
-	    "       %s [-s SPOOL] forget PEER\n", p, p, p, p, p, p, p, p, p);
+	    "       %s [-s SPOOL] forget PEER\n", p, p, p, p, p, p, p, p, p, p);
 	exit(code);
 }
 
@@ -98,7 +102,8 @@ static struct mq_repl_opts
 repl_opts(int follow)
 {
 	struct mq_repl_opts o = { .follow = follow, .log = log_line,
-	    .stop = &stop, .compare = opt.compare };
+	    .stop = &stop, .compare = opt.compare, .demote = opt.demote,
+	    .demoted = &demoted };
 	o.progress = opt.progress > 0;
 	return o;
 }
@@ -259,12 +264,15 @@ main(int argc, char *argv[])
 		usage(EX_USAGE);
 	const char *cmd = argv[0];
 	int one = tool_command(cmd, (const char *const[]){ "serve", "push",
-	    "pull", "status", "promote", "keygen", "pubkey", "authorize",
-	    "revoke", "forget", NULL }) >= 8;
+	    "pull", "demote", "status", "promote", "keygen", "pubkey",
+	    "authorize", "revoke", "forget", NULL }) >= 9;
 	int is_keygen = !strcmp(cmd, "keygen"), is_auth = !strcmp(cmd, "authorize");
 	int is_serve = !strcmp(cmd, "serve"), is_push = !strcmp(cmd, "push"),
 	    is_pull = !strcmp(cmd, "pull");
-	int transfer = is_push || is_pull;
+	opt.demote = !strcmp(cmd, "demote");
+	int transfer = is_push || is_pull || opt.demote;
+	if (opt.demote && (opt.follow || opt.compare))
+		errx(EX_USAGE, "--follow and --compare go with push and pull");
 	/* Which options go with which command. */
 	if ((opt.force || opt.name) && !is_keygen)
 		errx(EX_USAGE, "--force and --name go with keygen");
@@ -284,7 +292,7 @@ main(int argc, char *argv[])
 	if ((opt.follow || opt.rsh || opt.remote_spool || opt.progress >= 0 ||
 	    opt.retry != 1 || opt.compare) && !transfer)
 		errx(EX_USAGE, "--follow, --retry, --rsh, --remote-spool, "
-		    "--compare and --progress go with push and pull");
+		    "--compare and --progress go with push, pull and demote");
 	if ((opt.remote_spool || strcmp(opt.remote_command, "mq-replicate")) &&
 	    !opt.rsh)
 		errx(EX_USAGE, "--remote-spool and --remote-command go with --rsh");
@@ -307,17 +315,25 @@ main(int argc, char *argv[])
 	int rc;
 	if (is_serve)
 		rc = serve(sp);
-	else if (transfer)
+	else if (transfer) {
 		rc = push_pull(sp, argc > 1 ? argv[1] : NULL, is_push ?
 		    MQ_REPL_SEND : MQ_REPL_RECV);
+		if (rc == 0 && demoted.done)
+			printf("demoted %s: a replica at epoch %" PRIu64 "; %zu "
+			    "message(s) published here that the new primary "
+			    "lacks are in replicate/quarantine/\n",
+			    mq_spool_path(sp), demoted.epoch, demoted.quarantined);
+	}
 	else if (!strcmp(cmd, "status"))
 		rc = status(sp);
 	else if (!strcmp(cmd, "promote")) {
 		size_t n;
-		rc = mq_repl_promote(sp, &n);
+		uint64_t epoch;
+		rc = mq_repl_promote(sp, &n, &epoch);
 		if (rc == 0)
-			printf("promoted %s: %zu link(s) left staged by an "
-			    "interrupted receive finished\n", mq_spool_path(sp), n);
+			printf("promoted %s to epoch %" PRIu64 ": %zu link(s) left "
+			    "staged by an interrupted receive finished\n",
+			    mq_spool_path(sp), epoch, n);
 	} else if (!strcmp(cmd, "forget"))
 		rc = mq_repl_forget(sp, argv[1], NULL);
 	else

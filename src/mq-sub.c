@@ -294,6 +294,7 @@ main(int argc, char *argv[])
 		err(EX_OSERR, "pipe");
 	so.wake_fd = wake_pipe[0];
 	mq_spool *sp = tool_spool(spool, MQ_CREATE);
+	tool_fence_warn(sp);
 	if (unsubscribe) {
 		if (mq_group_unsubscribe(sp, argv[0], opt.group) < 0)
 			tool_fail();

@@ -174,6 +174,18 @@ tool_spool(const char *dir, int flags)
 	return sp;
 }
 
+void
+tool_fence_warn(mq_spool *sp)
+{
+	struct mq_fence f;
+	if (mq_fence_read(sp, &f) != 0)
+		warnx("warning: this spool was fenced: spool %s was promoted to "
+		    "epoch %llu; what is acknowledged here does not reach it, "
+		    "whose consumers get those messages again (mq-replicate "
+		    "demote)", f.peer[0] ? f.peer : "?",
+		    (unsigned long long)f.epoch);
+}
+
 double
 tool_duration(const char *opt, const char *arg)
 {

@@ -39,6 +39,9 @@ void tool_open_files(void);
  * (tool_spool_try), its error placed. */
 mq_spool *tool_spool(const char *dir, int flags);
 mq_spool *tool_spool_try(const char *dir, int flags);
+/* A warning, once, when the spool was fenced (mq-protocol(5), Epochs):
+ * what a consumer acknowledges there does not reach the new primary. */
+void tool_fence_warn(mq_spool *);
 double tool_duration(const char *opt, const char *arg);
 unsigned long tool_number(const char *opt, const char *arg, unsigned long min,
     unsigned long max);

@@ -33,6 +33,15 @@ int mq_spool_writable(const mq_spool *sp);
 double mq_env_duration(const char *name, double dflt);
 int mq_size_parse(const char *s, double *out);
 
+/* fenced.c: the grammar of replicate/epoch and replicate/fenced (0, or
+ * -1 without an error set); mq_fence_check: 0 when the spool is not
+ * fenced, else -1 with EX_NOPERM saying so (what writers call once per
+ * write); mq_fence_say: that error for f. */
+int mq_epoch_parse(const char *text, size_t len, uint64_t *epoch);
+int mq_fence_parse(const char *text, size_t len, struct mq_fence *f);
+int mq_fence_check(mq_spool *);
+int mq_fence_say(mq_spool *, const struct mq_fence *f);
+
 /* perm.c: permissions on one directory, or on it and all below. */
 int mq_perm_apply(int dfd, const char *what, const struct mq_perm *);
 int mq_perm_apply_tree(int dfd, const char *what, const struct mq_perm *);

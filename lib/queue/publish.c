@@ -27,6 +27,10 @@
  * was.  On a topic with signers, one without a key or with another key is
  * refused before each send writes anything (mq-spool(5), SIGNED
  * MESSAGES).
+ *
+ * A spool that replication fenced (SPOOL/replicate/fenced: another spool
+ * was promoted past it, mq-protocol(5)) is refused at each send, before
+ * anything is written: what it took would be lost to the new primary.
  */
 #include <stdlib.h>
 #include <errno.h>
@@ -721,6 +725,10 @@ mq_pub_send(mq_pub *p, const struct mq_pub_msg *msgs, size_t n,
 	int rc = part && idx ? 0 : mq_err_sys("malloc");
 	for (size_t i = 0; i < n; i++)
 		ids[i][0] = 0;
+	/* A spool fenced by a newer primary takes no more messages: one
+	 * look for the file per call, not per message. */
+	if (rc == 0 && n)
+		rc = mq_fence_check(p->sp);
 	if (rc == 0 && n)
 		rc = pub_admitted(p);
 	for (size_t i = 0; rc == 0 && i < n; i++) {

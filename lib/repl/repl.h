@@ -95,9 +95,51 @@ int repl_expect(mq_link *, const char *word, const char **rest, size_t *len);
 /* "ERROR <code> <message>" from the peer, as our error (-1). */
 int repl_error_frame(const char *frame, size_t len);
 
+/* Epochs (fence.c; mq-protocol(5), Epochs): this spool's and the
+ * peer's, as their hellos said (peer_has: the peer's said one; an old
+ * version's did not, and is at 0). */
+struct repl_epoch {
+	uint64_t mine, peer;
+	bool peer_has;
+};
+/* After the hellos: refuses a session this spool must not have (a
+ * fenced spool's, unless demote; a sender's toward a newer epoch, which
+ * fences this spool; a receiver's from an older one), learns a newer
+ * epoch; -1 with EX_CONFIG, the message saying what to do. */
+int repl_epoch_hello(mq_spool *, enum mq_repl_role, struct repl_epoch *,
+    int demote, const char *peer, const char *name,
+    const struct mq_repl_opts *);
+/* A batch of a sender at epoch theirs: refused when this spool's epoch,
+ * read again, is higher (a promote while the session ran). */
+int repl_epoch_batch(mq_spool *, uint64_t theirs, const char *peer,
+    const char *name);
+/* After a session failed: a receiver's refusal of our epoch fences this
+ * spool. */
+void repl_fence_learn(mq_spool *, uint64_t mine, const char *peer,
+    const char *name);
+/* The highest epoch this spool knows: its own, or the one fenced says. */
+int repl_epoch_known(mq_spool *, uint64_t *epoch);
+int repl_epoch_set(mq_spool *, uint64_t epoch);
+int repl_role_set(mq_spool *, const char *role);
+int repl_fence_set(mq_spool *, uint64_t epoch, const char *peer,
+    const char *name);
+int repl_fence_clear(mq_spool *);
+/* demote.c: on a spool demoted toward a peer whose vector is seen (sent
+ * by it first in a demote session), quarantines this spool's own
+ * messages that the peer lacks, then adopts epoch, writes role replica
+ * and removes fenced.  *n: how many are in quarantine. */
+int repl_demote(mq_spool *, const struct repl_seen *seen, uint64_t epoch,
+    const struct mq_repl_opts *, size_t *n);
+/* SEEN and a vector, as a frame. */
+int repl_seen_send(mq_link *, const struct repl_seen *);
+/* replicate/quarantine/<topic>.<k>.<KEY>.<origin> (mq-protocol(5),
+ * Conflicts). */
+int repl_quarantine_name(char *buf, size_t len, const char *topic,
+    unsigned k, const char *key, const char *origin);
+
 /* The two sides of a session, after the hello. */
 int repl_send(mq_spool *, mq_link *, const char *peer, const char *peer_name,
-    const struct mq_repl_opts *);
+    const struct repl_epoch *, const struct mq_repl_opts *);
 int repl_recv(mq_spool *, mq_link *, const char *peer, const char *peer_name,
     const struct mq_repl_opts *);
 

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 
@@ -85,4 +86,23 @@ repl_error_frame(const char *f, size_t n)
 	/* The peer's own message may name its peer (us) already. */
 	return mq_err(code >= 64 && code <= 78 ? (int)code : EX_PROTOCOL, "%s%s",
 	    ml >= 6 && !memcmp(msg, "peer: ", 6) ? "" : "peer: ", msg);
+}
+
+int
+repl_seen_send(mq_link *l, const struct repl_seen *seen)
+{
+	char *text = NULL;
+	size_t tlen;
+	if (repl_seen_render(seen, &text, &tlen) < 0)
+		return -1;
+	char *frame = malloc(tlen + 5);
+	int rc = frame ? 0 : mq_err_sys("malloc");
+	if (rc == 0) {
+		memcpy(frame, "SEEN\n", 5);
+		memcpy(frame + 5, text, tlen);
+		rc = mq_link_send(l, frame, tlen + 5);
+		free(frame);
+	}
+	free(text);
+	return rc;
 }

@@ -24,8 +24,10 @@
  * length, every name of its grammar, every record printable and of its
  * type, never of our origin, the peer's own at their offsets, sequence
  * numbers within MQ_SEQ_MAX, at most REPL_ORIGINS_MAX origins.  One bad
- * record refuses the batch and ends the session.  See mq-protocol(5),
- * REPLICATION CHANNEL.
+ * record refuses the batch and ends the session.  So does a batch whose
+ * epoch is below this spool's, read again under replicate/lock-recv for
+ * each batch, so that no batch is applied past a promote (fence.c).  See
+ * mq-protocol(5), REPLICATION CHANNEL and Epochs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -61,12 +63,13 @@ struct rtopic {
 	struct rpart *pv;
 };
 
-/* A batch's first line: BATCH start end n [compare]. */
+/* A batch's first line: BATCH start end n [compare] [epoch=N]. */
 struct bhead {
 	uint64_t start, end;
 	size_t n;                       /* records, at most REPL_BATCH_RECORDS */
 	size_t len;                     /* of the line, its newline included */
 	int compare;
+	uint64_t epoch;                 /* the sender's; 0 when not said */
 };
 
 /* One record of a batch, where the frame has it, checked whole. */
@@ -400,8 +403,9 @@ quarantine(struct receiver *r, const char *topic, unsigned k, const char *key,
 	if (qfd < 0)
 		return -1;
 	char name[MQ_NAME_MAX + MQ_KEY_LEN + MQ_ID_LEN + 32];
-	snprintf(name, sizeof name, "%s.%u.%s.%s", topic, k, key, origin);
-	int rc = mq_write_file(qfd, name, data, len, 1, 1);
+	int rc = repl_quarantine_name(name, sizeof name, topic, k, key, origin);
+	if (rc == 0)
+		rc = mq_write_file(qfd, name, data, len, 1, 1);
 	close(qfd);
 	r->quarantined++;
 	repl_log(r->o, LOG_WARNING, "quarantined %s/%u/%s from %s: this spool "
@@ -965,12 +969,19 @@ batch_head(const struct receiver *r, const char *f, size_t len,
 	    !(p = mq_decimal(l + 6, UINT64_MAX, &h->start)) || *p != ' ' ||
 	    !(p = mq_decimal(p + 1, UINT64_MAX, &h->end)) || *p != ' ' ||
 	    !(p = mq_decimal(p + 1, REPL_BATCH_RECORDS, &n)) ||
-	    (*p && strcmp(p, " compare")) || h->start > h->end)
+	    h->start > h->end)
+		p = NULL;
+	h->compare = p && !strncmp(p, " compare", 8);
+	if (h->compare)
+		p += 8;
+	h->epoch = 0;
+	if (p && !strncmp(p, " epoch=", 7))
+		p = mq_decimal(p + 7, MQ_EPOCH_MAX, &h->epoch);
+	if (!p || *p)
 		return mq_err(EX_PROTOCOL, "peer: %s sent a bad BATCH line "
 		    "(at most %d records, start <= end)", who(r, w),
 		    REPL_BATCH_RECORDS);
 	h->n = (size_t)n;
-	h->compare = *p != 0;
 	return 0;
 }
 
@@ -1384,21 +1395,8 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	/* What we have of our own: the whole journal. */
 	if (rc == 0)
 		rc = repl_seen_put(&r.seen, r.me, mq_journal_size(sp));
-	char *text = NULL;
-	size_t tlen;
 	if (rc == 0)
-		rc = repl_seen_render(&r.seen, &text, &tlen);
-	if (rc == 0) {
-		char *frame = malloc(tlen + 5);
-		rc = frame ? 0 : mq_err_sys("malloc");
-		if (rc == 0) {
-			memcpy(frame, "SEEN\n", 5);
-			memcpy(frame + 5, text, tlen);
-			rc = mq_link_send(l, frame, tlen + 5);
-			free(frame);
-		}
-	}
-	free(text);
+		rc = repl_seen_send(l, &r.seen);
 	int skipping = 0, held = 0;
 	uint64_t resend = 0;
 	const void *buf;
@@ -1452,6 +1450,7 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		/* Another session may have applied records meanwhile. */
 		repl_seen_free(&r.seen);
 		int ab = lock_set(lfd, F_WRLCK) < 0 ||
+		    repl_epoch_batch(sp, h.epoch, peer, peer_name) < 0 ||
 		    repl_seen_load(sp, &r.seen, &covered) < 0 ||
 		    finish_cut(&r, covered) < 0 ? -1 : 0;
 		/* Batches already on their way are applied with this one and
@@ -1468,8 +1467,14 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			got = mq_link_recv(l, &buf, &len);
 			f = (char *)buf;
 			if (got == 1 && len >= 6 && !memcmp(f, "BATCH ", 6) &&
-			    batch_head(&r, f, len, &h) == 0)
+			    batch_head(&r, f, len, &h) == 0 &&
+			    (ab = repl_epoch_batch(sp, h.epoch, peer,
+			    peer_name)) == 0)
 				continue;
+			if (ab < 0) {
+				finish(&r);
+				break;
+			}
 			/* Not a batch: it waits for those to be finished. */
 			held = got == 1;
 			ab = finish(&r) < 0 || got < 0 ? -1 : 0;
@@ -1575,7 +1580,7 @@ unstage_all(mq_spool *sp, const char *topic, size_t *n)
 }
 
 int
-mq_repl_promote(mq_spool *sp, size_t *repaired)
+mq_repl_promote(mq_spool *sp, size_t *repaired, uint64_t *epoch)
 {
 	*repaired = 0;
 	int lfd = lock_open(sp);
@@ -1590,17 +1595,20 @@ mq_repl_promote(mq_spool *sp, size_t *repaired)
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		rc = unstage_all(sp, names[i], repaired);
 	mq_strv_free(names, n);
-
-	int dfd = rc == 0 ? repl_dir(sp, ".") : -1;
-	if (dfd >= 0) {
-		char text[64];
-		int len = snprintf(text, sizeof text, "primary %.3f\n", mq_now());
-		rc = mq_write_file(dfd, "role", text, (size_t)len, 1, 1) < 0 ?
-		    -1 : 0;
-		close(dfd);
-	} else if (rc == 0) {
-		rc = -1;
-	}
+	/* A new term, past every one this spool knows, before the role:
+	 * under lock-recv, so that a batch from the old primary that waits
+	 * for the lock reads it and is refused (fence.c). */
+	if (rc == 0)
+		rc = repl_epoch_known(sp, epoch);
+	if (rc == 0 && *epoch >= MQ_EPOCH_MAX)
+		rc = mq_err(EX_DATAERR, "epoch %" PRIu64 " is the last one",
+		    *epoch);
+	if (rc == 0)
+		rc = repl_epoch_set(sp, ++*epoch);
+	if (rc == 0)
+		rc = repl_role_set(sp, "primary");
+	if (rc == 0)
+		rc = repl_fence_clear(sp);
 	close(lfd);
 	return rc;
 }

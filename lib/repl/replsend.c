@@ -40,6 +40,7 @@ struct sender {
 	mq_spool *sp;
 	mq_link *l;
 	const struct mq_repl_opts *o;
+	const struct repl_epoch *ep;    /* in each batch, if the peer has */
 	char me[MQ_ID_LEN + 1], peer[MQ_ID_LEN + 1], peer_name[128];
 	struct repl_seen seen;          /* the peer's */
 	struct mq_jreader r;
@@ -530,9 +531,11 @@ progress(struct sender *s, int last)
 static int
 ship(struct sender *s, const char *tag)
 {
-	char first[128];
+	char first[128], epoch[32] = "";
+	if (s->ep->peer_has)
+		snprintf(epoch, sizeof epoch, " epoch=%" PRIu64, s->ep->mine);
 	int fl = snprintf(first, sizeof first, "BATCH %" PRIu64 " %" PRIu64
-	    " %zu%s\n", s->start, s->pos, s->nrec, tag);
+	    " %zu%s%s\n", s->start, s->pos, s->nrec, tag, epoch);
 	memcpy(s->buf + 128 - fl, first, (size_t)fl);
 	return mq_link_send(s->l, s->buf + 128 - fl, s->len - 128 + (size_t)fl);
 }
@@ -926,9 +929,9 @@ watch_journal(mq_spool *sp, int *watched)
 
 int
 repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
-    const struct mq_repl_opts *o)
+    const struct repl_epoch *ep, const struct mq_repl_opts *o)
 {
-	struct sender s = { .sp = sp, .l = l, .o = o };
+	struct sender s = { .sp = sp, .l = l, .o = o, .ep = ep };
 	s.r.fd = -1;
 	snprintf(s.peer, sizeof s.peer, "%s", peer);
 	snprintf(s.peer_name, sizeof s.peer_name, "%s", peer_name);

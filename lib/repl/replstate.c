@@ -96,6 +96,13 @@ repl_dir(mq_spool *sp, const char *sub)
 	return mq_dir_open(sp->fd, p);
 }
 
+int
+repl_quarantine_name(char *buf, size_t len, const char *topic, unsigned k,
+    const char *key, const char *origin)
+{
+	return mq_path(buf, len, "%s.%u.%s.%s", topic, k, key, origin);
+}
+
 /* The vector. */
 uint64_t
 repl_seen_get(const struct repl_seen *s, const char *origin)

@@ -728,3 +728,25 @@ closed_count() {
 	push_once B
 	assert_equal "$(logged "$SA" t)" 12
 }
+
+@test "net: batches that come faster than the receiver syncs them are made durable together: fewer syncs than batches, each message once" {
+	hosts 14
+	trust
+	mq-topic -s "$SA" create t
+	subscribe "$SA" t g
+	# 60 batches of 1,024 small messages: the sender keeps 16 on their
+	# way while the receiver syncs, so some have come whole by then.
+	seq 1 61440 | sed 's/^/m/' | mq-pub -s "$SA" -q -l t
+	serve B "$TD/servB"
+	push_once A
+	wait_for grep -q 'applied 61442 records' "$TD/servB.err"
+	local line batches syncs
+	line=$(grep 'applied 61442 records' "$TD/servB.err")
+	batches=$(sed -E 's/.* in ([0-9]+) batches.*/\1/' <<<"$line")
+	syncs=$(sed -E 's/.* made durable ([0-9]+) times.*/\1/' <<<"$line")
+	((batches >= 60)) || fail "$line"
+	((syncs < batches)) || fail "no batches made durable together: $line"
+	assert_equal "$(pending "$SB" t g)" 61440
+	assert_same t g
+	assert_unique_bodies 61440 "$SB"/topics/t/p*/g/g/new
+}

@@ -1,0 +1,230 @@
+#!/usr/bin/env bats
+# mq-replicate: epochs and fencing (mq-protocol(5), Epochs): after a
+# promote, the old primary can no longer send, publish, or take records
+# from the new one until demote has quarantined what it took alone.
+
+load helper
+load replicate_helper
+
+# push_to FROM TO, pull_to INTO FROM: one session over env (serve --stdio).
+push_to() {
+	mq-replicate -s "$1" push --rsh env --remote-spool "$2"
+}
+
+# new_is SPOOL N: t/g has N messages in new/.
+new_is() {
+	[[ $(count_entries "$1/topics/t/p0/g/g/new") == "$2" ]]
+}
+
+# A primary A with 3 messages in t/g, copied to B and to C; B promoted.
+split() {
+	pair
+	C=$TD/c
+	mq-topic create t
+	mq-group create t g
+	seq 1 3 | mq-pub -l t >/dev/null
+	push_to "$A" "$B"
+	push_to "$A" "$C"
+	run -0 mq-replicate -s "$B" promote
+	assert_output --regexp "^promoted $B to epoch 1: 0 link"
+}
+
+@test "after promote the old primary's push is refused, changes nothing there, and fences it" {
+	split
+	assert_equal "$(cat "$B/replicate/epoch")" 1
+	assert_equal "$(cut -d' ' -f1 "$B/replicate/role")" primary
+	[[ ! -e $A/replicate/epoch ]] || fail "A has an epoch"
+	seq 4 5 | mq-pub -l t >/dev/null
+	local before; before=$(queue_sums "$B")
+	run --separate-stderr push_to "$A" "$B"
+	assert_equal "$status" 78
+	assert_one_line_error mq-replicate
+	[[ $stderr == *"refused: the peer "*" is at epoch 1, this spool at epoch 0"* ]] || fail "$stderr"
+	[[ $stderr == *"mq-replicate -s $A demote"* ]] || fail "$stderr"
+	assert_equal "$(queue_sums "$B")" "$before"
+	assert_equal "$(count_entries "$B/topics/t/p0/g/g/new")" 3
+	# A recorded it, and takes no more messages.
+	local id; id=$(cat "$B/ID")
+	assert_equal "$(sed -n 1,3p "$A/replicate/fenced")" "epoch=1
+peer=$id
+name="
+	run --separate-stderr mq-pub t six
+	assert_equal "$status" 77
+	assert_one_line_error mq-pub
+	[[ $stderr == "mq-pub: this spool was fenced: spool $id was promoted to epoch 1 "*"run 'mq-replicate demote' or remove $A/replicate/fenced" ]] || fail "$stderr"
+	assert_equal "$(count_entries "$A/topics/t/p0/log")" 5
+	# Nor through mq-sub --publish-to.
+	mq-topic create out
+	mq-group create out o
+	run --separate-stderr mq-sub -g g t -n 1 --exec cat --publish-to out
+	assert_equal "$status" 75                # the message is retried later
+	[[ $stderr == *"--publish-to: this spool was fenced"* ]] || fail "$stderr"
+	assert_equal "$(count_entries "$A/topics/out/p0/log")" 0
+	# It sends to no one else either, the replica C included.
+	run --separate-stderr push_to "$A" "$C"
+	assert_equal "$status" 78
+	[[ $stderr == *"this spool was fenced"* ]] || fail "$stderr"
+	assert_equal "$(count_entries "$C/topics/t/p0/g/g/new")" 3
+}
+
+@test "the receiver refuses an older sender, naming both epochs, and the sender is fenced" {
+	split
+	# B pulls from A: A sends, at epoch 0, to B at epoch 1.
+	run --separate-stderr mq-replicate -s "$B" pull --rsh env --remote-spool "$A"
+	assert_equal "$status" 78
+	assert_one_line_error mq-replicate
+	local a; a=$(cat "$A/ID")
+	[[ $stderr == "mq-replicate: refused: this spool is at epoch 1 (since "*"), the sender $a is at epoch 0: it is a fenced old primary; run 'mq-replicate -s SPOOL demote' there" ]] || fail "$stderr"
+	assert_equal "$(head -1 "$A/replicate/fenced")" epoch=1
+}
+
+@test "a primary at an older epoch is fenced when the new primary sends to it" {
+	split
+	local before; before=$(queue_sums "$A")
+	run --separate-stderr push_to "$B" "$A"
+	assert_equal "$status" 78
+	[[ -e $A/replicate/fenced ]] || fail "A is not fenced"
+	[[ ! -e $A/replicate/epoch ]] || fail "A took the epoch"
+	assert_equal "$(queue_sums "$A")" "$before"
+}
+
+@test "demote quarantines exactly the divergent messages, then A follows B" {
+	split
+	seq 4 5 | mq-pub -l t >/dev/null          # on A only
+	mq-pub -s "$B" -l t <<<"b1" >/dev/null       # on B only
+	run -78 push_to "$A" "$B"
+	local b_before; b_before=$(queue_sums "$B")
+	run --separate-stderr mq-replicate -s "$A" demote --rsh env --remote-spool "$B"
+	assert_success
+	assert_output "demoted $A: a replica at epoch 1; 2 message(s) published here that the new primary lacks are in replicate/quarantine/"
+	[[ $(grep -c "quarantined t/0/" <<<"$stderr") == 2 ]] || fail "$stderr"
+	# The two quarantined are A's 4 and 5, whole.
+	assert_equal "$(count_entries "$A/replicate/quarantine")" 2
+	local f bodies=""
+	for f in "$A"/replicate/quarantine/t.0.*; do
+		bodies+=$(sed '1,/^$/d' "$f")
+	done
+	assert_equal "$bodies" 45
+	assert_equal "$(cat "$A/replicate/epoch")" 1
+	assert_equal "$(cut -d' ' -f1 "$A/replicate/role")" replica
+	[[ ! -e $A/replicate/fenced ]] || fail "still fenced"
+	# B kept everything; A has what B has (demote pulled), and nothing more.
+	assert_equal "$(queue_sums "$B")" "$b_before"
+	assert_equal "$(count_entries "$A/topics/t/p0/g/g/new")" 4
+	same_spools
+	# B goes on; A receives and publishes nothing of its own.
+	seq 6 7 | mq-pub -s "$B" -l t >/dev/null
+	run -0 push_to "$B" "$A"
+	assert_equal "$(count_entries "$A/topics/t/p0/g/g/new")" 6
+	assert_equal "$(count_entries "$B/topics/t/p0/g/g/new")" 6
+	same_spools
+	# Run again: nothing more to quarantine, the same count.
+	run -0 mq-replicate -s "$A" demote --rsh env --remote-spool "$B"
+	assert_output --partial "; 2 message(s)"
+	assert_equal "$(count_entries "$A/topics/t/p0/g/g/new")" 6
+}
+
+@test "a demote cut after the quarantine is finished by the next one" {
+	split
+	seq 4 5 | mq-pub -l t >/dev/null
+	run -78 push_to "$A" "$B"
+	# As if the first demote died after one message was linked into
+	# quarantine and its queue link was removed, before log/.
+	local key; key=$(ls "$A/topics/t/p0/log" | sed -n 4p)
+	mkdir -p "$A/replicate/quarantine"
+	ln "$A/topics/t/p0/log/$key" "$A/replicate/quarantine/t.0.$key.$(cat "$A/ID")"
+	rm "$A/topics/t/p0/g/g/new/$key"
+	run -0 mq-replicate -s "$A" demote --rsh env --remote-spool "$B"
+	assert_output --partial "; 2 message(s)"
+	assert_equal "$(count_entries "$A/replicate/quarantine")" 2
+	assert_equal "$(count_entries "$A/topics/t/p0/log")" 3
+	same_spools
+}
+
+@test "a replica at epoch 0 learns the new primary's epoch; promote goes past every epoch known" {
+	split
+	seq 6 7 | mq-pub -s "$B" -l t >/dev/null
+	run -0 push_to "$B" "$C"
+	assert_equal "$(cat "$C/replicate/epoch")" 1
+	assert_equal "$(count_entries "$C/topics/t/p0/g/g/new")" 5
+	[[ ! -e $C/replicate/fenced ]] || fail "C fenced"
+	# Promoted in turn, C is at 2, and B, sending to it now, is fenced.
+	run -0 mq-replicate -s "$C" promote
+	assert_output --regexp "to epoch 2:"
+	run -78 push_to "$B" "$C"
+	assert_equal "$(head -1 "$B/replicate/fenced")" epoch=2
+	# A promote of the fenced B goes past the epoch it learned: 3.
+	run -0 mq-replicate -s "$B" promote
+	assert_output --regexp "to epoch 3:"
+	[[ ! -e $B/replicate/fenced ]] || fail "B still fenced"
+}
+
+@test "demote toward an older epoch is refused" {
+	split
+	run -78 push_to "$A" "$B"
+	run --separate-stderr mq-replicate -s "$B" demote --rsh env --remote-spool "$A"
+	assert_equal "$status" 78
+	[[ $stderr == *"is at epoch 0, older than this spool's 1"* ]] || fail "$stderr"
+	assert_equal "$(cat "$B/replicate/epoch")" 1
+	run --separate-stderr mq-replicate -s "$A" demote --follow --rsh env --remote-spool "$B"
+	assert_equal "$status" 64
+}
+
+@test "a promote during a session refuses the sender's next batch" {
+	split
+	run -0 mq-replicate -s "$C" promote          # C at 1: B, at 1, sends
+	spawn "$TD/push.out" mq-replicate -s "$B" push --follow --rsh env --remote-spool "$C"
+	echo one | mq-pub -s "$B" t >/dev/null
+	wait_for new_is "$C" 4
+	run -0 mq-replicate -s "$C" promote
+	assert_output --regexp "to epoch 2:"
+	echo two | mq-pub -s "$B" t >/dev/null
+	wait_for test -e "$B/replicate/fenced"
+	assert_equal "$(head -1 "$B/replicate/fenced")" epoch=2
+	assert_equal "$(count_entries "$C/topics/t/p0/g/g/new")" 4
+}
+
+@test "a damaged epoch or fenced file is an error that names it" {
+	split
+	for bad in "01" "-1" "+1" "1 " "" "4294967296" "1
+2" "x"; do
+		printf '%s\n' "$bad" >"$B/replicate/epoch"
+		run --separate-stderr push_to "$A" "$B"
+		assert_equal "$status" 65
+		[[ $stderr == *"$B/replicate/epoch is damaged"* ]] || fail "$bad: $stderr"
+		run --separate-stderr mq-replicate -s "$B" promote
+		assert_equal "$status" 65
+		assert_one_line_error mq-replicate
+	done
+	printf 1 >"$B/replicate/epoch"          # no newline
+	run -65 mq-replicate -s "$B" promote
+	echo 4294967295 >"$B/replicate/epoch"
+	run -0 push_to "$B" "$C"
+	printf 'epoch=x\n' >"$A/replicate/fenced"
+	run --separate-stderr mq-pub t x
+	assert_equal "$status" 77
+	[[ $stderr == *"$A/replicate/fenced is damaged"* ]] || fail "$stderr"
+}
+
+@test "acks on a fenced spool go on, with a warning" {
+	split
+	run -78 push_to "$A" "$B"
+	run --separate-stderr mq-sub -g g t -n 1
+	assert_success
+	[[ $stderr == *"this spool was fenced"* ]] || fail "$stderr"
+	assert_equal "$(count_entries "$A/topics/t/p0/g/g/new")" 2
+}
+
+@test "completion and usage: demote is a command, with the options of a pull" {
+	run -0 completions _mq_replicate mq-replicate ""
+	assert_line demote
+	run -0 completions _mq_replicate mq-replicate demote --re
+	assert_output "--remote-spool
+--remote-command"
+	run -0 mq-replicate --help
+	assert_output --partial "demote [--progress | --no-progress] [-v] (ADDR:PORT | --rsh CMD ...)"
+	run --separate-stderr mq-replicate demote
+	assert_equal "$status" 64
+	run --separate-stderr mq-replicate demote --compare --rsh env
+	assert_equal "$status" 64
+}
