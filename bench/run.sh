@@ -108,7 +108,7 @@ files=$(( files + REPEAT * 9 * FAN_N ))
 # Section 7: the source and mq's copy (a file each per message: a group's
 # link is no inode), rsync's copies (two files each without -H, one with),
 # and the two spools of the lag test.
-repl_files=$(( 7 * REPL_N + 2 * LAG_N ))
+repl_files=$(( 8 * REPL_N + 2 * LAG_N ))
 # Section 8: a log/ file per message (its groups' links are no inodes).
 # Section 10: two topics per run.  Section 11: a log/ file per message,
 # two topics per run.
@@ -561,6 +561,12 @@ repl_measure() {
 	timed_sync repl.rsyncH.sync
 	du -sk "$W/repl-rsyncH" | cut -f1 > "$W/res/repl.rsyncH.du"
 
+	step "replicate: the local floor, create, write and rename of each message"
+	sync
+	"$FLOOR" publish "$W/repl-floor" "$REPL_N" "$SIZE" > "$W/res/repl.floor"
+	timed_sync repl.floor.sync
+	du -sk "$W/repl-floor" | cut -f1 > "$W/res/repl.floor.du"
+
 	[ "$have_lib" = 1 ] || return 0
 	step "replicate: lag of push --follow, $LAG_RATE msgs/s for $LAG_SECS s"
 	local ls=$W/lag-src ld=$W/lag-dst
@@ -598,12 +604,13 @@ repl_table() {
 	echo "7. replicate: initial sync of $REPL_N messages of $SIZE bytes (one topic, one group), over 127.0.0.1"
 	printf '  %-42s %9s %9s %7s %7s %9s\n' "" "msgs/s" "seconds" \
 	    "user s" "sys s" "then sync"
-	for f in mq rsyncd rsync rsyncH; do
+	for f in mq rsyncd rsync rsyncH floor; do
 		case $f in
 		mq) lbl="mq-replicate push (serve, encrypted)" ;;
 		rsyncd) lbl="rsync -a to an rsync daemon" ;;
 		rsync) lbl="rsync -a, local copy (no network)" ;;
 		rsyncH) lbl="rsync -aH, local copy (no network)" ;;
+		floor) lbl="floor: create+write+rename, one syncfs" ;;
 		esac
 		printf '  %-42s %9.0f %9.3f %7.2f %7.2f %8.3fs  %s MiB on disk (du)\n' \
 		    "$lbl" "$(kv "$W/res/repl.$f" rate)" \
@@ -616,6 +623,10 @@ repl_table() {
 	    -v b="$(kv "$W/res/repl.mq" seconds)" 'BEGIN { v = a / b
 	    printf "  %-42s %8.2fx   target %-9s %s\n", "rsync daemon time / mq time",
 		v, ">= 2x", (v >= 2) ? "met" : "NOT MET" }'
+	awk -v a="$(kv "$W/res/repl.mq" seconds)" \
+	    -v b="$(kv "$W/res/repl.floor" seconds)" 'BEGIN {
+	    printf "  %-42s %8.2fx   %s\n", "mq time / floor time", a / b,
+		"(the local floor writes no journal and no log/ link, over no network)" }'
 	c=$(cat "$W/res/repl.count")
 	if [ "$c" = "$REPL_N" ]; then
 		printf '  %-42s %9s   %s\n' "  context: check of the copy" "$c" \
