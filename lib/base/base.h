@@ -453,9 +453,15 @@ int mq_journal_next_base(int dirfd, const char *path, uint64_t after,
  * the B record of where the last one ends. */
 int mq_journal_start_file(mq_spool *, const char *path, int fd);
 /* Cuts path's journal file fd (whose first offset is base) when it is
- * still the journal and holds MQ_JOURNAL_SEGMENT bytes; its flock is
- * tried, and a file being written left for a later write to cut. */
-int mq_journal_cut(mq_spool *, const char *path, int fd, uint64_t base);
+ * still the journal and holds min bytes (MQ_JOURNAL_SEGMENT, or 0 to cut
+ * it whatever its size): 1 when it did.  Its flock is tried, and a file
+ * being written left for a later write to cut.  A spool no peer needs
+ * the journal of (mq_journal_needed) keeps no cut file. */
+int mq_journal_cut(mq_spool *, const char *path, int fd, uint64_t base,
+    uint64_t min);
+/* Whether a replication peer may need the journal: the spool has sent
+ * to one (replicate/peers/) or received from one (replicate/seen). */
+bool mq_journal_needed(mq_spool *);
 /* Unlinks the cut files of path's journal that end at or before upto:
  * how many. */
 int mq_journal_drop(mq_spool *, const char *path, uint64_t upto);
@@ -467,6 +473,11 @@ uint64_t mq_journal_start(mq_spool *);
  * JOURNAL. */
 /* Every journal of the spool, as paths in it: "journal" first, then
  * "journals/<host>" for each host's. */
+/* The offset of SPOOL/journal up to which journals/.merged holds the M
+ * records, once it is durable: what a drop of SPOOL/journal's cut files
+ * may reach without the merge losing how far each host is merged
+ * (UINT64_MAX without one). */
+int mq_journal_merged(mq_spool *, uint64_t *covered);
 int mq_journal_list(mq_spool *, struct mq_names *);
 /* journals/.lock, waited for: its descriptor, to close. */
 int mq_journal_lock(mq_spool *);

@@ -429,6 +429,15 @@ merge_locked(struct merge *m, uint64_t upto, uint64_t *size, uint64_t *held)
 	 * cut: .merged covers the records before it. */
 	if (rc == 0 && b.len)
 		rc = save(m, end);
+	/* The M record, synced, says how far each host's journal is
+	 * merged: its cut files before that may go. */
+	for (size_t i = 0; rc == 0 && i < m->n; i++) {
+		char path[MQ_HOST_MAX + 16];
+		snprintf(path, sizeof path, "journals/%s", m->v[i].name);
+		if (m->v[i].to > m->v[i].from &&
+		    mq_journal_drop(m->sp, path, m->v[i].to) < 0)
+			rc = -1;
+	}
 	bool more = b.len >= MERGE_BYTES;
 	mq_jbuf_free(&b);
 	if (rc == 0)
@@ -475,6 +484,31 @@ mq_journal_merge(mq_spool *sp, uint64_t upto, uint64_t *size, uint64_t *held)
 	    merge_locked(&m, upto, size, held);
 	merge_free(&m);
 	close(lfd);
+	return rc;
+}
+
+int
+mq_journal_merged(mq_spool *sp, uint64_t *covered)
+{
+	/* None: no merge saved its M records, or it is lost, and then a
+	 * merge may take again what it merged once, which replication
+	 * applies once (mq-protocol(5)): no reason to keep files. */
+	*covered = UINT64_MAX;
+	int fd = mq_file_open(sp->fd, "journals/.merged", O_RDONLY, 0, NULL);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	char head[64];
+	ssize_t got = pread(fd, head, sizeof head - 1, 0);
+	int rc = got < 0 || fsync(fd) < 0 ? mq_err_sys("journals/.merged") : 0;
+	close(fd);
+	const char *end;
+	if (rc == 0) {
+		head[got] = 0;
+		if (strncmp(head, "journal ", 8) ||
+		    !(end = mq_decimal(head + 8, UINT64_MAX, covered)) ||
+		    *end != '\n')
+			*covered = UINT64_MAX;  /* damaged: as none */
+	}
 	return rc;
 }
 

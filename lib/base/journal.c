@@ -29,8 +29,20 @@
 
 #include "base.h"
 
-/* On a shared file system each host appends to its own journal, which
- * jmerge.c merges into SPOOL/journal. */
+/* The journal this host appends to: SPOOL/journal, or on a shared file
+ * system its own journals/<host>, which jmerge.c merges into it. */
+static void
+own_path(mq_spool *sp, char path[MQ_HOST_MAX + 16])
+{
+	char name[MQ_HOST_MAX];
+	if (!sp->shared) {
+		snprintf(path, MQ_HOST_MAX + 16, "journal");
+		return;
+	}
+	mq_hostname(name);
+	snprintf(path, MQ_HOST_MAX + 16, "journals/%s", name);
+}
+
 int
 mq_journal_fd(mq_spool *sp)
 {
@@ -38,14 +50,10 @@ mq_journal_fd(mq_spool *sp)
 		return sp->jfd;
 	if (mq_spool_writable(sp) < 0)
 		return -1;
-	char path[MQ_HOST_MAX + 16] = "journal";
-	if (sp->shared) {
-		char name[MQ_HOST_MAX];
-		mq_hostname(name);
-		snprintf(path, sizeof path, "journals/%s", name);
-		if (mq_mkdir(sp->fd, "journals") < 0)
-			return -1;
-	}
+	char path[MQ_HOST_MAX + 16];
+	own_path(sp, path);
+	if (sp->shared && mq_mkdir(sp->fd, "journals") < 0)
+		return -1;
 	/* Read too: for the B record, and for a shared lock where flock is
 	 * a byte-range lock (NFS). */
 	struct stat st;
@@ -178,22 +186,50 @@ mq_journal_lock(mq_spool *sp)
 	return fd;
 }
 
-/* An append to SPOOL/journal on a local file system: the write holds a
- * shared flock on a file that is still SPOOL/journal, so that a cut
+/* A cut of a host's journal on a shared file system, no peer needing
+ * it, dropped records no merge took: SPOOL/journal is cut too, whatever
+ * its size, and so starts past where a peer that comes later would read
+ * from: it finds the gap, and is brought level by comparing
+ * (mq-protocol(5), Session). */
+static int
+gap_main(mq_spool *sp)
+{
+	int lfd = mq_journal_lock(sp);
+	if (lfd < 0)
+		return -1;
+	uint64_t base = 0;
+	int fd = mq_file_open(sp->fd, "journal", O_RDWR | O_CREAT, 0666, NULL);
+	int rc = fd < 0 || mq_jfile_base(fd, &base) < 0 ? -1 :
+	    mq_journal_cut(sp, "journal", fd, base, 0);
+	if (fd >= 0)
+		close(fd);
+	close(lfd);
+	return rc < 0 ? -1 : 0;
+}
+
+/* An append to the journal this host appends to: the write holds a
+ * shared flock on a file that is still the journal, so that a cut
  * (jsegment.c) happens between writes and none lands in a file cut off.
- * Every appender of SPOOL/journal there goes through it.  *end: the
- * offset after the write. */
+ * Every appender of SPOOL/journal on a local file system, and of a
+ * host's journal on a shared one, goes through it.  *end: the offset
+ * after the write. */
 static int
 append_local(mq_spool *sp, const char *buf, size_t len, uint64_t *end)
 {
+	char path[MQ_HOST_MAX + 16];
+	own_path(sp, path);
 	for (int tries = 0;; tries++) {
 		int fd = mq_journal_fd(sp);
 		if (fd < 0)
 			return -1;
-		if (flock(fd, LOCK_SH) < 0)
+		/* A shared file system without locks: no cut there, and
+		 * so none to keep out. */
+		bool locked = flock(fd, LOCK_SH) == 0;
+		if (!locked && (!sp->shared || (errno != ENOLCK &&
+		    errno != EOPNOTSUPP && errno != ENOSYS)))
 			return mq_err_sys("lock journal");
 		struct stat st;
-		if (mq_fstatat(sp->fd, "journal", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		if (mq_fstatat(sp->fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    st.st_ino != sp->jino) {
 			/* Cut since we opened it (or removed): the new one. */
 			flock(fd, LOCK_UN);
@@ -211,8 +247,11 @@ append_local(mq_spool *sp, const char *buf, size_t len, uint64_t *end)
 			return -1;
 		*end = sp->jbase + pos;
 		/* Best effort: a cut that fails leaves a longer file. */
-		if (pos >= mq_journal_segment_max())
-			(void)mq_journal_cut(sp, "journal", fd, sp->jbase);
+		if (locked && pos >= mq_journal_segment_max() &&
+		    mq_journal_cut(sp, path, fd, sp->jbase,
+		    mq_journal_segment_max()) == 1 && sp->shared &&
+		    !mq_journal_needed(sp))
+			(void)gap_main(sp);
 		return 0;
 	}
 }
@@ -223,16 +262,7 @@ mq_journal_write(mq_spool *sp, struct mq_jbuf *b, uint64_t *end)
 	if (b->len == 0)
 		return 0;
 	uint64_t at = 0;
-	int rc;
-	if (!sp->shared) {
-		rc = append_local(sp, b->buf, b->len, &at);
-	} else {
-		/* This host's own journal, which only it appends to. */
-		int fd = mq_journal_fd(sp);
-		rc = fd < 0 ? -1 : append(fd, false, b->buf, b->len, &at);
-		at += sp->jbase;
-	}
-	if (rc < 0)
+	if (append_local(sp, b->buf, b->len, &at) < 0)
 		return -1;
 	if (end)
 		*end = at;
@@ -281,6 +311,10 @@ mq_journal_append_main(mq_spool *sp, const char *buf, size_t len,
 		rc = mq_err_sys("sync journal");
 	if (rc == 0 && end)
 		*end = base + pos;
+	/* Cut under journals/.lock, which every appender here holds. */
+	if (rc == 0 && pos >= mq_journal_segment_max())
+		(void)mq_journal_cut(sp, "journal", fd, base,
+		    mq_journal_segment_max());
 	close(fd);
 	return rc;
 }

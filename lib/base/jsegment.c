@@ -22,6 +22,11 @@
  * has confirmed is unlinked; the replication layer says up to where
  * (mq_journal_drop).  A reader asked for an offset in a dropped file
  * starts at the oldest kept, told so (gap).
+ *
+ * Where hosts share the spool, each host cuts its own journals/<host>
+ * so (its appenders are all on that host), a merge drops what it took
+ * (jmerge.c), and SPOOL/journal, which every writer writes under
+ * journals/.lock, is cut under that lock; sizes are the server's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -283,10 +288,8 @@ mq_journal_start_file(mq_spool *sp, const char *path, int fd)
 	return rc;
 }
 
-/* Whether a replication peer may need the journal: the spool has sent
- * to one (replicate/peers/) or received from one (replicate/seen). */
-static bool
-needed(mq_spool *sp)
+bool
+mq_journal_needed(mq_spool *sp)
 {
 	return mq_faccessat(sp->fd, "replicate/peers", F_OK,
 	    AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT ||
@@ -295,20 +298,27 @@ needed(mq_spool *sp)
 }
 
 int
-mq_journal_cut(mq_spool *sp, const char *path, int fd, uint64_t base)
+mq_journal_cut(mq_spool *sp, const char *path, int fd, uint64_t base,
+    uint64_t min)
 {
 	char dir[MQ_HOST_MAX + 32], name[MQ_HOST_MAX + 64], line[96];
 	struct stat st, now;
 	size_t len;
+	uint64_t size = 0;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 		return 0;               /* writing: a later write cuts */
 	int rc = 0;
 	if (fstat(fd, &st) < 0)
 		rc = mq_err_sys("journal");
+	/* Where hosts share the file system, its size as the server has
+	 * it: the next file's base is read from it. */
+	else if (!sp->shared)
+		size = (uint64_t)st.st_size;
+	else if (mq_fresh_size(fd, false, &size) < 0)
+		rc = -1;
 	/* Cut by another since we looked, or not full after all. */
-	else if (mq_fstatat(sp->fd, path, &now, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    now.st_ino != st.st_ino || now.st_dev != st.st_dev ||
-	    (uint64_t)st.st_size < mq_journal_segment_max())
+	if (rc == 0 && (mq_fstatat(sp->fd, path, &now, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    now.st_ino != st.st_ino || now.st_dev != st.st_dev || size < min))
 		goto done;
 	if (rc == 0)
 		rc = seg_path(path, UINT64_MAX, dir, sizeof dir);
@@ -323,8 +333,11 @@ mq_journal_cut(mq_spool *sp, const char *path, int fd, uint64_t base)
 		rc = mq_err_sys("%s", name);
 	if (rc == 0)
 		rc = mq_fsync_at(sp->fd, dir);
+	/* An empty journal cut goes on at 1: a reader from 0 then finds
+	 * what came before it gone. */
 	if (rc == 0)
-		rc = b_record(base + (uint64_t)st.st_size, line, sizeof line, &len);
+		rc = b_record(base + size ? base + size : 1, line, sizeof line,
+		    &len);
 	/* The commit point: the new file in the journal's name. */
 	if (rc == 0 && mq_write_file(sp->fd, path, line, len, 1, 1) < 0)
 		rc = -1;
@@ -332,8 +345,11 @@ mq_journal_cut(mq_spool *sp, const char *path, int fd, uint64_t base)
 		rc = mq_fsync_fd(sp->fd);
 	/* A spool that has no peers and receives from none needs none of
 	 * it; else the replication layer says what goes (repl_journal_trim). */
-	if (rc == 0 && !needed(sp) && mq_journal_drop(sp, path, UINT64_MAX) < 0)
+	if (rc == 0 && !mq_journal_needed(sp) &&
+	    mq_journal_drop(sp, path, UINT64_MAX) < 0)
 		rc = -1;
+	flock(fd, LOCK_UN);
+	return rc < 0 ? -1 : 1;
 done:
 	flock(fd, LOCK_UN);
 	return rc;

@@ -624,6 +624,13 @@ repl_journal_trim(mq_spool *sp)
 	} else if (errno != ENOENT) {
 		return mq_err_sys("replicate/seen");
 	}
+	/* Where hosts share the spool, the merge reads the M records from
+	 * where journals/.merged covers them. */
+	uint64_t merged;
+	if (sp->shared && mq_journal_merged(sp, &merged) < 0)
+		return -1;
+	if (sp->shared && merged < keep)
+		keep = merged;
 	return mq_journal_drop(sp, "journal", keep);
 }
 

@@ -323,6 +323,76 @@ queue_names() {
 	assert_equal "$(grep -c '^A ' "$S1/journal")" "$acked"
 }
 
+# journal_bytes SPOOL: the bytes of every journal file of the spool:
+# SPOOL/journal, the hosts' journals and the files cut off them all.
+journal_bytes() {
+	find "$1/journal" "$1/journal.d" "$1/journals" -type f ! -name '.*' \
+	    -printf '%s\n' 2>/dev/null | awk '{ n += $1 } END { print n + 0 }'
+}
+
+@test "the journals stay bounded where hosts share the spool: cut, merged, confirmed and dropped; a peer gets every change" {
+	# Small files, so that a few hundred records cut them often; the
+	# merge takes records a tenth of a second old.
+	export MQ_JOURNAL_SEGMENT=4096 MQ_CLOCK_SKEW=0.1
+	mkgroup t g
+	mkgroup t h
+	local round n=0 acked=0 k a
+	for round in 1 2 3; do
+		spawn_publishers t 20 80
+		local p=("${PUBLISHERS[@]}")
+		MQ_HOST=h1 spawn "$TD/s1.$round" mq-sub -s "$S1" -f -t 5 -n 30 -g g -F '%i\n' t
+		p+=("$SPAWNED")
+		MQ_HOST=h2 spawn "$TD/s2.$round" mq-sub -s "$S2" -f -t 5 -n 30 -g g -F '%i\n' t
+		p+=("$SPAWNED")
+		wait_for -t 180 all_exited "${p[@]}"
+		k=$(ids "$TD"/pub.? | wc -l)
+		a=$(lines "$TD/s1.$round" "$TD/s2.$round")
+		n=$((n + k))
+		acked=$((acked + a))
+		rm -f "$TD"/pub.?
+		sleep 0.2
+		MQ_HOST=h1 run --separate-stderr mq-replicate -s "$S1" push --rsh env --remote-spool "$TD/peer" -v
+		assert_success
+		assert_equal "$(count_entries "$TD/peer/topics/t/p0/log")" "$n"
+		assert_equal "$(count_entries "$TD/peer/topics/t/p0/g/h/new")" "$n"
+		assert_equal "$(count_entries "$TD/peer/topics/t/p0/g/g/new")" "$((n - acked))"
+	done
+	note "published $n, acked $acked"
+	# Every host journal was cut, and what was merged dropped; so was
+	# what the peer confirmed of SPOOL/journal.
+	[[ -d $S1/journals/h1.d && -d $S1/journals/h2.d && -d $S1/journal.d ]] ||
+	    fail "no journal was cut: $(ls -R "$S1/journals" "$S1"/journal*)"
+	local bytes written
+	bytes=$(journal_bytes "$S1")
+	written=$(head -c 200 "$S1/journal" | awk 'NR == 1 && $1 == "B" { print $3 }')
+	note "journal files hold $bytes bytes; SPOOL/journal starts at ${written:-0}"
+	((${written:-0} > 3 * 4096)) || fail "SPOOL/journal was not cut"
+	# Each host's journal and SPOOL/journal: at most the file appended to
+	# and one cut file not yet merged or confirmed, each up to a segment
+	# and a record over.
+	((bytes <= 3 * 2 * (4096 + 512))) ||
+	    fail "the journals hold $bytes bytes: $(find "$S1/journal"* "$S1/journals" -type f -printf '%p %s\n')"
+}
+
+@test "a spool shared by hosts that no peer needs keeps no cut journal file; a peer that comes later is brought level by comparing" {
+	export MQ_JOURNAL_SEGMENT=4096
+	mkgroup t g
+	spawn_publishers t 20 80
+	wait_for -t 180 all_exited "${PUBLISHERS[@]}"
+	local n
+	n=$(ids "$TD"/pub.? | wc -l)
+	# The hosts' journals were cut and their records dropped, unmerged:
+	# SPOOL/journal was cut past them, so a peer finds the gap.
+	[[ ! -e $S1/journals/h1.d || -z $(ls "$S1/journals/h1.d") ]] ||
+	    fail "cut files kept: $(ls "$S1/journals/h1.d")"
+	[[ $(head -c 2 "$S1/journal") == "B " ]] || fail "SPOOL/journal was not cut"
+	MQ_HOST=h2 run --separate-stderr mq-replicate -s "$S2" push --rsh env --remote-spool "$TD/peer" -v
+	assert_success
+	[[ $stderr == *"no longer holds its place"* ]] || fail "$stderr"
+	assert_equal "$(count_entries "$TD/peer/topics/t/p0/log")" "$n"
+	assert_equal "$(count_entries "$TD/peer/topics/t/p0/g/g/new")" "$n"
+}
+
 @test "a brick killed during a publish loop: every publish delivered" {
 	local n=100
 	mkgroup t g

@@ -157,7 +157,8 @@ main(void)
 	int jfd = fresh ? mq_journal_fd(fresh) : -1;
 	uint64_t from = mq_journal_size(sp);
 	ok(jfd >= 0 && write(jfd, junk, sizeof junk) == (ssize_t)sizeof junk &&
-	    mq_journal_cut(fresh, "journal", jfd, fresh->jbase) == 0 &&
+	    mq_journal_cut(fresh, "journal", jfd, fresh->jbase,
+	    mq_journal_segment_max()) == 1 &&
 	    mq_journal_note(fresh, 'T', "%s", "after-cut") == 0 &&
 	    mq_journal_size(sp) > from + sizeof junk, "a file ending in half a "
 	    "line is cut");
