@@ -495,12 +495,15 @@ int mq_topic_info_write_json(const struct mq_topic_info *, FILE *);
  * array on one line. */
 int mq_topic_list_write_json(const char *const *names,
     const struct mq_topic_conf *confs, size_t n, FILE *);
-/* The peers of mq_repl_status, a line each, and the count of files in
- * quarantine when there are any; or one JSON object on one line. */
+/* The peers of mq_repl_status, a line each, then the count of files in
+ * quarantine when there are any, the epoch when it is not 0 and who
+ * fenced the spool if one did; or one JSON object on one line. */
+struct mq_repl_self;
 int mq_repl_status_write_table(const mq_spool *,
-    const struct mq_peer_status *, size_t n, size_t quarantined, FILE *);
+    const struct mq_peer_status *, size_t n, const struct mq_repl_self *,
+    FILE *);
 int mq_repl_status_write_json(const struct mq_peer_status *, size_t n,
-    size_t quarantined, FILE *);
+    const struct mq_repl_self *, FILE *);
 
 /* Messages */
 struct mq_header {
@@ -981,8 +984,11 @@ struct mq_peer_status {
 	uint64_t records;               /* records not yet confirmed */
 	double lag;                     /* age of the oldest of them, s */
 };
+struct mq_repl_self;
+/* The peers, each with its lag, and (when self is not NULL) what is
+ * said of the spool itself. */
 int mq_repl_status(mq_spool *, struct mq_peer_status **, size_t *n,
-    size_t *quarantined);
+    struct mq_repl_self *);
 /* The peers this spool knows, one per file replicate/peers/<id>, sorted
  * by id, without the lag figures (*v the caller's to free; none when the
  * spool never sent).  What they have not confirmed is what the journal
@@ -1016,6 +1022,13 @@ struct mq_fence {
 	double at;                      /* when this spool learned it */
 };
 int mq_fence_read(mq_spool *, struct mq_fence *f);
+/* What status says of the spool itself. */
+struct mq_repl_self {
+	size_t quarantined;             /* files in replicate/quarantine/ */
+	uint64_t epoch;
+	int fenced;                     /* then fence says by whom */
+	struct mq_fence fence;
+};
 
 /* Transports of replication (net.c): TCP (an address is HOST:PORT,
  * [IPV6]:PORT, or PORT on 127.0.0.1), and a command run by sh(1) as

@@ -168,10 +168,11 @@ static int
 status(mq_spool *sp)
 {
 	struct mq_peer_status *v;
-	size_t n, q;
+	struct mq_repl_self q;
+	size_t n;
 	if (mq_repl_status(sp, &v, &n, &q) < 0 || (opt.json ?
-	    mq_repl_status_write_json(v, n, q, stdout) :
-	    mq_repl_status_write_table(sp, v, n, q, stdout)) < 0)
+	    mq_repl_status_write_json(v, n, &q, stdout) :
+	    mq_repl_status_write_table(sp, v, n, &q, stdout)) < 0)
 		return -1;
 	free(v);
 	if (fflush(stdout) == EOF)

@@ -335,9 +335,8 @@ mq_stat_read(mq_spool *sp, const char *topic, const char *group,
 	struct stat sb;
 	if (rc == 0 && mq_fstatat(sp->fd, "replicate/peers", &sb,
 	    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode)) {
-		size_t quarantined;
 		st->replication = 1;
-		rc = mq_repl_status(sp, &st->peers, &st->npeers, &quarantined);
+		rc = mq_repl_status(sp, &st->peers, &st->npeers, NULL);
 	}
 	if (rc < 0)
 		mq_stat_free(st);

@@ -36,7 +36,8 @@ state(const struct mq_peer_status *p)
 
 int
 mq_repl_status_write_table(const mq_spool *sp,
-    const struct mq_peer_status *v, size_t n, size_t quarantined, FILE *f)
+    const struct mq_peer_status *v, size_t n, const struct mq_repl_self *self,
+    FILE *f)
 {
 	int w = mq_peer_label_width(v, n, 20);
 	fprintf(f, "%-*s %-13s %-12s %12s %10s %9s\n", w, "PEER", "STATE",
@@ -49,15 +50,26 @@ mq_repl_status_write_table(const mq_spool *sp,
 		    (unsigned long long)v[i].lag_bytes,
 		    (unsigned long long)v[i].records, v[i].lag);
 	}
-	if (quarantined)
+	if (self->quarantined)
 		fprintf(f, "%zu quarantined file(s) in %s/replicate/quarantine\n",
-		    quarantined, mq_spool_path(sp));
+		    self->quarantined, mq_spool_path(sp));
+	if (self->epoch)
+		fprintf(f, "epoch %llu\n", (unsigned long long)self->epoch);
+	if (self->fenced) {
+		char when[64];
+		mq_time_rfc3339(self->fence.at, when, sizeof when);
+		fprintf(f, "FENCED: spool %s%s%s%s is at epoch %llu (learned %s): "
+		    "this spool takes no publish; run 'mq-replicate demote'\n",
+		    self->fence.peer, *self->fence.name ? " (" : "",
+		    self->fence.name, *self->fence.name ? ")" : "",
+		    (unsigned long long)self->fence.epoch, when);
+	}
 	return mq_out_status(f);
 }
 
 int
 mq_repl_status_write_json(const struct mq_peer_status *v, size_t n,
-    size_t quarantined, FILE *f)
+    const struct mq_repl_self *self, FILE *f)
 {
 	json_t *peers = json_array();
 	for (size_t i = 0; i < n; i++)
@@ -69,6 +81,11 @@ mq_repl_status_write_json(const struct mq_peer_status *v, size_t n,
 		    (json_int_t)v[i].journal, "lag_bytes",
 		    (json_int_t)v[i].lag_bytes, "lag_records",
 		    (json_int_t)v[i].records, "lag_seconds", v[i].lag));
-	return mq_json_put(json_pack("{s:o, s:I}", "peers", peers,
-	    "quarantined", (json_int_t)quarantined), f);
+	const struct mq_fence *fc = &self->fence;
+	json_t *fenced = self->fenced ? json_pack("{s:I, s:s, s:s, s:f}",
+	    "epoch", (json_int_t)fc->epoch, "peer", fc->peer, "name", fc->name,
+	    "at", fc->at) : json_null();
+	return mq_json_put(json_pack("{s:o, s:I, s:I, s:o}", "peers", peers,
+	    "quarantined", (json_int_t)self->quarantined, "epoch",
+	    (json_int_t)self->epoch, "fenced", fenced), f);
 }

@@ -567,8 +567,14 @@ lag_of(mq_spool *sp, struct mq_peer_status *p, const uint64_t unmerged[3])
 
 int
 mq_repl_status(mq_spool *sp, struct mq_peer_status **v, size_t *n,
-    size_t *quarantined)
+    struct mq_repl_self *self)
 {
+	if (self) {
+		memset(self, 0, sizeof *self);
+		if (mq_epoch_read(sp, &self->epoch) < 0 ||
+		    (self->fenced = mq_fence_read(sp, &self->fence)) < 0)
+			return -1;
+	}
 	if (mq_repl_peers(sp, v, n) < 0)
 		return -1;
 	uint64_t size = mq_journal_size(sp), u[3];
@@ -578,11 +584,10 @@ mq_repl_status(mq_spool *sp, struct mq_peer_status **v, size_t *n,
 		(*v)[i].journal = size;
 		lag_of(sp, &(*v)[i], u);
 	}
-	*quarantined = 0;
-	int qfd = mq_openat(sp->fd, "replicate/quarantine", O_RDONLY |
-	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int qfd = self ? mq_openat(sp->fd, "replicate/quarantine", O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
 	if (qfd >= 0) {
-		*quarantined = (size_t)mq_dir_count(qfd, NULL);
+		self->quarantined = (size_t)mq_dir_count(qfd, NULL);
 		close(qfd);
 	}
 	return 0;

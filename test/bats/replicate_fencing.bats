@@ -65,6 +65,15 @@ name="
 	assert_equal "$status" 78
 	[[ $stderr == *"this spool was fenced"* ]] || fail "$stderr"
 	assert_equal "$(count_entries "$C/topics/t/p0/g/g/new")" 3
+	# status says so, and B's says its epoch.
+	run -0 mq-replicate -s "$A" status
+	assert_line --regexp "^FENCED: spool $id is at epoch 1 \(learned .*\): this spool takes no publish; run 'mq-replicate demote'\$"
+	run -0 mq-replicate -s "$A" status --json
+	assert_equal "$(jq -c '[.epoch, .fenced.epoch, .fenced.peer]' <<<"$output")" "[0,1,\"$id\"]"
+	run -0 mq-replicate -s "$B" status
+	assert_line "epoch 1"
+	refute_line --partial FENCED
+	assert_equal "$(mq-replicate -s "$B" status --json | jq -c '[.epoch, .fenced]')" "[1,null]"
 }
 
 @test "the receiver refuses an older sender, naming both epochs, and the sender is fenced" {

@@ -221,14 +221,16 @@ test_repl(const char *dir)
 	    "         0          0     0.000\n"
 	    "2 quarantined file(s) in %s/replicate/quarantine\n",
 	    mq_spool_path(sp));
-	ok(is(mq_repl_status_write_table(sp, p, 4, 2, start()), want),
+	struct mq_repl_self self = { .quarantined = 2 };
+	ok(is(mq_repl_status_write_table(sp, p, 4, &self, start()), want),
 	    "replicate status: a peer by name or id, in a column as wide "
 	    "as the longest, contact as an age");
-	ok(is(mq_repl_status_write_table(NULL, p, 0, 0, start()),
+	self.quarantined = 0;
+	ok(is(mq_repl_status_write_table(NULL, p, 0, &self, start()),
 	    "PEER                 STATE         CONTACT         LAG BYTES    "
 	    "RECORDS     LAG S\n"),
 	    "replicate status: no peers, nothing quarantined: the heading");
-	ok(is(mq_repl_status_write_json(p, 2, 0, start()),
+	ok(is(mq_repl_status_write_json(p, 2, &self, start()),
 	    "{\"peers\":[{\"id\":\"0123456789abcdef0123456789abcdef\","
 	    "\"name\":\"\",\"address\":\"10.0.0.1:7468\",\"state\":"
 	    "\"connected\",\"contact\":9990.0,\"confirmed\":10,\"journal\":20,"
@@ -236,8 +238,25 @@ test_repl(const char *dir)
 	    "{\"id\":\"fedcba9876543210fedcba9876543210\",\"name\":\"backup\","
 	    "\"address\":\"-\",\"state\":\"idle\",\"contact\":0.0,"
 	    "\"confirmed\":0,\"journal\":0,\"lag_bytes\":0,\"lag_records\":0,"
-	    "\"lag_seconds\":0.0}],\"quarantined\":0}\n"),
+	    "\"lag_seconds\":0.0}],\"quarantined\":0,\"epoch\":0,"
+	    "\"fenced\":null}\n"),
 	    "replicate status --json");
+	self = (struct mq_repl_self){ .epoch = 3, .fenced = 1, .fence = {
+	    .epoch = 4, .peer = "fedcba9876543210fedcba9876543210",
+	    .name = "dr", .at = 10000 } };
+	ok(is(mq_repl_status_write_table(NULL, p, 0, &self, start()),
+	    "PEER                 STATE         CONTACT         LAG BYTES    "
+	    "RECORDS     LAG S\n"
+	    "epoch 3\n"
+	    "FENCED: spool fedcba9876543210fedcba9876543210 (dr) is at epoch 4 "
+	    "(learned 1970-01-01T02:46:40.000000Z): this spool takes no publish; run "
+	    "'mq-replicate demote'\n"),
+	    "replicate status: the epoch, and who fenced the spool");
+	ok(is(mq_repl_status_write_json(p, 0, &self, start()),
+	    "{\"peers\":[],\"quarantined\":0,\"epoch\":3,\"fenced\":{"
+	    "\"epoch\":4,\"peer\":\"fedcba9876543210fedcba9876543210\","
+	    "\"name\":\"dr\",\"at\":10000.0}}\n"),
+	    "replicate status --json: the epoch, and who fenced the spool");
 	mq_spool_close(sp);
 }
 
