@@ -25,7 +25,8 @@ LDLIBS += $(PKG_LIBS) -ljq -lm
 # which keeps fork() for --exec handlers cheap.
 override LDFLAGS := -Wl,--as-needed $(LDFLAGS)
 
-TOOLS = mq-pub mq-sub mq-ack mq-topic mq-dlq mq-group mq-replicate mq-stat
+TOOLS = mq-pub mq-sub mq-ack mq-topic mq-dlq mq-group mq-replicate mq-stat \
+	mq-req
 LIB_SRC = $(foreach l,$(LAYERS),$(wildcard lib/$(l)/*.c))
 LIB_H = $(wildcard lib/*/*.h)
 LIB_OBJ = $(LIB_SRC:.c=.o)

@@ -703,6 +703,9 @@ struct mq_handling {
 	double backoff, backoff_max;     /* see mq_backoff */
 	int hold;
 	struct mq_pub *publish_to;
+	/* The handler's output goes back as the reply to a request that
+	 * has Reply-To (mq_reply_send), whatever its exit status. */
+	int reply;
 };
 enum {
 	MQ_HANDLED_ACKED, MQ_HANDLED_RETRY, MQ_HANDLED_DEAD, MQ_HANDLED_HELD,
@@ -714,6 +717,49 @@ struct mq_handled {
 };
 int mq_sub_handle(mq_sub *, struct mq_msg *, const struct mq_handling *,
     struct mq_handled *out);
+/* Request and reply (reply.c; mq-req(1), mq-spool(5) REPLIES).  A caller
+ * opens a box, SPOOL/replies/<deadline>.<hex>, publishes its request
+ * with the box's name as Reply-To and a Correlation-Id, and waits; the
+ * reply is the file replies/<box>/reply, whole.  A box past its deadline
+ * (and a grace) is removed by the next caller; a reply that finds none
+ * is late: dropped, and counted in replies/.late. */
+struct mq_reply_box {
+	char name[64];                   /* the Reply-To */
+	char correlation[33];            /* a Correlation-Id for it */
+	int dfd, fd, ifd;
+	double poll;
+};
+struct mq_reply {
+	const char *correlation;         /* Correlation-Id */
+	const char *request;             /* In-Reply-To: the request's id */
+	int status;                      /* the handler's exit status */
+	const void *body;
+	size_t len;
+};
+bool mq_is_reply_box(const char *name);
+int mq_reply_box_open(mq_spool *, double timeout, struct mq_reply_box *);
+/* 1 with the reply file's bytes (the caller frees them), 0 when none came
+ * within timeout seconds. */
+int mq_reply_wait(struct mq_reply_box *, double timeout, char **buf,
+    size_t *len);
+void mq_reply_box_close(struct mq_reply_box *);
+/* 0 sent, 2 late (dropped and counted); EX_DATAERR for a Reply-To that is
+ * no box or a request without a Correlation-Id. */
+int mq_reply_send(mq_spool *, const char *box, const char *group,
+    const struct mq_reply *);
+/* 1 when the caller waiting in box gave up (its deadline passed): the
+ * request is late, counted as its reply would be; 0 when not (or box is
+ * no box: mq_reply_send says so). */
+int mq_reply_expired(mq_spool *, const char *box, const char *group,
+    const char *request);
+/* A reply file read into r (pointers into buf, which it changes). */
+int mq_reply_parse(char *buf, size_t len, struct mq_reply *r);
+/* A reply as one line of JSON (format.c): correlation_id, in_reply_to,
+ * status, and body (or body_base64), as mq_msg_write_json writes one. */
+int mq_reply_write_json(const struct mq_reply *, FILE *);
+/* A user header's value (its name compared without case), or NULL. */
+const char *mq_msg_header_value(const struct mq_msg *, const char *name);
+
 /* A message as mq-sub(1) writes it (msgout.c): nothing (quiet), JSON,
  * a format, or else its body and a newline, or a NUL with nul. */
 struct mq_msg_output {

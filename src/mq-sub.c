@@ -23,13 +23,14 @@ enum {
 	OPT_MAX_ATTEMPTS, OPT_PUBLISH_TO, OPT_EXACTLY_ONCE, OPT_GRACE,
 	OPT_FILTER, OPT_MATCH, OPT_GROUP_FILTER, OPT_GROUP_MATCH,
 	OPT_ORDERED, OPT_SESSION, OPT_FROM_OFFSET, OPT_FROM_TIME,
-	OPT_KEY, OPT_KEYGEN, OPT_PUBKEY,
+	OPT_KEY, OPT_KEYGEN, OPT_PUBKEY, OPT_REPLY,
 };
 
 static struct {
 	const char *group, *exec, *publish_to;
 	double handler_timeout, backoff, backoff_max;
 	unsigned long jobs;
+	int reply;
 } opt = { .backoff = 1, .backoff_max = 300, .jobs = 1 };
 
 static pid_t *workers;                  /* -j: the other workers */
@@ -83,7 +84,8 @@ usage(int code)
 	    "usage: %s [-0fq] [-F FORMAT] -g GROUP [-n COUNT] [-s SPOOL] "
 	    "[-t SECONDS]\n              [--exec CMD [-j N] [--backoff BASE[:MAX]] "
 	    "[--grace SECONDS] "
-	    "[--handler-timeout SECONDS]\n              [--publish-to TOPIC]] "
+	    "[--handler-timeout SECONDS]\n              [--publish-to TOPIC] "
+	    "[--reply]] "
 	    "[--exactly-once] [--from-start] [--json]\n              "
 	    "[--lease SECONDS] [--manual] [--max-attempts N]\n"
 	    "              [--filter EXPR] [--match NAME=GLOB] "
@@ -113,15 +115,12 @@ key_file(const char *path, int pubkey, int argc)
 	char pub[MQ_PUBKEY_HEX + 1];
 	if (argc != 0)
 		usage(EX_USAGE);
-	if (pubkey) {
-		mq_seal_key *k = mq_seal_key_load(path);
-		if (!k)
-			tool_fail();
-		mq_seal_key_pub(k, pub);
-		mq_seal_key_free(k);
-	} else if (mq_seal_keygen(path, pub) < 0) {
+	mq_seal_key *k = pubkey ? mq_seal_key_load(path) : NULL;
+	if (pubkey ? !k : mq_seal_keygen(path, pub) < 0)
 		tool_fail();
-	}
+	if (k)
+		mq_seal_key_pub(k, pub);
+	mq_seal_key_free(k);
 	printf("%s\n", pub);
 	return 0;
 }
@@ -170,6 +169,7 @@ main(int argc, char *argv[])
 		{ "key", required_argument, NULL, OPT_KEY },
 		{ "keygen", required_argument, NULL, OPT_KEYGEN },
 		{ "pubkey", required_argument, NULL, OPT_PUBKEY },
+		{ "reply", no_argument, NULL, OPT_REPLY },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_sub_opts so;
@@ -196,10 +196,8 @@ main(int argc, char *argv[])
 		case OPT_FROM_START: so.group.from_start = 1; break;
 		case OPT_JSON: run.output.json = 1; break;
 		case OPT_LEASE:
-			so.lease = tool_duration("--lease", optarg);
-			if (so.lease <= 0)
-				errx(EX_USAGE, "--lease: must be more than 0");
-			so.group.lease = so.lease;
+			so.group.lease = so.lease = tool_duration_positive(
+			    "--lease", optarg);
 			break;
 		case OPT_MANUAL: run.manual = 1; break;
 		case OPT_BACKOFF: backoff(optarg); break;
@@ -224,9 +222,8 @@ main(int argc, char *argv[])
 			break;
 		case OPT_ORDERED: so.group.ordered = 1; break;
 		case OPT_SESSION:
-			so.group.session = tool_duration("--session", optarg);
-			if (so.group.session <= 0)
-				errx(EX_USAGE, "--session: must be more than 0");
+			so.group.session = tool_duration_positive("--session",
+			    optarg);
 			break;
 		case OPT_FROM_OFFSET:
 			from = reallocarray(from, so.group.nfrom_offset + 1,
@@ -245,6 +242,7 @@ main(int argc, char *argv[])
 		case OPT_KEY: keyfile = optarg; break;
 		case OPT_KEYGEN: keygen = optarg; break;
 		case OPT_PUBKEY: keygen = optarg; pubkey = 1; break;
+		case OPT_REPLY: opt.reply = 1; break;
 		}
 	}
 	if (keygen)
@@ -257,10 +255,10 @@ main(int argc, char *argv[])
 		    "-F, -0 or -q");
 	if (run.output.json + (run.output.format != NULL) + run.output.nul > 1)
 		errx(EX_USAGE, "choose one of --json, -F and -0");
-	if ((opt.publish_to || opt.handler_timeout > 0 || opt.jobs > 1) &&
-	    !opt.exec)
-		errx(EX_USAGE, "-j, --publish-to and --handler-timeout go with "
-		    "--exec");
+	if ((opt.publish_to || opt.handler_timeout > 0 || opt.jobs > 1 ||
+	    opt.reply) && !opt.exec)
+		errx(EX_USAGE, "-j, --publish-to, --reply and --handler-timeout "
+		    "go with --exec");
 	if (opt.jobs > 1 && run.count)
 		errx(EX_USAGE, "-j and -n cannot be combined");
 	if (opt.publish_to)
@@ -321,7 +319,8 @@ main(int argc, char *argv[])
 		tool_fail();
 	struct mq_handling handling = { .cmd = opt.exec,
 	    .timeout = opt.handler_timeout, .backoff = opt.backoff,
-	    .backoff_max = opt.backoff_max, .hold = !run.follow };
+	    .backoff_max = opt.backoff_max, .hold = !run.follow,
+	    .reply = opt.reply };
 	if (opt.publish_to && !(handling.publish_to = mq_pub_open(sp,
 	    opt.publish_to, MQ_CREATE)))
 		tool_fail();

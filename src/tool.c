@@ -195,6 +195,15 @@ tool_duration(const char *opt, const char *arg)
 	return d;
 }
 
+double
+tool_duration_positive(const char *opt, const char *arg)
+{
+	double d = tool_duration(opt, arg);
+	if (d <= 0)
+		errx(EX_USAGE, "%s: must be more than 0", opt);
+	return d;
+}
+
 unsigned long
 tool_number(const char *opt, const char *arg, unsigned long min,
     unsigned long max)

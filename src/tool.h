@@ -43,6 +43,8 @@ mq_spool *tool_spool_try(const char *dir, int flags);
  * what a consumer acknowledges there does not reach the new primary. */
 void tool_fence_warn(mq_spool *);
 double tool_duration(const char *opt, const char *arg);
+/* The same, and more than 0. */
+double tool_duration_positive(const char *opt, const char *arg);
 unsigned long tool_number(const char *opt, const char *arg, unsigned long min,
     unsigned long max);
 

@@ -35,6 +35,40 @@ base64(const unsigned char *p, size_t len)
 	return out;
 }
 
+/* body as "body", or "body_base64" when it is not UTF-8; then o,
+ * dumped on one line (and freed). */
+static int
+json_body_put(json_t *o, const void *data, size_t len, FILE *fp)
+{
+	json_t *body = json_stringn((const char *)data, len);
+	if (body) {
+		json_object_set_new(o, "body", body);
+	} else {
+		char *b64 = base64(data, len);
+		if (!b64) {
+			json_decref(o);
+			return mq_err_sys("malloc");
+		}
+		json_object_set_new(o, "body_base64", json_string(b64));
+		free(b64);
+	}
+	int rc = json_dumpf(o, fp, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (rc < 0 || putc('\n', fp) == EOF)
+		return mq_err_sys("write");
+	return 0;
+}
+
+int
+mq_reply_write_json(const struct mq_reply *r, FILE *fp)
+{
+	json_t *o = json_pack("{s:s, s:s, s:i}", "correlation_id",
+	    r->correlation, "in_reply_to", r->request, "status", r->status);
+	if (!o)
+		return mq_err(EX_SOFTWARE, "cannot build JSON");
+	return json_body_put(o, r->body, r->len, fp);
+}
+
 int
 mq_msg_write_json(const struct mq_msg *m, FILE *fp)
 {
@@ -53,23 +87,7 @@ mq_msg_write_json(const struct mq_msg *m, FILE *fp)
 	    "signer", m->signer);
 	if (!o)
 		return mq_err(EX_SOFTWARE, "cannot build JSON");
-	json_t *body = json_stringn((const char *)m->body, m->len);
-	if (body) {
-		json_object_set_new(o, "body", body);
-	} else {
-		char *b64 = base64(m->body, m->len);
-		if (!b64) {
-			json_decref(o);
-			return mq_err_sys("malloc");
-		}
-		json_object_set_new(o, "body_base64", json_string(b64));
-		free(b64);
-	}
-	int rc = json_dumpf(o, fp, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	if (rc < 0 || putc('\n', fp) == EOF)
-		return mq_err_sys("write");
-	return 0;
+	return json_body_put(o, m->body, m->len, fp);
 }
 
 static const char tokens[] = "tpokKsSiraThP%";

@@ -3,7 +3,9 @@
  * how the handler ended (mq-sub --exec).
  *
  * Exit 0 acks, after publishing the handler's output lines when asked
- * (mq_pub_outputs).  Exit 75 gives the message back as a deferral, which
+ * (mq_pub_outputs).  With reply, a request's handler output goes back to
+ * its caller first (reply.c), whatever the exit status: a failure is told
+ * to the caller at once, and the message settled as below.  Exit 75 gives the message back as a deferral, which
  * counts as an attempt but not as a failure; so does a handler stopped at
  * the end of the grace period, which is no fault of the message.  Any
  * other status, or outliving the handler timeout, is a failure: the
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sysexits.h>
 
 #include "sub.h"
@@ -102,15 +105,67 @@ hold(mq_sub *s, struct mq_held *f)
 	return MQ_HANDLED_HELD;
 }
 
+const char *
+mq_msg_header_value(const struct mq_msg *m, const char *name)
+{
+	for (size_t i = 0; i < m->nheaders; i++)
+		if (!strcasecmp(m->headers[i].name, name))
+			return m->headers[i].value;
+	return NULL;
+}
+
+/* The handler's output as the reply to m, if m is a request, unless the
+ * handler asked for another try (exit 75) or was stopped: then the
+ * caller waits on.  1 when the request is answered (or its caller is
+ * gone); a reply that cannot be sent is said, and the caller times out. */
+static int
+reply(mq_sub *s, const struct mq_msg *m, const struct mq_handler_result *r,
+    struct mq_handled *h)
+{
+	const char *box = mq_msg_header_value(m, "Reply-To");
+	if (!box || r->stopped || (r->status == EX_TEMPFAIL && !r->timed_out))
+		return 0;
+	struct mq_reply rp = { .correlation = mq_msg_header_value(m,
+	    "Correlation-Id"), .request = m->id, .status = r->status < 0 ?
+	    EX_SOFTWARE : r->timed_out && !r->status ? EX_TEMPFAIL : r->status,
+	    .body = r->out, .len = r->out_len };
+	int rc = mq_reply_send(s->sp, box, s->group, &rp);
+	if (rc < 0)
+		note(h, "--reply: ");
+	else if (rc == 2 && !h->note[0])
+		snprintf(h->note, sizeof h->note, "--reply: the caller of "
+		    "request %s is gone: its reply is late, dropped", m->id);
+	return rc < 0 ? 0 : 1;
+}
+
+/* A request whose caller gave up is not run: acked (it takes m), and
+ * counted late: 1, or -1 when the ack failed.  0: run it. */
+static int
+expired(mq_sub *s, struct mq_msg *m, struct mq_handled *h)
+{
+	const char *box = mq_msg_header_value(m, "Reply-To");
+	if (!box || mq_reply_expired(s->sp, box, s->group, m->id) != 1)
+		return 0;
+	snprintf(h->note, sizeof h->note, "--reply: the caller of request %s "
+	    "gave up: not run, counted late", m->id);
+	int rc = mq_sub_ack(s, m) < 0 ? -1 : 1;
+	mq_msg_free(m);
+	return rc;
+}
+
 int
 mq_sub_handle(mq_sub *s, struct mq_msg *m, const struct mq_handling *o,
     struct mq_handled *h)
 {
 	struct mq_held f = { .m = m };
 	memset(h, 0, sizeof *h);
-	if (mq_sub_run(s, m, o->cmd, o->timeout, o->publish_to != NULL,
-	    &f.r) < 0)
+	int late = o->reply ? expired(s, m, h) : 0;
+	if (late)
+		return late < 0 ? -1 : MQ_HANDLED_ACKED;
+	if (mq_sub_run(s, m, o->cmd, o->timeout, o->publish_to != NULL ||
+	    o->reply, &f.r) < 0)
 		note(h, "");
+	int replied = o->reply && reply(s, m, &f.r, h);
 	/* An output that can never be published (too large, say) fails the
 	 * input; one that cannot be published now defers it. */
 	if (f.r.status == 0 && o->publish_to &&
@@ -140,6 +195,18 @@ mq_sub_handle(mq_sub *s, struct mq_msg *m, const struct mq_handling *o,
 	f.how.tail_len = f.r.tail_len;
 	if (!f.r.stopped)
 		f.how.delay = mq_backoff(o->backoff, o->backoff_max, m->attempts);
+	/* A request answered with its failure is not run again: its
+	 * caller has its answer. */
+	if (replied) {
+		f.how.tail = f.r.tail;
+		if (!f.how.detail)
+			f.how.detail = "its caller was replied the failure";
+		rc = mq_sub_reject(s, m, &f.how) < 0 ? -1 : MQ_HANDLED_DEAD;
+		if (rc < 0)
+			note(h, "");
+		mq_msg_free(m);
+		return rc;
+	}
 	if (f.r.stopped || !o->hold) {
 		f.how.tail = f.r.tail;
 		rc = give_back(s, m, &f.how, h);

@@ -1,0 +1,246 @@
+/*
+ * reply.c: replies to requests (mq-req(1), mq-sub --reply).
+ *
+ * A caller waits in a box of its own, SPOOL/replies/<box>/, a directory
+ * named "<deadline>.<32 hex>", deadline the time in milliseconds after
+ * which no one waits there.  Its request carries the box's name as
+ * Reply-To and a Correlation-Id; the handler's output comes back as
+ * replies/<box>/reply, written whole beside it and renamed in, so the
+ * caller sees all of it or nothing.  The caller removes its box when it
+ * is done; a box whose caller died is removed by the next caller that
+ * finds it past its deadline and a grace for the clocks of other hosts.
+ * A reply that finds no box, or a box past its deadline, is late: it is
+ * dropped, and a line in replies/.late counts it.  No topic is made for
+ * a reply, so nothing is left behind.  See mq-spool(5), REPLIES.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "queue.h"
+
+/* How long after its deadline a box is left alone: the clocks of the
+ * hosts sharing a spool may differ by this much. */
+#define REPLY_GRACE 60.0
+
+bool
+mq_is_reply_box(const char *name)
+{
+	const char *dot = strchr(name, '.');
+	size_t nd = dot ? (size_t)(dot - name) : 0;
+	if (!dot || nd < 1 || nd > 15 || strspn(name, "0123456789") != nd ||
+	    (nd > 1 && name[0] == '0'))
+		return false;
+	return strlen(dot + 1) == 32 &&
+	    strspn(dot + 1, "0123456789abcdef") == 32;
+}
+
+static double
+box_deadline(const char *name)
+{
+	return (double)strtoull(name, NULL, 10) / 1000;
+}
+
+/* Removes the boxes whose callers are gone: past their deadline and the
+ * grace.  Best effort. */
+static void
+reap(int dfd)
+{
+	struct mq_names l = { 0 };
+	double now = mq_now();
+	if (mq_names_read(dfd, mq_is_reply_box, &l) == 0)
+		for (size_t i = 0; i < l.n; i++)
+			if (box_deadline(l.v[i]) + REPLY_GRACE < now)
+				mq_rmtree(dfd, l.v[i]);
+	mq_names_free(&l);
+}
+
+int
+mq_reply_box_open(mq_spool *sp, double timeout, struct mq_reply_box *b)
+{
+	memset(b, 0, sizeof *b);
+	b->fd = b->dfd = b->ifd = -1;
+	if (mq_mkdir(sp->fd, "replies") < 0)
+		return -1;
+	if ((b->dfd = mq_dir_open(sp->fd, "replies")) < 0)
+		return -1;
+	reap(b->dfd);
+	char rnd[33];
+	mq_hex_random(rnd, 32);
+	mq_hex_random(b->correlation, 32);
+	snprintf(b->name, sizeof b->name, "%" PRIu64 ".%s",
+	    (uint64_t)((mq_now() + timeout) * 1000) + 1, rnd);
+	if (mq_mkdir(b->dfd, b->name) < 0 ||
+	    (b->fd = mq_dir_open(b->dfd, b->name)) < 0) {
+		mq_reply_box_close(b);
+		return -1;
+	}
+	/* On a file system hosts share, inotify sees only this host's
+	 * changes: there the box is looked at every few milliseconds. */
+	b->poll = mq_env_duration("MQ_POLL", 0);
+	if (b->poll <= 0 && (sp->shared || mq_fs_shared(b->fd)))
+		b->poll = 0.02;
+	if (b->poll <= 0 && ((b->ifd = inotify_init1(IN_NONBLOCK |
+	    IN_CLOEXEC)) < 0 || mq_watch(b->ifd, b->fd, IN_MOVED_TO) < 0)) {
+		mq_reply_box_close(b);
+		return mq_err_sys("inotify");
+	}
+	return 0;
+}
+
+int
+mq_reply_wait(struct mq_reply_box *b, double timeout, char **buf,
+    size_t *len)
+{
+	double until = mq_mono() + timeout;
+	for (;;) {
+		int rc = mq_read_at(b->fd, "reply", MQ_HEADER_BLOCK_MAX +
+		    MQ_MESSAGE_MAX_LIMIT, buf, len);
+		if (rc == 0)
+			return 1;
+		if (mq_errcode() != EX_NOINPUT)
+			return -1;
+		double left = until - mq_mono();
+		if (left <= 0)
+			return 0;
+		if (b->poll > 0) {
+			usleep((useconds_t)((left < b->poll ? left : b->poll) * 1e6));
+			continue;
+		}
+		struct pollfd p = { .fd = b->ifd, .events = POLLIN };
+		if (poll(&p, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+			return mq_err_sys("poll");
+		char ev[4096];
+		while (read(b->ifd, ev, sizeof ev) > 0)
+			;
+	}
+}
+
+void
+mq_reply_box_close(struct mq_reply_box *b)
+{
+	if (b->fd >= 0)
+		close(b->fd);
+	if (b->ifd >= 0)
+		close(b->ifd);
+	if (b->dfd >= 0) {
+		if (b->name[0])
+			mq_rmtree(b->dfd, b->name);
+		close(b->dfd);
+	}
+	b->fd = b->dfd = b->ifd = -1;
+}
+
+/* A reply no one waits for: a line in replies/.late (appended whole:
+ * O_APPEND, one write). */
+static int
+late(int dfd, const char *group, const char *request)
+{
+	char line[MQ_NAME_MAX + MQ_ID_LEN + 64];
+	int n = snprintf(line, sizeof line, "%" PRIu64 " %s %s\n",
+	    (uint64_t)(mq_now() * 1000), group, request);
+	int fd = mq_file_open(dfd, ".late", O_WRONLY | O_APPEND | O_CREAT, 0666,
+	    NULL);
+	ssize_t w = fd >= 0 ? write(fd, line, (size_t)n) : -1;
+	if (fd >= 0)
+		close(fd);
+	return w == n ? 2 : mq_err_sys("replies/.late");
+}
+
+int
+mq_reply_expired(mq_spool *sp, const char *box, const char *group,
+    const char *request)
+{
+	if (!mq_is_reply_box(box) || box_deadline(box) >= mq_now())
+		return 0;
+	int dfd = mq_mkdir(sp->fd, "replies") < 0 ? -1 :
+	    mq_dir_open(sp->fd, "replies");
+	int rc = dfd < 0 ? -1 : late(dfd, group, request) < 0 ? -1 : 1;
+	if (dfd >= 0)
+		close(dfd);
+	return rc;
+}
+
+int
+mq_reply_send(mq_spool *sp, const char *box, const char *group,
+    const struct mq_reply *r)
+{
+	if (!mq_is_reply_box(box))
+		return mq_err(EX_DATAERR, "Reply-To '%.80s' is not a reply box "
+		    "(deadline.32 hexadecimal digits)", box);
+	if (!r->correlation || !*r->correlation ||
+	    strlen(r->correlation) > MQ_NAME_MAX ||
+	    strpbrk(r->correlation, "\n\r"))
+		return mq_err(EX_DATAERR, "a request without a usable "
+		    "Correlation-Id");
+	if (mq_mkdir(sp->fd, "replies") < 0)
+		return -1;
+	int dfd = mq_dir_open(sp->fd, "replies");
+	if (dfd < 0)
+		return -1;
+	int rc;
+	if (box_deadline(box) < mq_now()) {
+		rc = late(dfd, group, r->request);
+		close(dfd);
+		return rc;
+	}
+	char *text = NULL;
+	int hl = asprintf(&text, "Correlation-Id: %s\nIn-Reply-To: %s\n"
+	    "Mq-Reply-Status: %d\n\n", r->correlation, r->request, r->status);
+	char *all = hl < 0 ? NULL : malloc((size_t)hl + r->len + 1);
+	if (!all) {
+		free(text);
+		close(dfd);
+		return mq_err_sys("malloc");
+	}
+	memcpy(all, text, (size_t)hl);
+	if (r->len)
+		memcpy(all + hl, r->body, r->len);
+	free(text);
+	/* Whole, then renamed in: a box that is gone (the caller gave up,
+	 * or it was reaped, even while this is written) makes it late. */
+	int bfd = mq_dir_open(dfd, box);
+	rc = bfd < 0 ? (errno == ENOENT ? 1 : -1) : mq_write_file(bfd, "reply",
+	    all, (size_t)hl + r->len, 0, 1) < 0 ? (errno == ENOENT ? 1 : -1) : 0;
+	free(all);
+	if (bfd >= 0)
+		close(bfd);
+	if (rc == 1)
+		rc = late(dfd, group, r->request);
+	close(dfd);
+	return rc;
+}
+
+int
+mq_reply_parse(char *buf, size_t len, struct mq_reply *r)
+{
+	memset(r, 0, sizeof *r);
+	char *end = memmem(buf, len, "\n\n", 2);
+	if (!end)
+		return mq_err(EX_DATAERR, "a reply without its header");
+	*end = 0;
+	r->body = end + 2;
+	r->len = len - (size_t)(end + 2 - buf);
+	r->status = -1;
+	for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l;
+	    l = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(l, "Correlation-Id: ", 16))
+			r->correlation = l + 16;
+		else if (!strncmp(l, "In-Reply-To: ", 13))
+			r->request = l + 13;
+		else if (!strncmp(l, "Mq-Reply-Status: ", 17))
+			r->status = atoi(l + 17);
+	}
+	if (!r->correlation || !r->request || r->status < 0 || r->status > 255)
+		return mq_err(EX_DATAERR, "a reply without Correlation-Id, "
+		    "In-Reply-To or Mq-Reply-Status");
+	return 0;
+}

@@ -1,0 +1,131 @@
+#!/usr/bin/env bats
+# mq-req and mq-sub --exec CMD --reply: request and reply (issue 17,
+# items 1 and 2).
+
+load helper
+
+# serve [OPTIONS] CMD: a server for topic rpc, group srv, in the
+# background for 20 s at most; SERVER is its pid.
+serve() {
+	spawn "$TD/server" mq-sub -g srv -f -t 20 --exec "${@: -1}" --reply \
+	    "${@:1:$#-1}" rpc
+	SERVER=$SPAWNED
+}
+
+setup_rpc() {
+	mq-group create rpc srv
+}
+
+@test "a request gets its reply: the handler's output, exit 0; nothing is left behind" {
+	setup_rpc
+	serve 'tr a-z A-Z'
+	run -0 mq-req rpc hello
+	assert_output HELLO
+	run -0 mq-req --json rpc 'a "quoted" one'
+	assert_equal "$(jq -r '[.status, .body] | @tsv' <<<"$output")" "$(printf '0\tA "QUOTED" ONE')"
+	[[ $(jq -r .in_reply_to <<<"$output") =~ ^[0-9a-f]{32}$ ]] || fail "$output"
+	# The request from standard input, whole.
+	run -0 mq-req rpc < <(printf 'two\nlines\n')
+	assert_output "$(printf 'TWO\nLINES')"
+	# No box is left, no topic made for the replies, every request acked.
+	assert_equal "$(ls "$MQ_SPOOL/replies")" ""
+	assert_equal "$(mq-topic list)" rpc
+	assert_equal "$(mq-group info --json -t rpc srv | jq '.[0].total | .pending + .inflight + .dead')" 0
+}
+
+@test "headers go with the request; Reply-To and Correlation-Id are mq-req's" {
+	setup_rpc
+	serve 'printf "%s %s\n" "$MQ_ID" "$(cat)"'
+	run -0 mq-req -H 'X-Trace: 42' -k user7 rpc ping
+	[[ $output =~ ^[0-9a-f]{32}\ ping$ ]] || fail "$output"
+	run --separate-stderr mq-req -H 'Reply-To: elsewhere' rpc ping
+	assert_equal "$status" 64
+	assert_one_line_error mq-req
+	[[ $stderr == *"Reply-To is set by mq-req"* ]] || fail "$stderr"
+}
+
+@test "no reply within -t: exit 69, saying so; the late reply is dropped and counted, the request not run when its caller is gone" {
+	setup_rpc
+	run --separate-stderr mq-req -t 0.3 rpc lost
+	assert_equal "$status" 69
+	assert_one_line_error mq-req
+	[[ $stderr == "mq-req: no reply to request "*" within 0.3 s" ]] || fail "$stderr"
+	# The server comes later: the request's caller gave up.
+	run --separate-stderr mq-sub -g srv -n 1 -t 2 --exec 'touch "$TD/ran"; cat' --reply rpc
+	assert_success
+	[[ $stderr == *"gave up: not run, counted late"* ]] || fail "$stderr"
+	[[ ! -e $TD/ran ]] || fail "the handler ran for a request no one waits for"
+	assert_equal "$(wc -l <"$MQ_SPOOL/replies/.late")" 1
+	assert_equal "$(ls "$MQ_SPOOL/replies")" ""
+	assert_equal "$(mq-topic list)" rpc
+}
+
+@test "a reply whose caller left while the handler ran is dropped and counted" {
+	setup_rpc
+	serve 'sleep 1; cat'
+	run -69 mq-req -t 0.3 rpc slow
+	wait_for -t 10 grep -q "is gone: its reply is late, dropped" "$TD/server.err"
+	assert_equal "$(wc -l <"$MQ_SPOOL/replies/.late")" 1
+	assert_equal "$(ls "$MQ_SPOOL/replies")" ""
+}
+
+@test "a failing handler replies its failure: exit 70 with the output; the request is dead-lettered, not run again; exit 75 is no reply" {
+	setup_rpc
+	serve 'echo "cannot: $(cat)"; exit 3'
+	run --separate-stderr mq-req rpc x
+	assert_equal "$status" 70
+	assert_output "cannot: x"
+	[[ $stderr == "mq-req: the handler of request "*" failed (exit 3)" ]] || fail "$stderr"
+	run -0 mq-dlq -g srv list --json rpc
+	assert_equal "$(jq -c '[length, .[0].attempts]' <<<"$output")" "[1,1]"
+	run -70 mq-req --json rpc y
+	assert_equal "$(jq -c '[.status, .body]' <<<"$output")" '[3,"cannot: y\n"]'
+	kill "$SERVER"
+	wait_for pgroup_gone "$SERVER"
+	# A handler that asks for another try (75) answers nothing yet.
+	serve 'exit 75'
+	run -69 mq-req -t 1 rpc later
+}
+
+@test "a crashed caller's box is removed by a later caller once past its deadline" {
+	setup_rpc
+	mkdir -p "$MQ_SPOOL/replies/1000.0123456789abcdef0123456789abcdef" \
+	    "$MQ_SPOOL/replies/99999999999999.0123456789abcdef0123456789abcdef"
+	serve cat
+	run -0 mq-req rpc x
+	assert_equal "$(ls "$MQ_SPOOL/replies")" 99999999999999.0123456789abcdef0123456789abcdef
+}
+
+@test "a Reply-To that is no reply box is refused by the server, which touches no path from it" {
+	setup_rpc
+	mq-pub -H 'Reply-To: ../../escape' -H 'Correlation-Id: c1' rpc evil >/dev/null
+	run --separate-stderr mq-sub -g srv -n 1 -t 2 --exec cat --reply rpc
+	[[ $stderr == *"Reply-To '../../escape' is not a reply box"* ]] || fail "$stderr"
+	[[ ! -e $MQ_SPOOL/../escape && ! -e $TD/escape ]]
+}
+
+@test "many callers at once, served by -j 3 workers: each gets its own reply, exactly" {
+	setup_rpc
+	serve -j 3 'tr a-z A-Z'
+	local i pids=()
+	for i in $(seq 1 40); do
+		(mq-req -t 20 rpc "caller$i" >"$TD/out.$i" 2>"$TD/err.$i"; echo $? >"$TD/rc.$i") &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for i in $(seq 1 40); do
+		assert_equal "$(cat "$TD/rc.$i")" 0
+		assert_equal "$(cat "$TD/out.$i")" "CALLER$i"
+	done
+	assert_equal "$(ls "$MQ_SPOOL/replies")" ""
+}
+
+@test "mq-req: usage errors" {
+	run -64 mq-req
+	run -64 mq-req -t 0 rpc x
+	run -64 mq-req rpc a b
+	run --separate-stderr mq-req 'bad/topic' x
+	assert_equal "$status" 64
+	assert_one_line_error mq-req
+	run -64 mq-sub -g srv --reply rpc
+}
