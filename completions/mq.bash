@@ -1,5 +1,5 @@
 # bash completion for mq-pub, mq-sub, mq-ack, mq-topic, mq-dlq, mq-group,
-# mq-replicate and mq-stat.
+# mq-replicate, mq-stat and mq-req.
 #
 # Topics and groups are read from the spool: the value of -s on the command
 # line, else $MQ_SPOOL, else ${XDG_STATE_HOME:-$HOME/.local/state}/mq.  See
@@ -213,6 +213,25 @@ _mq_pub()
 	fi
 }
 
+_mq_req()
+{
+	local cur prev
+	_mq_cur_prev
+	_mq_parse "-H -k -s -t"
+	case $prev in
+	-s)
+		_mq_dirs "$cur"
+		return ;;
+	-H|-k|-t)
+		return ;;
+	esac
+	if [[ $cur == -* ]]; then
+		_mq_reply $'-H\n-k\n-q\n-s\n-t\n--json\n--help' "$cur"
+	elif ((${#_mq_args[@]} == 0)); then
+		_mq_reply "$(_mq_topics)" "$cur"
+	fi
+}
+
 _mq_sub()
 {
 	local cur prev
@@ -241,7 +260,7 @@ _mq_sub()
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-0\n-F\n-f\n-g\n-j\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--grace\n--handler-timeout\n--publish-to\n--exactly-once\n--max-attempts\n--filter\n--match\n--group-filter\n--group-match\n--ordered\n--session\n--from-offset\n--from-time\n--key\n--keygen\n--pubkey\n--unsubscribe\n--help' "$cur"
+		_mq_reply $'-0\n-F\n-f\n-g\n-j\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--grace\n--handler-timeout\n--publish-to\n--reply\n--exactly-once\n--max-attempts\n--filter\n--match\n--group-filter\n--group-match\n--ordered\n--session\n--from-offset\n--from-time\n--key\n--keygen\n--pubkey\n--unsubscribe\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	fi
@@ -532,3 +551,4 @@ complete -F _mq_dlq mq-dlq
 complete -F _mq_group mq-group
 complete -F _mq_replicate mq-replicate
 complete -F _mq_stat mq-stat
+complete -F _mq_req mq-req

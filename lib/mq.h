@@ -747,9 +747,9 @@ void mq_reply_box_close(struct mq_reply_box *);
  * no box or a request without a Correlation-Id. */
 int mq_reply_send(mq_spool *, const char *box, const char *group,
     const struct mq_reply *);
-/* 1 when the caller waiting in box gave up (its deadline passed): the
- * request is late, counted as its reply would be; 0 when not (or box is
- * no box: mq_reply_send says so). */
+/* 1 when the caller waiting in box is done (its box is gone) or gave up
+ * (its deadline passed): the request is late, counted as its reply would
+ * be; 0 when not (or box is no box: mq_reply_send says so). */
 int mq_reply_expired(mq_spool *, const char *box, const char *group,
     const char *request);
 /* A reply file read into r (pointers into buf, which it changes). */

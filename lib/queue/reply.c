@@ -159,11 +159,16 @@ int
 mq_reply_expired(mq_spool *sp, const char *box, const char *group,
     const char *request)
 {
-	if (!mq_is_reply_box(box) || box_deadline(box) >= mq_now())
+	if (!mq_is_reply_box(box))
 		return 0;
 	int dfd = mq_mkdir(sp->fd, "replies") < 0 ? -1 :
 	    mq_dir_open(sp->fd, "replies");
-	int rc = dfd < 0 ? -1 : late(dfd, group, request) < 0 ? -1 : 1;
+	/* The box is made before its request: gone, its caller is done. */
+	bool gone = dfd >= 0 && (box_deadline(box) < mq_now() ||
+	    (mq_faccessat(dfd, box, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+	    errno == ENOENT));
+	int rc = dfd < 0 ? -1 : !gone ? 0 : late(dfd, group, request) < 0 ? -1 :
+	    1;
 	if (dfd >= 0)
 		close(dfd);
 	return rc;
