@@ -60,8 +60,8 @@ fi
 WARMUP=20
 SECTION=${1:-all}
 case $SECTION in
-all|fanout|replicate|stat|shared|signed|sealed) ;;
-*) echo "usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed]" >&2; exit 64 ;;
+all|fanout|replicate|stat|shared|signed|sealed|req) ;;
+*) echo "usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed | req]" >&2; exit 64 ;;
 esac
 # Section 6: messages per fan-out publish, and the group counts.
 FAN_N=$((N / 5)) FAN_GROUPS="1 10 100"
@@ -121,7 +121,7 @@ sealed) files=$seal_files ;;
 fanout) files=$(( REPEAT * 9 * FAN_N )) ;;
 replicate) files=$repl_files ;;
 stat) files=$STAT_MSGS ;;
-shared) files=0 ;;
+shared|req) files=0 ;;
 esac
 need_kb=$(( files * 5 + N * SIZE / 1024 + 100000 ))
 avail_kb=$(df -Pk "$BASE" | awk 'NR == 2 { print $4 }')
@@ -187,6 +187,11 @@ if [ "$have_lib" = 1 ] && [ "$SECTION" != fanout ]; then
 	    "$ROOT/bench/replag.c" $MQ_LIBS ||
 	    die "bench/replag.c does not build"
 fi
+if [ "$have_lib" = 1 ]; then
+	# shellcheck disable=SC2086
+	$CC "${CF[@]}" -I"$ROOT/lib" -o "$W/bin/reqlat" "$ROOT/bench/reqlat.c" \
+	    $MQ_LIBS || die "bench/reqlat.c does not build"
+fi
 if [ "$have_lib" = 0 ]; then
 	echo "bench: lib/libmq.a missing or not linkable: no mq latency" >&2
 	# shellcheck disable=SC2086
@@ -197,6 +202,7 @@ TIMEIT=$W/bin/timeit
 LAT=$W/bin/lat
 . "$ROOT/bench/shared.bash"
 . "$ROOT/bench/sealed.bash"
+. "$ROOT/bench/req.bash"
 
 # kv FILE KEY: a value from a key=value result line.
 kv() {
@@ -866,6 +872,12 @@ if [ "$SECTION" = signed ]; then
 	signed_table
 	exit 0
 fi
+if [ "$SECTION" = req ]; then
+	req_measure
+	alone_header "section 12 alone: one run"
+	req_table
+	exit 0
+fi
 
 # ---- 1. latency (first: it creates few files, nothing has been deleted) ----
 step "latency: $LATN messages, one in flight"
@@ -1014,6 +1026,9 @@ signed_measure
 
 # ---- 11. sealed topics (creates files only) ----
 sealed_measure
+
+# ---- 12. request/reply (a few files) ----
+req_measure
 
 # ---- 4. deep backlog: DEEP pending vs SHALLOW pending ----
 step "deep backlog: publishing $DEEP messages (--sync=none)"
@@ -1203,3 +1218,4 @@ stat_table
 shared_table
 signed_table
 sealed_table
+req_table

@@ -116,7 +116,7 @@ main(int argc, char *argv[])
 	h[m.nheaders++] = (struct mq_header){ "Correlation-Id",
 	    box.correlation };
 	mq_pub *p = mq_pub_open(sp, argv[0], MQ_CREATE);
-	if (!p || mq_pub_send(p, &m, 1, MQ_SYNC_BATCH, id) != 1) {
+	if (!p || mq_pub_send(p, &m, 1, MQ_SYNC_NONE, id) != 1) {
 		mq_reply_box_close(&box);
 		tool_fail();
 	}
