@@ -522,6 +522,7 @@ struct mq_msg {
 	unsigned partition;
 	uint64_t seq;
 	char *key;                       /* NULL when the message has none */
+	char *idempotency_key;           /* Mq-Idempotency-Key, or NULL */
 	struct timespec published;
 	unsigned attempts;               /* deliveries so far, this one included */
 	struct mq_header *headers;       /* user headers, in file order */
