@@ -398,7 +398,7 @@ _mq_stat()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-o -s --watch --warn --crit --message"
+	_mq_parse "-F -n -o -s --watch --warn --crit --message"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
@@ -429,11 +429,11 @@ _mq_stat()
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
-	--watch|--message)
+	--watch|--message|-F|-n)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-o\n-s\n--json\n--prometheus\n--watch\n--check\n--warn\n--crit\n--message\n--help' "$cur"
+		_mq_reply $'-0\n-F\n-n\n-o\n-s\n--json\n--prometheus\n--watch\n--check\n--warn\n--crit\n--message\n--peek\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	elif ((${#_mq_args[@]} == 1)); then

@@ -443,6 +443,9 @@ struct mq_msg_where {
 	double expires;                  /* its Mq-Expires; 0: none, or not
 					    read (in flight, dead, acked) */
 	char *reason, *detail;           /* dead: from its record; else NULL */
+	char *path;                      /* held by the group: a name of its
+					    file under the partition's
+					    directory; else NULL */
 	double died;                     /* dead, or expired and gone: when;
 					    0 if unknown */
 };
@@ -450,6 +453,24 @@ const char *mq_msg_state_name(enum mq_msg_state);
 int mq_msg_locate(mq_spool *, const char *topic, const char *id,
     struct mq_msg_where **out, size_t *n);
 void mq_msg_where_free(struct mq_msg_where *, size_t n);
+/* Peeking (peek.c, mq-stat --peek): messages read as a consumer would
+ * receive them, without claiming them, opening nothing to write and
+ * taking no lock.  A message's attempts are its deliveries so far; it has
+ * no receipt, and a sealed body is as stored.
+ * mq_peek_group: the messages group would be given next, at most max (0:
+ * all): each partition's pending names in sequence order, committed and
+ * not expired, the partitions in turn from 0, one message each, as one
+ * consumer alone takes them.  Calls fn for each until it returns other
+ * than 0; returns how many fn was given, or -1 (fn's error, or
+ * EX_NOINPUT when the topic or the group does not exist).
+ * mq_peek_id: message id, in the group named (NULL: any), of the topic
+ * named (NULL: any), while it waits to be settled there: pending, in
+ * flight or delayed; EX_NOINPUT when it waits in none. */
+struct mq_msg;
+int mq_peek_group(mq_spool *, const char *topic, const char *group,
+    size_t max, int (*fn)(void *arg, const struct mq_msg *), void *arg);
+int mq_peek_id(mq_spool *, const char *topic, const char *group,
+    const char *id, struct mq_msg **out);
 
 /* The outputs of mq-stat(1).  Each writes to a FILE and returns 0, or -1
  * if it could not (a write error, or JSON that jansson cannot make). */
@@ -522,6 +543,7 @@ struct mq_msg {
 	unsigned partition;
 	uint64_t seq;
 	char *key;                       /* NULL when the message has none */
+	char *idempotency_key;           /* Mq-Idempotency-Key, or NULL */
 	struct timespec published;
 	unsigned attempts;               /* deliveries so far, this one included */
 	struct mq_header *headers;       /* user headers, in file order */

@@ -18,7 +18,7 @@
 
 enum {
 	OPT_JSON = 256, OPT_PROMETHEUS, OPT_WATCH, OPT_CHECK,
-	OPT_WARN, OPT_CRIT, OPT_MESSAGE,
+	OPT_WARN, OPT_CRIT, OPT_MESSAGE, OPT_PEEK,
 };
 enum format { TABLE, JSON, PROMETHEUS };
 static int (*const writers[])(const struct mq_stat *, FILE *) = {
@@ -65,8 +65,13 @@ usage(int code)
 	    "               [TOPIC [GROUP]]\n"
 	    "       %s --check [-s SPOOL] [--warn EXPR]... [--crit EXPR]... "
 	    "[TOPIC [GROUP]]\n"
-	    "       %s --message ID [-s SPOOL] [--json] [TOPIC]\n",
-	    getprogname(), getprogname(), getprogname());
+	    "       %s --message ID [-s SPOOL] [--json] [TOPIC]\n"
+	    "       %s --peek [-0] [-F FORMAT | --json] [-n COUNT] [-s SPOOL] "
+	    "TOPIC GROUP\n"
+	    "       %s --peek --message ID [-0] [-F FORMAT | --json] [-s SPOOL]\n"
+	    "               [TOPIC [GROUP]]\n",
+	    getprogname(), getprogname(), getprogname(), getprogname(),
+	    getprogname());
 	exit(code);
 }
 
@@ -116,6 +121,30 @@ message(mq_spool *sp, const char *topic, const char *id, enum format fmt)
 	mq_msg_where_free(w, n);
 }
 
+static int
+peek_one(void *arg, const struct mq_msg *m)
+{
+	return mq_msg_write(m, arg, stdout);
+}
+
+/* --peek: the message id, or the next count of the group; 1 when there
+ * was none pending (as mq-sub). */
+static int
+peek(mq_spool *sp, const char *topic, const char *group, const char *id,
+    unsigned long count, struct mq_msg_output *how)
+{
+	struct mq_msg *m;
+	int n = 1;
+	if (id && (mq_peek_id(sp, topic, group, id, &m) < 0 ||
+	    peek_one(how, m) < 0))
+		fail();
+	if (id)
+		mq_msg_free(m);
+	else if ((n = mq_peek_group(sp, topic, group, count, peek_one, how)) < 0)
+		fail();
+	return n > 0 ? 0 : 1;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -127,9 +156,13 @@ main(int argc, char *argv[])
 		{ "warn", required_argument, NULL, OPT_WARN },
 		{ "crit", required_argument, NULL, OPT_CRIT },
 		{ "message", required_argument, NULL, OPT_MESSAGE },
+		{ "peek", no_argument, NULL, OPT_PEEK },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spool = NULL, *out = NULL, *id = NULL;
+	struct mq_msg_output how = { 0 };
+	unsigned long count = 0;
+	int peeking = 0;
 	enum format fmt = TABLE;
 	double watch = 0;
 	struct mq_threshold *th = NULL;
@@ -143,13 +176,27 @@ main(int argc, char *argv[])
 	if (check_mode)
 		opterr = 0;
 	args = argv;
-	while ((c = tool_getopt(&argc, &argv, "o:s:", longopts,
+	while ((c = tool_getopt(&argc, &argv, "0F:n:o:s:", longopts,
 	    option_usage)) != -1) {
 		switch (c) {
 		case OPT_CHECK:
 			break;
 		case OPT_MESSAGE:
 			id = optarg;
+			break;
+		case OPT_PEEK:
+			peeking = 1;
+			break;
+		case '0':
+			how.nul = 1;
+			break;
+		case 'F':
+			if (mq_format_check(optarg) < 0)
+				fail();
+			how.format = optarg;
+			break;
+		case 'n':
+			count = tool_number("-n", optarg, 1, ~0UL);
 			break;
 		case OPT_WARN:
 		case OPT_CRIT:
@@ -190,8 +237,16 @@ main(int argc, char *argv[])
 		die(EX_USAGE, "--check: no threshold (--warn or --crit)");
 	if (!check_mode && nth > 0)
 		die(EX_USAGE, "--warn and --crit go with --check");
-	if (id && (check_mode || fmt == PROMETHEUS || out || watch > 0 ||
-	    argc > 1))
+	how.json = fmt == JSON;
+	if ((how.nul || how.format || count) && !peeking)
+		die(EX_USAGE, "-0, -F and -n go with --peek");
+	if (peeking && (check_mode || fmt == PROMETHEUS || out || watch > 0 ||
+	    (how.json && how.format) || (id && count) || (!id && argc != 2)))
+		die(EX_USAGE, "--peek takes TOPIC and GROUP, or --message ID; "
+		    "-F or --json; no -n with --message, no --check, "
+		    "--prometheus, -o or --watch");
+	if (id && !peeking && (check_mode || fmt == PROMETHEUS || out ||
+	    watch > 0 || argc > 1))
 		die(EX_USAGE, "--message takes no --check, --prometheus, -o, "
 		    "--watch or GROUP");
 	const char *topic = argc > 0 ? argv[0] : NULL;
@@ -203,6 +258,13 @@ main(int argc, char *argv[])
 	mq_spool *sp = tool_spool_try(spool, MQ_READONLY);
 	if (!sp)
 		fail();
+	if (peeking) {
+		int rc = peek(sp, topic, group, id, count, &how);
+		mq_spool_close(sp);
+		if (fflush(stdout) == EOF || ferror(stdout))
+			err(EX_IOERR, "stdout");
+		return rc;
+	}
 	if (id) {
 		message(sp, topic, id, fmt);
 		mq_spool_close(sp);

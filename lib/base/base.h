@@ -513,6 +513,15 @@ int mq_msg_parse(char *buf, size_t len, struct mq_msg *);
  * long, or NULL. */
 const char *mq_msg_header(const char *data, size_t len, const char *name,
     size_t *vlen);
+/* The headers of a parsed message by name, in the order of its file:
+ * Message-Id, Topic, Partition, Seq, Key, Published, Mq-Idempotency-Key,
+ * Mq-Deliver-At and Mq-Expires (those it has), then its user headers
+ * (Content-Length, Content-Hash, Mq-Sealed and signatures are left out:
+ * they describe the stored bytes).  Calls fn for each until it returns
+ * other than 0, and returns that, or 0.  A value is valid only during
+ * its call. */
+int mq_msg_headers_each(const struct mq_msg *,
+    int (*fn)(void *arg, const char *name, const char *value), void *arg);
 /* EX_DATAERR unless name (a KEY, or a queue name starting with one) has
  * the message's id. */
 int mq_msg_check_name(const struct mq_msg *, const char *name);

@@ -298,6 +298,10 @@ mq_msg_parse(char *buf, size_t len, struct mq_msg *m)
 				return mq_err(EX_DATAERR, "bad %.*s", (int)nlen, p);
 			*(IS("Mq-Expires") ? &m->expires : &m->deliver_at) =
 			    (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+		} else if (IS("Mq-Idempotency-Key")) {
+			free(m->idempotency_key);
+			if (!(m->idempotency_key = strdup(v)))
+				return mq_err_sys("malloc");
 		} else if (IS("Mq-Sealed")) {
 			free(m->sealed);
 			if (!(m->sealed = strdup(v)))
@@ -350,10 +354,56 @@ mq_msg_free(struct mq_msg *m)
 	free(m->headers);
 	free(m->topic);
 	free(m->key);
+	free(m->idempotency_key);
 	free(m->receipt);
 	free(m->sealed);
 	free(m->priv);
 	free(m);
+}
+
+/* A time as the file has it: Published to the nanosecond it holds, the
+ * others parsed into a double, rounded back to the microsecond. */
+static void
+time_text(const struct timespec *ts, double t, char buf[64])
+{
+	if (ts) {
+		struct tm tm;
+		gmtime_r(&ts->tv_sec, &tm);
+		size_t n = strftime(buf, 64, "%Y-%m-%dT%H:%M:%S", &tm);
+		snprintf(buf + n, 64 - n, ".%06ldZ", ts->tv_nsec / 1000);
+	} else {
+		mq_time_rfc3339(t + 5e-7, buf, 64);
+	}
+}
+
+int
+mq_msg_headers_each(const struct mq_msg *m,
+    int (*fn)(void *, const char *, const char *), void *arg)
+{
+	char part[16], seq[24], pub[64], at[64], exp[64];
+	snprintf(part, sizeof part, "%u", m->partition);
+	snprintf(seq, sizeof seq, "%" PRIu64, m->seq);
+	time_text(&m->published, 0, pub);
+	time_text(NULL, m->deliver_at, at);
+	time_text(NULL, m->expires, exp);
+	const struct mq_header std[] = {
+		{ "Message-Id", (char *)m->id },
+		{ "Topic", m->topic },
+		{ "Partition", part },
+		{ "Seq", seq },
+		{ "Key", m->key },
+		{ "Published", pub },
+		{ "Mq-Idempotency-Key", m->idempotency_key },
+		{ "Mq-Deliver-At", m->deliver_at > 0 ? at : NULL },
+		{ "Mq-Expires", m->expires > 0 ? exp : NULL },
+	};
+	int rc = 0;
+	for (size_t i = 0; !rc && i < sizeof std / sizeof *std; i++)
+		if (std[i].value)
+			rc = fn(arg, std[i].name, std[i].value);
+	for (size_t i = 0; !rc && i < m->nheaders; i++)
+		rc = fn(arg, m->headers[i].name, m->headers[i].value);
+	return rc;
 }
 
 const char *

@@ -462,6 +462,7 @@ where_clear(struct mq_msg_where *v, size_t n)
 		free(v[i].group);
 		free(v[i].reason);
 		free(v[i].detail);
+		free(v[i].path);
 	}
 }
 
@@ -519,6 +520,11 @@ in_topic(mq_spool *sp, const char *topic, int named, const char *id,
 			    gkey, gpath) : 0;
 			if (r < 0) {
 				rc = -1;
+				break;
+			}
+			if (r > 0 && !(w.path = strdup(gpath))) {
+				where_clear(&w, 1);
+				rc = mq_err_sys("malloc");
 				break;
 			}
 			if (r > 0 && !*fo.key) {

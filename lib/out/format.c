@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sysexits.h>
 #include <time.h>
 
@@ -92,15 +93,31 @@ mq_msg_write_json(const struct mq_msg *m, FILE *fp)
 
 static const char tokens[] = "tpokKsSiraThP%";
 
+/* The length of NAME in "%{NAME}h" at p (after the '%'), or 0 when p
+ * holds no such token. */
+static size_t
+named_len(const char *p)
+{
+	if (*p != '{')
+		return 0;
+	size_t n = strcspn(p + 1, "}");
+	return n && p[1 + n] == '}' && p[2 + n] == 'h' ? n : 0;
+}
+
 int
 mq_format_check(const char *fmt)
 {
 	for (const char *p = fmt; *p; p++) {
 		if (*p == '%') {
+			size_t n = named_len(p + 1);
+			if (n) {
+				p += n + 3;
+				continue;
+			}
 			if (!p[1] || !strchr(tokens, p[1]))
 				return mq_err(EX_DATAERR, "bad format token '%%%.1s' "
 				    "(known: %%t %%p %%o %%k %%K %%s %%S %%i %%r "
-				    "%%a %%T %%h %%P %%%%)", p + 1);
+				    "%%a %%T %%h %%{NAME}h %%P %%%%)", p + 1);
 			p++;
 		} else if (*p == '\\') {
 			if (!p[1] || !strchr("nt0\\", p[1]))
@@ -110,6 +127,23 @@ mq_format_check(const char *fmt)
 		}
 	}
 	return 0;
+}
+
+struct named {
+	const char *name;
+	size_t len;
+	FILE *fp;
+};
+
+/* Writes the value of the header asked for, the first of that name. */
+static int
+write_named(void *arg, const char *name, const char *value)
+{
+	struct named *n = arg;
+	if (strlen(name) != n->len || strncasecmp(name, n->name, n->len))
+		return 0;
+	fputs(value, n->fp);
+	return 1;
 }
 
 int
@@ -124,6 +158,12 @@ mq_msg_write_format(const struct mq_msg *m, const char *fmt, FILE *fp)
 		}
 		if (*p != '%' || !p[1]) {
 			putc(*p, fp);
+			continue;
+		}
+		struct named n = { p + 2, named_len(p + 1), fp };
+		if (n.len) {
+			mq_msg_headers_each(m, write_named, &n);
+			p += n.len + 3;
 			continue;
 		}
 		switch (*++p) {

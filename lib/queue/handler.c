@@ -10,12 +10,14 @@
  * dead-letter record; its standard output passes through too, or is
  * collected when the caller publishes it (mq-sub --publish-to).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,43 +30,141 @@
 
 extern char **environ;
 
-/* The handler's environment: ours, less any MQ_* variable we set, plus
- * the message's.  Strings live in buf; the caller frees env and buf. */
+/* The handler's environment: ours, less any MQ_* variable we set (and
+ * any MQ_HEADER_*, so that a handler sees only its message's headers),
+ * plus the message's: its MQ_* variables, then its headers (mq-sub(1),
+ * --exec).  A header is MQ_HEADER_ and its name upper-
+ * cased, each character not A-Z or 0-9 made '_'; the first header to
+ * take a variable keeps it, so the standard headers, first in the file,
+ * cannot be shadowed.  Control characters but tab in a value (a file
+ * not written by mq-pub may hold them) are dropped.  The header variables
+ * take HEADER_ENV_MAX bytes at most; a header past it is left out. */
+#define HEADER_PREFIX "MQ_HEADER_"
+#define HEADER_ENV_MAX (128 * 1024)
+
+/* The strings of the environment we add, NUL-terminated one after the
+ * other in buf; headers counts the bytes the header variables take. */
+struct envbuf {
+	char *buf;
+	size_t len, cap, n, headers, hstart;
+};
+
+static int
+env_room(struct envbuf *e, size_t need)
+{
+	if (e->len + need <= e->cap)
+		return 0;
+	size_t cap = e->cap ? e->cap : 1024;
+	while (cap < e->len + need)
+		cap *= 2;
+	char *b = realloc(e->buf, cap);
+	if (!b)
+		return mq_err_sys("malloc");
+	e->buf = b;
+	e->cap = cap;
+	return 0;
+}
+
+static int __attribute__((format(printf, 2, 3)))
+env_add(struct envbuf *e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || env_room(e, (size_t)n + 1) < 0)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(e->buf + e->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	e->len += (size_t)n + 1;
+	e->n++;
+	return 0;
+}
+
+/* Whether a header variable named var (len bytes, '=' after) is set. */
+static bool
+env_has(const struct envbuf *e, const char *var, size_t len)
+{
+	for (size_t o = e->hstart; o < e->len; o += strlen(e->buf + o) + 1)
+		if (!strncmp(e->buf + o, var, len) && e->buf[o + len] == '=')
+			return true;
+	return false;
+}
+
+static int
+env_header(void *arg, const char *name, const char *value)
+{
+	struct envbuf *e = arg;
+	size_t nlen = strlen(name), pre = sizeof HEADER_PREFIX - 1;
+	size_t need = pre + nlen + strlen(value) + 2;
+	if (!nlen || e->headers + need > HEADER_ENV_MAX)
+		return 0;
+	if (env_room(e, need) < 0)
+		return -1;
+	char *var = e->buf + e->len, *p = var + pre;
+	memcpy(var, HEADER_PREFIX, pre);
+	for (size_t i = 0; i < nlen; i++) {
+		unsigned char c = (unsigned char)toupper((unsigned char)name[i]);
+		p[i] = (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ?
+		    (char)c : '_';
+	}
+	if (env_has(e, var, pre + nlen))
+		return 0;
+	p += nlen;
+	*p++ = '=';
+	for (const unsigned char *v = (const unsigned char *)value; *v; v++)
+		if ((*v >= 0x20 && *v != 0x7f) || *v == '\t')
+			*p++ = (char)*v;
+	*p++ = 0;
+	e->headers += (size_t)(p - var);
+	e->len += (size_t)(p - var);
+	e->n++;
+	return 0;
+}
+
+/* The caller frees env and buf. */
 static int
 handler_env(const struct mq_msg *m, const char *group, char ***envp,
     char **bufp)
 {
 	static const char *const ours[] = { "MQ_ID=", "MQ_TOPIC=", "MQ_GROUP=",
 	    "MQ_KEY=", "MQ_RECEIPT=", "MQ_PARTITION=", "MQ_SEQ=",
-	    "MQ_ATTEMPTS=" };
+	    "MQ_ATTEMPTS=", HEADER_PREFIX };
+	struct envbuf e = { 0 };
+	if (env_add(&e, "MQ_ID=%s", m->id) < 0 ||
+	    env_add(&e, "MQ_TOPIC=%s", m->topic ? m->topic : "") < 0 ||
+	    env_add(&e, "MQ_GROUP=%s", group) < 0 ||
+	    env_add(&e, "MQ_KEY=%s", m->key ? m->key : "") < 0 ||
+	    env_add(&e, "MQ_RECEIPT=%s", m->receipt ? m->receipt : "") < 0 ||
+	    env_add(&e, "MQ_PARTITION=%u", m->partition) < 0 ||
+	    env_add(&e, "MQ_SEQ=%llu", (unsigned long long)m->seq) < 0 ||
+	    env_add(&e, "MQ_ATTEMPTS=%u", m->attempts) < 0 ||
+	    (e.hstart = e.len, mq_msg_headers_each(m, env_header, &e)) < 0) {
+		free(e.buf);
+		return -1;
+	}
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = calloc(n + 9, sizeof *env), *buf = NULL;
-	if (!env || asprintf(&buf, "MQ_ID=%s%cMQ_TOPIC=%s%cMQ_GROUP=%s%c"
-	    "MQ_KEY=%s%cMQ_RECEIPT=%s%cMQ_PARTITION=%u%cMQ_SEQ=%llu%c"
-	    "MQ_ATTEMPTS=%u", m->id, 0, m->topic ? m->topic : "", 0, group, 0,
-	    m->key ? m->key : "", 0, m->receipt ? m->receipt : "", 0,
-	    m->partition, 0, (unsigned long long)m->seq, 0, m->attempts) < 0) {
-		free(env);
+	char **env = calloc(n + e.n + 1, sizeof *env);
+	if (!env) {
+		free(e.buf);
 		return mq_err_sys("malloc");
 	}
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
 		bool mine = false;
-		for (size_t j = 0; j < 8 && !mine; j++)
+		for (size_t j = 0; j < sizeof ours / sizeof *ours && !mine; j++)
 			mine = !strncmp(environ[i], ours[j], strlen(ours[j]));
 		if (!mine)
 			env[o++] = environ[i];
 	}
-	char *p = buf;
-	for (size_t j = 0; j < 8; j++) {
-		env[o++] = p;
-		p += strlen(p) + 1;
-	}
+	for (size_t off = 0; off < e.len; off += strlen(e.buf + off) + 1)
+		env[o++] = e.buf + off;
 	env[o] = NULL;
 	*envp = env;
-	*bufp = buf;
+	*bufp = e.buf;
 	return 0;
 }
 

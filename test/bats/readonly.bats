@@ -134,6 +134,15 @@ ro_run() {
 	assert_equal "$(jq -r '.id' <<<"$output")" "$id"
 }
 
+@test "mq-stat --peek shows pending messages as a read-only user, moving nothing" {
+	ro_run mq-stat --peek -F '%s|' t h
+	[[ $output =~ ^[abcd]\|[abcd]\|[abcd]\|$ ]] || fail "got: $output"
+	local id
+	id=$(mq-stat --peek -n 1 -F %i t h)
+	ro_run mq-stat --peek --message "$id" --json t h
+	assert_equal "$(jq -r .id <<<"$output")" "$id"
+}
+
 @test "mq-group list and info as a read-only user" {
 	ro_run mq-group list
 	assert_line --regexp '^t +g +shared +0 +0 +1 +2 '

@@ -603,7 +603,8 @@ t/h acked"
 	mkgroup t g
 	mkgroup u h
 	complete_words() { completions _mq_stat "$@"; }
-	assert_equal "$(complete_words mq-stat --p)" --prometheus
+	assert_equal "$(complete_words mq-stat --p | tr '\n' ' ')" "--prometheus --peek "
+	assert_equal "$(complete_words mq-stat --peek -F '%s' -n 2 t '')" g
 	assert_equal "$(complete_words mq-stat --json '' | tr '\n' ' ')" "t u "
 	assert_equal "$(complete_words mq-stat --watch 2 t '')" g
 	assert_equal "$(complete_words mq-stat -s "$MQ_SPOOL" u '')" h
@@ -760,6 +761,79 @@ t/p expired attempts=0 expires=$(rfc3339 $((t0 + 3600))) in=new"
 	    '["t",0,0,1]'
 	# An id in no topic is still not found.
 	run --separate-stderr mq-stat --message 0123456789abcdef0123456789abcdef
+	assert_equal "$status" 66
+	assert_one_line_error mq-stat
+}
+
+@test "--peek: the next 2 of 5 pending, read-only; a consumer then gets all 5 in order" {
+	mkgroup t g
+	local n
+	for n in 1 2 3 4 5; do mq-pub -q -H "X-N: $n" t "m$n"; done
+	local snap
+	snap=$(spool_snapshot)
+	run --separate-stderr mq-stat --peek -n 2 t g
+	assert_success
+	assert_equal "$output" $'m1\nm2'
+	run --separate-stderr mq-stat --peek -F '%o:%{X-N}h:%a:%r|' t g
+	assert_success
+	assert_equal "$output" "0:1:0:|1:2:0:|2:3:0:|3:4:0:|4:5:0:|"
+	run --separate-stderr mq-stat --peek --json -n 1 t g
+	assert_success
+	assert_equal "$(jq -c '[.body, .headers, .attempts, .seq]' <<<"$output")" '["m1",{"X-N":"1"},0,0]'
+	mq-stat --peek -0 -n 2 t g | od -An -c >"$TD/od"
+	assert_equal "$(echo $(cat "$TD/od"))" 'm 1 \0 m 2 \0'
+	# Nothing moved, renamed, written or touched: new/ byte for byte.
+	assert_equal "$(spool_snapshot)" "$snap"
+	assert_equal "$(count_new t g)" 5
+	run --separate-stderr mq-sub -g g t
+	assert_success
+	assert_equal "$output" $'m1\nm2\nm3\nm4\nm5'
+	# Nothing pending: 1, as mq-sub.
+	run --separate-stderr mq-stat --peek t g
+	assert_equal "$status" 1
+	assert_equal "$output" ""
+}
+
+@test "--peek: partitions in turn, as one consumer takes them; a claimed message is not shown" {
+	mq-topic create --partitions 2 t
+	mkgroup t g
+	mq-pub -q -k a t a1 a2
+	mq-pub -q -k b t b1 b2
+	mq-sub -g g --manual -n 1 t >/dev/null
+	run --separate-stderr mq-stat --peek -F '%s ' t g
+	assert_success
+	local want=$output
+	run --separate-stderr mq-sub -g g -F '%s ' t
+	assert_equal "$output" "$want"
+	assert_equal "$(wc -w <<<"$want")" 3
+}
+
+@test "--peek --message: a waiting message by id; an acked one is 66, one line" {
+	mkgroup t g
+	local id1 id2
+	id1=$(mq-pub -H 'Reply-To: r' t one)
+	id2=$(mq-pub t two)
+	run --separate-stderr mq-stat --peek --message "$id2" -F '%i %s %{Reply-To}h|\n'
+	assert_success
+	assert_equal "$output" "$id2 two |"
+	mq-sub -g g -n 1 t >/dev/null
+	run --separate-stderr mq-stat --peek --message "$id1" t g
+	assert_equal "$status" 66
+	assert_equal "$output" ""
+	assert_one_line_error mq-stat
+	[[ $stderr == *"message $id1 waits in no group g: t/g acked" ]] || fail "$stderr"
+	# In flight: shown, with its deliveries so far.
+	mq-sub -g g --manual -n 1 t >/dev/null
+	run --separate-stderr mq-stat --peek --message "$id2" -F '%a %s'
+	assert_success
+	assert_equal "$output" "1 two"
+	run --separate-stderr mq-stat --peek t
+	assert_equal "$status" 64
+	run --separate-stderr mq-stat --peek -n 2 --message "$id2"
+	assert_equal "$status" 64
+	run --separate-stderr mq-stat -F '%s' t g
+	assert_equal "$status" 64
+	run --separate-stderr mq-stat --peek t nosuch
 	assert_equal "$status" 66
 	assert_one_line_error mq-stat
 }

@@ -147,6 +147,23 @@ print((d.days * 86400000000 + d.seconds * 1000000 + d.microseconds) // 1000)' "$
 	assert_equal "$(echo $output)" "s e c o n d"
 }
 
+@test "mq-sub -F %{NAME}h: a header's value by name, any case; empty when absent" {
+	mkgroup t g
+	local id id2
+	id=$(mq-pub -k k1 -H 'X-Custom: hello world' -H 'Reply-To: r.t' t one)
+	id2=$(mq-pub t two)
+	run --separate-stderr mq-sub -F '%{X-Custom}h|%{x-custom}h|%{Reply-To}h|%{Absent}h|%{Topic}h|%{Seq}h|%{Key}h|%{message-id}h\n' -g g t
+	assert_success
+	assert_equal "$output" "hello world|hello world|r.t||t|0|k1|$id
+||||t|1||$id2"
+	local bad
+	for bad in '%{}h' '%{X-Custom}' '%{X-Custom' '%{X}x'; do
+		run --separate-stderr mq-sub -F "$bad" -g g t
+		assert_equal "$status" 65
+		assert_one_line_error mq-sub
+	done
+}
+
 @test "mq-sub -F understands the escapes \\n \\t \\0 \\\\" {
 	mkgroup t g
 	mq-pub -q t a b
@@ -404,4 +421,39 @@ print((d.days * 86400000000 + d.seconds * 1000000 + d.microseconds) // 1000)' "$
 	assert_output $'<one|g|0|0|k1>\n<two|g|0|1|>'
 	assert_equal "$(count_new t g)" 0
 	assert_equal "$(count_cur t g)" 0
+}
+
+@test "mq-sub --exec: the message's headers in MQ_HEADER_NAME, inherited ones not passed on" {
+	mkgroup t g
+	local id id2 f
+	id=$(mq-pub -k k1 -i idem-1 -H 'Reply-To: replies.me' -H 'X-Custom: hello world' t one)
+	id2=$(mq-pub t two)
+	f=$MQ_SPOOL/topics/t/p0/log/00000000000000000000.$id
+	MQ_HEADER_STALE=x MQ_HEADER_X_CUSTOM=inherited run --separate-stderr mq-sub -g g \
+	    --exec 'echo "<$MQ_HEADER_REPLY_TO|$MQ_HEADER_X_CUSTOM|$MQ_HEADER_KEY|$MQ_HEADER_MQ_IDEMPOTENCY_KEY|$MQ_HEADER_MESSAGE_ID|$MQ_HEADER_TOPIC|$MQ_HEADER_PARTITION|$MQ_HEADER_SEQ|$MQ_HEADER_PUBLISHED|${MQ_HEADER_STALE-unset}>"' t
+	assert_success
+	assert_equal "$output" "<replies.me|hello world|k1|idem-1|$id|t|0|0|$(header_of "$f" Published)|unset>
+<||||$id2|t|0|1|$(header_of "${f%/*}/00000000000000000001.$id2" Published)|unset>"
+	# Exactly these header variables, and the usual ones as they were.
+	mq-pub -q -H 'X-A: 1' t three
+	run --separate-stderr mq-sub -g g --exec 'env | grep ^MQ_ | grep -v ^MQ_SPOOL= | cut -d= -f1 | LC_ALL=C sort | tr "\n" " "' t
+	assert_success
+	assert_equal "$output" "MQ_ATTEMPTS MQ_GROUP MQ_HEADER_MESSAGE_ID MQ_HEADER_PARTITION MQ_HEADER_PUBLISHED MQ_HEADER_SEQ MQ_HEADER_TOPIC MQ_HEADER_X_A MQ_ID MQ_KEY MQ_PARTITION MQ_RECEIPT MQ_SEQ MQ_TOPIC "
+}
+
+@test "mq-sub --exec: odd header names map to A-Z0-9_, the first of a name wins, control characters dropped" {
+	mkgroup t g
+	local id f
+	id=$(mq-pub -H 'x.odd~name!: v1' -H 'X_ODD-NAME_: v2' -H 'Message_Id: mine' -H 'X-C: a-b' t one)
+	# A message file written by another hand: control characters in a value.
+	f=$MQ_SPOOL/topics/t/p0/log/00000000000000000000.$id
+	"$PY" - "$f" <<'EOF'
+import sys
+p = sys.argv[1]
+d = open(p, 'rb').read().replace(b'X-C: a-b', b'X-C: a\x1b[31m\x01-\tb\x7f')
+open(p, 'r+b').write(d)
+EOF
+	run --separate-stderr mq-sub -g g --exec 'printf "<%s|%s|%s>" "$MQ_HEADER_X_ODD_NAME_" "$MQ_HEADER_MESSAGE_ID" "$MQ_HEADER_X_C"' t
+	assert_success
+	assert_equal "$output" "<v1|$id|a[31m-$(printf '\t')b>"
 }
