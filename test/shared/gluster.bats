@@ -393,6 +393,24 @@ journal_bytes() {
 	assert_equal "$(count_entries "$TD/peer/topics/t/p0/g/g/new")" "$n"
 }
 
+@test "request and reply across hosts: callers on host 2, a server on host 1, each its own reply" {
+	mkgroup rpc srv
+	MQ_HOST=h1 spawn "$TD/server" mq-sub -s "$S1" -g srv -f -t 60 --exec 'tr a-z A-Z' --reply rpc
+	local i pids=()
+	for i in $(seq 1 12); do
+		(MQ_HOST=h2 mq-req -s "$S2" -t 60 rpc "caller$i" >"$TD/out.$i" 2>"$TD/err.$i"
+		    echo $? >"$TD/rc.$i") &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for i in $(seq 1 12); do
+		[[ $(cat "$TD/rc.$i") == 0 ]] || fail_with "caller $i failed:" "$TD/err.$i"
+		assert_equal "$(cat "$TD/out.$i")" "CALLER$i"
+	done
+	assert_equal "$(ls "$S1/replies")" ""
+	assert_equal "$(queue_left "$S1" rpc srv)" 0
+}
+
 @test "a brick killed during a publish loop: every publish delivered" {
 	local n=100
 	mkgroup t g
