@@ -113,8 +113,10 @@ main(int argc, char *argv[])
 			break;
 		}
 	}
-	if (argc < 1 || !group)
-		usage(EX_USAGE);
+	if (!group)
+		tool_usage(usage, "-g GROUP is required");
+	if (argc < 1)
+		tool_usage(usage, "a TOPIC is required");
 	if (delay && opt.op != OPT_NACK)
 		errx(EX_USAGE, "--delay goes with --nack");
 	if (reason && opt.op != OPT_REJECT)

@@ -174,8 +174,11 @@ main(int argc, char *argv[])
 		case OPT_ALL: opt.all = 1; break;
 		}
 	}
+	if (argc < 1)
+		tool_usage(usage, "a command is required");
 	if (argc < 2)
-		usage(EX_USAGE);
+		tool_usage(usage, "%s: a %s is required", argv[0],
+		    strcmp(argv[0], "import") ? "TOPIC" : "FILE");
 	const char *cmd = argv[0], *topic = argv[1];
 	int redrive = !strcmp(cmd, "redrive"), purge = !strcmp(cmd, "purge");
 	int export = !strcmp(cmd, "export"), import = !strcmp(cmd, "import");
@@ -184,7 +187,9 @@ main(int argc, char *argv[])
 	if ((!strcmp(cmd, "show") && argc != 3) ||
 	    ((!strcmp(cmd, "list") || !strcmp(cmd, "count")) && argc != 2) ||
 	    (export && argc != 3) || (import && argc != 2))
-		usage(EX_USAGE);
+		tool_usage(usage, "%s takes %s", cmd, !strcmp(cmd, "show") ?
+		    "a TOPIC and an ID" : export ? "a TOPIC and a FILE" :
+		    import ? "one FILE" : "one TOPIC");
 	if (import && opt.group)
 		errx(EX_USAGE, "-g does not go with import");
 	if (opt.json && strcmp(cmd, "list"))

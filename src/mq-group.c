@@ -220,7 +220,7 @@ main(int argc, char *argv[])
 		}
 	}
 	if (argc < 1)
-		usage(EX_USAGE);
+		tool_usage(usage, "a command is required");
 	const char *cmd = argv[0];
 	int list = !strcmp(cmd, "list"), info = !strcmp(cmd, "info"),
 	    create = !strcmp(cmd, "create"), delete = !strcmp(cmd, "delete");
@@ -228,7 +228,8 @@ main(int argc, char *argv[])
 	    "delete", NULL });
 	if ((list && argc > 2) || (info && argc != 2) ||
 	    ((create || delete) && argc != 3))
-		usage(EX_USAGE);
+		tool_usage(usage, "%s takes %s", cmd, list ? "at most a "
+		    "TOPIC-GLOB" : info ? "a GROUP" : "a TOPIC and a GROUP");
 	if (createopts && !create)
 		errx(EX_USAGE, "the group settings go with create");
 	if (json && !list && !info)

@@ -224,7 +224,8 @@ main(int argc, char *argv[])
 		case OPT_KEYGEN:
 		case OPT_PUBKEY:
 			if (keycmd)
-				usage(EX_USAGE);
+				tool_usage(usage, "choose one of --keygen and "
+				    "--pubkey");
 			keycmd = c;
 			keyfile = optarg;
 			break;
@@ -232,8 +233,10 @@ main(int argc, char *argv[])
 	}
 	if (keycmd && argc == 0)
 		return key_command(keycmd == OPT_KEYGEN, keyfile);
-	if (argc < 1 || keycmd)
-		usage(EX_USAGE);
+	if (keycmd)
+		tool_usage(usage, "--keygen and --pubkey take no TOPIC");
+	if (argc < 1)
+		tool_usage(usage, "a TOPIC is required");
 	if (!opt.sign && (opt.sign = getenv("MQ_SIGN_KEY")) && !*opt.sign)
 		opt.sign = NULL;
 	struct mq_identity key;

@@ -262,7 +262,7 @@ main(int argc, char *argv[])
 		}
 	}
 	if (argc < 1)
-		usage(EX_USAGE);
+		tool_usage(usage, "a command is required");
 	const char *cmd = argv[0];
 	int one = tool_command(cmd, (const char *const[]){ "serve", "push",
 	    "pull", "demote", "status", "promote", "keygen", "pubkey",

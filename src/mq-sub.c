@@ -112,7 +112,7 @@ key_file(const char *path, int pubkey, int argc)
 {
 	char pub[MQ_PUBKEY_HEX + 1];
 	if (argc != 0)
-		usage(EX_USAGE);
+		tool_usage(usage, "--keygen and --pubkey take no TOPIC");
 	if (pubkey) {
 		mq_seal_key *k = mq_seal_key_load(path);
 		if (!k)
@@ -249,8 +249,11 @@ main(int argc, char *argv[])
 	}
 	if (keygen)
 		return key_file(keygen, pubkey, argc);
-	if (argc != 1 || !opt.group)
-		usage(EX_USAGE);
+	if (argc != 1)
+		tool_usage(usage, "%s", argc ? "only one TOPIC or PATTERN" :
+		    "a TOPIC or PATTERN is required");
+	if (!opt.group)
+		tool_usage(usage, "-g GROUP is required");
 	if (opt.exec && (run.manual || run.output.json || run.output.format ||
 	    run.output.nul || run.output.quiet))
 		errx(EX_USAGE, "--exec cannot be combined with --manual, --json, "

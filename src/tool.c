@@ -1,6 +1,7 @@
 /* tool.c: helpers shared by the tools' main()s. */
 #include <err.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,17 @@ tool_getopt(int *argc, char ***argv, const char *shortopts,
 		of = NULL;
 	}
 	return c;
+}
+
+void
+tool_usage(void (*usage)(int), const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarnx(fmt, ap);
+	va_end(ap);
+	usage(EX_USAGE);
+	exit(EX_USAGE);
 }
 
 /* Where the tool works: the spool, and the topic and group of its

@@ -15,6 +15,11 @@
 int tool_getopt(int *argc, char ***argv, const char *shortopts,
     const struct option *longopts, void (*usage)(int code));
 
+/* A usage error that says what is missing or wrong: "prog: what" (one
+ * line), then the usage (usage(EX_USAGE)). */
+void tool_usage(void (*usage)(int code), const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
+
 /* Prints the library's error as "prog: message" and exits with its code;
  * an error about a file names the place first, "prog: SPOOL: topic T:
  * group G: message" (tool_place, tool_spool). */

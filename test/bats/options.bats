@@ -78,3 +78,33 @@ TOOLS="mq-pub mq-sub mq-ack mq-dlq mq-topic mq-group mq-stat mq-replicate"
 	assert_success
 	[[ $output == "usage: mq-stat "* ]] || fail "$output"
 }
+
+@test "a missing required option, command or operand is named on one line before the usage (64)" {
+	local -a cases=(
+		"mq-sub t|mq-sub: -g GROUP is required"
+		"mq-sub -g g|mq-sub: a TOPIC or PATTERN is required"
+		"mq-sub -g g a b|mq-sub: only one TOPIC or PATTERN"
+		"mq-ack t|mq-ack: -g GROUP is required"
+		"mq-ack -g g|mq-ack: a TOPIC is required"
+		"mq-pub|mq-pub: a TOPIC is required"
+		"mq-group|mq-group: a command is required"
+		"mq-group create t|mq-group: create takes a TOPIC and a GROUP"
+		"mq-dlq|mq-dlq: a command is required"
+		"mq-dlq list|mq-dlq: list: a TOPIC is required"
+		"mq-dlq show t|mq-dlq: show takes a TOPIC and an ID"
+		"mq-topic|mq-topic: a command is required"
+		"mq-topic info|mq-topic: info takes one TOPIC"
+		"mq-replicate|mq-replicate: a command is required"
+	)
+	local c cmd
+	for c in "${cases[@]}"; do
+		cmd=${c%%|*}
+		# shellcheck disable=SC2086
+		run --separate-stderr $cmd
+		assert_equal "$status" 64
+		assert_equal "$output" ""
+		assert_equal "${stderr_lines[0]}" "${c#*|}"
+		[[ ${stderr_lines[1]} == "usage: ${cmd%% *} "* ]] || fail "$c: $stderr"
+	done
+	[[ ! -e $MQ_SPOOL/VERSION ]] || fail "a usage error made a spool"
+}
