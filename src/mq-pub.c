@@ -244,6 +244,11 @@ main(int argc, char *argv[])
 		tool_fail();
 	if (opt.delay > 0 && opt.have_at)
 		errx(EX_USAGE, "choose one of --delay and --at");
+	/* Both count from when the message is published. */
+	if (opt.ttl > 0 && (opt.have_at ? opt.at - mq_now() : opt.delay) >=
+	    opt.ttl)
+		errx(EX_USAGE, "--ttl %gs ends before --%s: the message could "
+		    "never be delivered", opt.ttl, opt.have_at ? "at" : "delay");
 	if (opt.idem && opt.dedup_content)
 		errx(EX_USAGE, "choose one of -i and --dedup=content");
 	tool_name("topic", argv[0]);
