@@ -30,8 +30,8 @@ static void
 usage(int code)
 {
 	fprintf(code ? stderr : stdout,
-	    "usage: %s [-s SPOOL] -g GROUP [--nack [--delay SECONDS] | "
-	    "--reject [--reason TEXT] |\n              --extend SECONDS] TOPIC "
+	    "usage: %s [-s SPOOL] -g GROUP [--nack [--delay DURATION] | "
+	    "--reject [--reason TEXT] |\n              --extend DURATION] TOPIC "
 	    "[RECEIPT...]\n       %s [-s SPOOL] -g GROUP --commit "
 	    "PARTITION:OFFSET... TOPIC\n", getprogname(), getprogname());
 	exit(code);
@@ -104,10 +104,8 @@ main(int argc, char *argv[])
 			reason = 1;
 			break;
 		case OPT_COMMIT:
-			opt.commit = reallocarray(opt.commit, opt.ncommit + 1,
+			opt.commit = tool_grow(opt.commit, opt.ncommit,
 			    sizeof *opt.commit);
-			if (!opt.commit)
-				err(EX_OSERR, "malloc");
 			if (mq_offset_parse(optarg, &opt.commit[opt.ncommit++]) < 0)
 				errx(mq_errcode(), "--commit: %s", mq_errmsg());
 			break;

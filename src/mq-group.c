@@ -24,12 +24,12 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] list [--json] [TOPIC-GLOB]\n"
 	    "       %s [-s SPOOL] info [--json] [-t TOPIC] GROUP\n"
-	    "       %s [-s SPOOL] create [--ordered] [--session SECONDS] "
-	    "[--lease SECONDS]\n"
+	    "       %s [-s SPOOL] create [--ordered] [--session DURATION] "
+	    "[--lease DURATION]\n"
 	    "                [--max-attempts N] [--exactly-once] [--filter EXPR] "
 	    "[--match NAME=GLOB]...\n"
 	    "                [--from-start | --from-offset P:N... "
-	    "[--from-time TIME]] TOPIC GROUP\n"
+	    "| --from-time TIME] TOPIC GROUP\n"
 	    "       %s [-s SPOOL] delete TOPIC GROUP\n", p, p, p, p);
 	exit(code);
 }
@@ -174,7 +174,7 @@ main(int argc, char *argv[])
 	gc.match = match;
 	gc.from_offset = offsets;
 	const char *spool = NULL, *topic = NULL;
-	int c, json = 0, createopts = 0;
+	int c, json = 0, createopts = 0, from_time = 0;
 	/* Options may come before or after the command. */
 	while ((c = tool_getopt(&argc, &argv, "s:t:", longopts, usage)) != -1) {
 		createopts += c >= OPT_ORDERED && c <= OPT_FROM_TIME;
@@ -216,6 +216,7 @@ main(int argc, char *argv[])
 		case OPT_FROM_TIME:
 			if (mq_time_arg_parse(optarg, &gc.from_time) < 0)
 				errx(EX_USAGE, "--from-time: %s", mq_errmsg());
+			from_time = 1;
 			break;
 		}
 	}
@@ -236,9 +237,11 @@ main(int argc, char *argv[])
 		errx(EX_USAGE, "--json goes with list and info");
 	if (topic && !info)
 		errx(EX_USAGE, "-t goes with info");
-	if (gc.from_start && (gc.nfrom_offset || gc.from_time > 0))
-		errx(EX_USAGE, "--from-start goes with neither --from-offset "
-		    "nor --from-time");
+	/* The backfill would filter by time the partitions given an offset
+	 * too: mq-sub refuses the same. */
+	if (gc.from_start + (gc.nfrom_offset > 0) + from_time > 1)
+		errx(EX_USAGE, "choose one of --from-start, --from-offset and "
+		    "--from-time");
 	if (topic)
 		tool_name("topic", topic);
 	if (info)

@@ -38,13 +38,14 @@ static struct {
 static void
 usage(int code)
 {
+	const char *p = getprogname();
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-0lq] [-H 'Name: value']... [-k KEY] [-p PARTITION] "
-	    "[-s SPOOL]\n              [--sync=each|batch|none] [--delay SECONDS "
-	    "| --at TIME] [--ttl SECONDS]\n              [--atomic] TOPIC "
-	    "[MESSAGE...]\n              [-i ID | --dedup=content] "
-	    "[--replicas N [--replica-timeout SECONDS]]\n",
-	    getprogname());
+	    "[-s SPOOL]\n              [--sync=each|batch|none] [--delay DURATION "
+	    "| --at TIME] [--ttl DURATION]\n              [--atomic] "
+	    "[-i ID | --dedup=content] [--sign KEYFILE]\n              "
+	    "[--replicas N [--replica-timeout DURATION]] TOPIC [MESSAGE...]\n"
+	    "       %s --keygen KEYFILE | --pubkey KEYFILE\n", p, p);
 	exit(code);
 }
 
@@ -163,11 +164,8 @@ main(int argc, char *argv[])
 		switch (c) {
 		case '0': opt.split = 1; opt.sep = '\0'; break;
 		case 'H': {
-			struct mq_header *h = reallocarray(opt.headers,
-			    opt.nheaders + 1, sizeof *h);
-			if (!h)
-				err(EX_OSERR, "malloc");
-			opt.headers = h;
+			struct mq_header *h = opt.headers = tool_grow(opt.headers,
+			    opt.nheaders, sizeof *h);
 			if (mq_header_parse(optarg, &h[opt.nheaders]) < 0)
 				errx(mq_errcode(), "-H: %s", mq_errmsg());
 			opt.nheaders++;

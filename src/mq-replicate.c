@@ -45,8 +45,8 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] serve [--listen ADDR:PORT | --stdio | --inetd] "
 	    "[-v] [--syslog]\n"
-	    "              [--max-sessions N] [--handshake-timeout SECONDS]\n"
-	    "       %s [-s SPOOL] push|pull [--follow] [--retry SECONDS] "
+	    "              [--max-sessions N] [--handshake-timeout DURATION]\n"
+	    "       %s [-s SPOOL] push|pull [--follow] [--retry DURATION] "
 	    "[--compare] [--progress | --no-progress]\n"
 	    "              [-v] [--syslog] (ADDR:PORT | --rsh CMD "
 	    "[--remote-spool DIR] [--remote-command PATH])\n"

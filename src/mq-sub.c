@@ -81,28 +81,19 @@ usage(int code)
 {
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-0fq] [-F FORMAT] -g GROUP [-n COUNT] [-s SPOOL] "
-	    "[-t SECONDS]\n              [--exec CMD [-j N] [--backoff BASE[:MAX]] "
-	    "[--grace SECONDS] "
-	    "[--handler-timeout SECONDS]\n              [--publish-to TOPIC]] "
+	    "[-t DURATION]\n              [--exec CMD [-j N] [--backoff BASE[:MAX]] "
+	    "[--grace DURATION] "
+	    "[--handler-timeout DURATION]\n              [--publish-to TOPIC]] "
 	    "[--exactly-once] [--from-start] [--json]\n              "
-	    "[--lease SECONDS] [--manual] [--max-attempts N]\n"
+	    "[--lease DURATION] [--manual] [--max-attempts N]\n"
 	    "              [--filter EXPR] [--match NAME=GLOB] "
 	    "[--group-filter EXPR]\n              [--group-match NAME=GLOB] "
-	    "[--ordered] [--session SECONDS]\n"
+	    "[--ordered] [--session DURATION]\n"
 	    "              [--from-offset P:N]... [--from-time TIME] "
 	    "[--key FILE] [--unsubscribe] TOPIC|PATTERN\n"
 	    "       %s --keygen FILE | --pubkey FILE\n",
 	    getprogname(), getprogname());
 	exit(code);
-}
-
-/* --match and --group-match: appends a condition. */
-static void
-push_match(const char ***v, size_t *n, const char *arg)
-{
-	if (!(*v = reallocarray(*v, *n + 1, sizeof **v)))
-		err(EX_OSERR, "malloc");
-	(*v)[(*n)++] = arg;
 }
 
 /* --keygen FILE and --pubkey FILE: a consumer key pair for sealed
@@ -175,7 +166,7 @@ main(int argc, char *argv[])
 	struct mq_sub_opts so;
 	mq_sub_opts_default(&so);
 	const char *spool = NULL, *e, *keyfile = NULL, *keygen = NULL;
-	int c, pubkey = 0, unsubscribe = 0;
+	int c, pubkey = 0, unsubscribe = 0, from_time = 0;
 	struct mq_offset *from = NULL;
 	while ((c = tool_getopt(&argc, &argv, "0F:fg:j:n:qs:t:", longopts,
 	    usage)) != -1) {
@@ -217,10 +208,15 @@ main(int argc, char *argv[])
 			break;
 		case OPT_UNSUBSCRIBE: unsubscribe = 1; break;
 		case OPT_FILTER: flt.expr = optarg; break;
-		case OPT_MATCH: push_match(&flt.match, &flt.nmatch, optarg); break;
+		case OPT_MATCH:
+			flt.match = tool_grow(flt.match, flt.nmatch, sizeof optarg);
+			flt.match[flt.nmatch++] = optarg;
+			break;
 		case OPT_GROUP_FILTER: flt.group_expr = optarg; break;
 		case OPT_GROUP_MATCH:
-			push_match(&flt.group_match, &flt.ngroup_match, optarg);
+			flt.group_match = tool_grow(flt.group_match,
+			    flt.ngroup_match, sizeof optarg);
+			flt.group_match[flt.ngroup_match++] = optarg;
 			break;
 		case OPT_ORDERED: so.group.ordered = 1; break;
 		case OPT_SESSION:
@@ -229,10 +225,7 @@ main(int argc, char *argv[])
 				errx(EX_USAGE, "--session: must be more than 0");
 			break;
 		case OPT_FROM_OFFSET:
-			from = reallocarray(from, so.group.nfrom_offset + 1,
-			    sizeof *from);
-			if (!from)
-				err(EX_OSERR, "malloc");
+			from = tool_grow(from, so.group.nfrom_offset, sizeof *from);
 			if (mq_offset_parse(optarg,
 			    &from[so.group.nfrom_offset++]) < 0)
 				errx(mq_errcode(), "--from-offset: %s", mq_errmsg());
@@ -241,6 +234,7 @@ main(int argc, char *argv[])
 		case OPT_FROM_TIME:
 			if (mq_time_arg_parse(optarg, &so.group.from_time) < 0)
 				errx(mq_errcode(), "--from-time: %s", mq_errmsg());
+			from_time = 1;
 			break;
 		case OPT_KEY: keyfile = optarg; break;
 		case OPT_KEYGEN: keygen = optarg; break;
@@ -268,8 +262,7 @@ main(int argc, char *argv[])
 		errx(EX_USAGE, "-j and -n cannot be combined");
 	if (opt.publish_to)
 		tool_name("topic", opt.publish_to);
-	if (so.group.from_start + (so.group.nfrom_offset > 0) +
-	    (so.group.from_time > 0) > 1)
+	if (so.group.from_start + (so.group.nfrom_offset > 0) + from_time > 1)
 		errx(EX_USAGE, "choose one of --from-start, --from-offset and "
 		    "--from-time");
 	tool_topic_or_pattern(argv[0]);

@@ -22,7 +22,7 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] init [--group GROUP] [--mode MODE]\n"
 	    "       %s [-s SPOOL] create [--partitions N] [--max-message-size "
-	    "BYTES]\n                [--retention SECONDS] [--ttl SECONDS] "
+	    "BYTES]\n                [--retention DURATION] [--ttl DURATION] "
 	    "[--expired dlq|drop]\n                [--signers FILE] "
 	    "[--group GROUP] [--mode MODE]\n"
 	    "                [--publishers GROUP] [--consumers GROUP] "

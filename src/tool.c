@@ -198,6 +198,14 @@ tool_fence_warn(mq_spool *sp)
 		    (unsigned long long)f.epoch);
 }
 
+void *
+tool_grow(void *v, size_t n, size_t size)
+{
+	if (!(v = reallocarray(v, n + 1, size)))
+		err(EX_OSERR, "malloc");
+	return v;
+}
+
 double
 tool_duration(const char *opt, const char *arg)
 {

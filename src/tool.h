@@ -47,6 +47,9 @@ mq_spool *tool_spool_try(const char *dir, int flags);
 /* A warning, once, when the spool was fenced (mq-protocol(5), Epochs):
  * what a consumer acknowledges there does not reach the new primary. */
 void tool_fence_warn(mq_spool *);
+/* v (of n elements of size bytes) grown by one; out of memory fails the
+ * tool. */
+void *tool_grow(void *v, size_t n, size_t size);
 double tool_duration(const char *opt, const char *arg);
 unsigned long tool_number(const char *opt, const char *arg, unsigned long min,
     unsigned long max);

@@ -47,6 +47,8 @@ known_state() {
 	    "delete t" "create --json t g" "list --lease 5" "info --ordered g" \
 	    "list -t t" "create --session 0 t g" \
 	    "create --from-start --from-offset 0:1 t g" \
+	    "create --from-offset 0:1 --from-time @0 t g" \
+	    "create --from-start --from-time @0 t g" \
 	    "create --from-offset 0 t g" "create --from-offset x:1 t g" \
 	    "create --from-offset 0:-1 t g" "create --from-time yesterday t g" \
 	    "create --match novalue t g" "create --lease 0 t g" \

@@ -108,3 +108,30 @@ TOOLS="mq-pub mq-sub mq-ack mq-dlq mq-topic mq-group mq-stat mq-replicate"
 	done
 	[[ ! -e $MQ_SPOOL/VERSION ]] || fail "a usage error made a spool"
 }
+
+@test "usages: durations are DURATION, and no option follows the operands" {
+	local tool
+	for tool in $TOOLS; do
+		run --separate-stderr "$tool" --help
+		assert_success
+		[[ $output != *SECONDS* ]] || fail "$tool: $output"
+	done
+	run --separate-stderr mq-pub --help
+	assert_line --index 3 --regexp ' TOPIC \[MESSAGE\.\.\.\]$'
+	assert_line --index 4 '       mq-pub --keygen KEYFILE | --pubkey KEYFILE'
+}
+
+@test "--from-start, --from-offset and --from-time exclude each other, @0 too (64), nothing made" {
+	local args
+	for args in "--from-offset 0:1 --from-time @0" "--from-start --from-time @0"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr mq-group create $args t g
+		assert_equal "$status" 64
+		assert_equal "$stderr" "mq-group: choose one of --from-start, --from-offset and --from-time"
+		# shellcheck disable=SC2086
+		run --separate-stderr mq-sub -g g $args t
+		assert_equal "$status" 64
+		assert_equal "$stderr" "mq-sub: choose one of --from-start, --from-offset and --from-time"
+	done
+	[[ ! -e $MQ_SPOOL/topics/t ]]
+}
