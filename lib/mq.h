@@ -623,6 +623,13 @@ void mq_content_key(const void *body, size_t len, char out[48]);
  * anything. */
 struct mq_identity;
 int mq_pub_sign(mq_pub *, const struct mq_identity *key);
+/* fn is called for each message that mq_pub_send leaves out as a repeat
+ * of an idempotency key whose first message had another body (compared
+ * by Content-Hash; not on a sealed topic, nor once the first message is
+ * gone), with the first's id.  It is called under the partition's lock:
+ * it should only take note. */
+void mq_pub_on_conflict(mq_pub *, void (*fn)(const struct mq_pub_msg *,
+    const char *first_id, void *ctx), void *ctx);
 /* With on set, each mq_pub_send is one commit: consumers see all of its
  * messages or none.  They must then all go to one partition. */
 void mq_pub_atomic(mq_pub *, int on);

@@ -122,6 +122,14 @@ send(struct mq_pub_msg *msgs, size_t n, void *pub)
 }
 
 static void
+conflict(const struct mq_pub_msg *m, const char *first_id, void *ctx)
+{
+	(void)ctx;
+	warnx("warning: idempotency key %s was used by message %s with other "
+	    "content; not stored", m->idempotency_key, first_id);
+}
+
+static void
 msg_init(struct mq_pub_msg *m, const void *body, size_t len, void *ctx)
 {
 	(void)ctx;
@@ -264,6 +272,7 @@ main(int argc, char *argv[])
 	if (rc < 0)
 		tool_fail();
 	mq_pub_atomic(pub, opt.atomic);
+	mq_pub_on_conflict(pub, conflict, NULL);
 	if (argc > 1) {
 		struct mq_pub_msg *msgs = reallocarray(NULL, (size_t)argc - 1,
 		    sizeof *msgs);

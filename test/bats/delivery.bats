@@ -380,6 +380,33 @@ watch_committed() {
 	assert_equal "$(printf '%s\n' "${lines[@]}" | sort -n | uniq | wc -l)" 1000
 }
 
+@test "idempotent publish: a repeat with other content is still not stored, exits 0 and warns once; the same content says nothing" {
+	mkgroup t g
+	local a
+	a=$(mq-pub -i order-7 t first)
+	run --separate-stderr mq-pub -i order-7 t first
+	assert_success
+	assert_output "$a"
+	assert_equal "$stderr" ""
+	run --separate-stderr mq-pub -i order-7 t second
+	assert_success
+	assert_output "$a"
+	assert_equal "$stderr" "mq-pub: warning: idempotency key order-7 was used by message $a with other content; not stored"
+	# In a batch, per message: only the second of three differs.
+	printf 'x\ny\nz\n' | mq-pub -q -l -i b t
+	run --separate-stderr mq-pub -l -i b t <<<$'x\nY\nz'
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_equal "${stderr_lines[0]}" "mq-pub: warning: idempotency key b.2 was used by message ${lines[1]} with other content; not stored"
+	# -q silences the ids, not the warning.
+	run --separate-stderr mq-pub -q -i order-7 t third
+	assert_success
+	assert_output ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_equal "$(count_new t g)" 4
+}
+
 @test "idempotent publish: a repeat returns the first id and exit 0; the window ends it; --dedup=content" {
 	mkgroup t g
 	local a b c
