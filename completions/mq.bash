@@ -360,7 +360,7 @@ _mq_group()
 		'')     _mq_reply $'-s\n--help' "$cur" ;;
 		list)   _mq_reply $'-s\n--json' "$cur" ;;
 		info)   _mq_reply $'-s\n-t\n--json' "$cur" ;;
-		create) _mq_reply $'-s\n--ordered\n--session\n--lease\n--max-attempts\n--exactly-once\n--filter\n--match\n--from-start\n--from-offset\n--from-time' "$cur" ;;
+		create) _mq_reply $'-s\n--exist-ok\n--ordered\n--session\n--lease\n--max-attempts\n--exactly-once\n--filter\n--match\n--from-start\n--from-offset\n--from-time' "$cur" ;;
 		delete) _mq_reply $'-s' "$cur" ;;
 		esac
 	elif [[ -z $cmd ]]; then

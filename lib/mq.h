@@ -280,6 +280,12 @@ struct mq_group_info {
 int mq_group_info(mq_spool *, const char *topic, const char *group,
     struct mq_group_info *);
 void mq_group_info_free(struct mq_group_info *);
+/* The first setting in which c (as for mq_group_subscribe) differs from
+ * the group g is ("ordered", "session", "lease", "max-attempts",
+ * "exactly-once", "filter" or "match"), NULL when none does.  Start
+ * positions count only when a group is made, and are not compared. */
+const char *mq_group_conf_differs(const struct mq_group_info *g,
+    const struct mq_group_conf *c);
 /* The groups of the topics whose names match the fnmatch(3) pattern glob
  * (NULL: all), by topic and group, then the wildcard subscriptions
  * (SPOOL/wildcards/) whose pattern matches glob, with wildcard set and

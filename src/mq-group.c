@@ -12,7 +12,7 @@
 enum {
 	OPT_JSON = 256, OPT_ORDERED, OPT_SESSION, OPT_LEASE, OPT_MAX_ATTEMPTS,
 	OPT_EXACTLY_ONCE, OPT_FILTER, OPT_MATCH, OPT_FROM_START,
-	OPT_FROM_OFFSET, OPT_FROM_TIME,
+	OPT_FROM_OFFSET, OPT_FROM_TIME, OPT_EXIST_OK,
 };
 
 #define NOPT_MAX 1024
@@ -24,7 +24,8 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] list [--json] [TOPIC-GLOB]\n"
 	    "       %s [-s SPOOL] info [--json] [-t TOPIC] GROUP\n"
-	    "       %s [-s SPOOL] create [--ordered] [--session DURATION] "
+	    "       %s [-s SPOOL] create [--exist-ok] [--ordered] "
+	    "[--session DURATION] "
 	    "[--lease DURATION]\n"
 	    "                [--max-attempts N] [--exactly-once] [--filter EXPR] "
 	    "[--match NAME=GLOB]...\n"
@@ -126,7 +127,7 @@ offset_arg(const char *arg, struct mq_offset *o)
 
 static int
 cmd_create(mq_spool *sp, const char *topic, const char *group,
-    const struct mq_group_conf *c)
+    const struct mq_group_conf *c, int exist_ok)
 {
 	/* Checked before anything is made, the topic included. */
 	struct mq_topic_conf tc;
@@ -144,7 +145,20 @@ cmd_create(mq_spool *sp, const char *topic, const char *group,
 	int rc = mq_group_subscribe(sp, topic, group, c);
 	if (rc < 0)
 		tool_fail();
-	if (rc == 0)
+	/* --exist-ok: the same settings are a success (a pattern's are not
+	 * compared). */
+	struct mq_group_info gi;
+	const char *d = NULL;
+	if (rc == 0 && exist_ok && !mq_is_pattern(topic)) {
+		if (mq_group_info(sp, topic, group, &gi) < 0)
+			tool_fail();
+		d = mq_group_conf_differs(&gi, c);
+		mq_group_info_free(&gi);
+	}
+	if (rc == 0 && exist_ok && d)
+		errx(EX_CANTCREAT, "group '%s' exists on topic '%s' with another "
+		    "%s setting", group, topic, d);
+	if (rc == 0 && !exist_ok)
 		errx(EX_CANTCREAT, "group '%s' already exists on topic '%s'",
 		    group, topic);
 	return 0;
@@ -165,6 +179,7 @@ main(int argc, char *argv[])
 		{ "from-start", no_argument, NULL, OPT_FROM_START },
 		{ "from-offset", required_argument, NULL, OPT_FROM_OFFSET },
 		{ "from-time", required_argument, NULL, OPT_FROM_TIME },
+		{ "exist-ok", no_argument, NULL, OPT_EXIST_OK },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *match[NOPT_MAX];
@@ -174,7 +189,7 @@ main(int argc, char *argv[])
 	gc.match = match;
 	gc.from_offset = offsets;
 	const char *spool = NULL, *topic = NULL;
-	int c, json = 0, createopts = 0, from_time = 0;
+	int c, json = 0, createopts = 0, from_time = 0, exist_ok = 0;
 	/* Options may come before or after the command. */
 	while ((c = tool_getopt(&argc, &argv, "s:t:", longopts, usage)) != -1) {
 		createopts += c >= OPT_ORDERED && c <= OPT_FROM_TIME;
@@ -208,6 +223,7 @@ main(int argc, char *argv[])
 			match[gc.nmatch++] = optarg;
 			break;
 		case OPT_FROM_START: gc.from_start = 1; break;
+		case OPT_EXIST_OK: exist_ok = 1; createopts++; break;
 		case OPT_FROM_OFFSET:
 			if (gc.nfrom_offset == NOPT_MAX)
 				errx(EX_USAGE, "--from-offset: at most %d", NOPT_MAX);
@@ -262,7 +278,7 @@ main(int argc, char *argv[])
 	else if (info)
 		rc = cmd_info(sp, topic, argv[1], json);
 	else if (create)
-		rc = cmd_create(sp, argv[1], argv[2], &gc);
+		rc = cmd_create(sp, argv[1], argv[2], &gc, exist_ok);
 	else if (mq_group_unsubscribe(sp, argv[1], argv[2]) < 0)
 		tool_fail();
 	mq_spool_close(sp);
