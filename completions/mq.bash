@@ -460,8 +460,8 @@ _mq_dlq()
 	if [[ $cur == -* ]]; then
 		case $cmd in
 		list)    _mq_reply $'-g\n-s\n--json' "$cur" ;;
-		redrive) _mq_reply $'-g\n-s\n--older-than\n--max\n--rate\n--to' "$cur" ;;
-		purge)   _mq_reply $'-g\n-s\n--all\n--older-than\n--max' "$cur" ;;
+		redrive) _mq_reply $'-g\n-q\n-s\n--older-than\n--max\n--rate\n--to' "$cur" ;;
+		purge)   _mq_reply $'-g\n-q\n-s\n--all\n--older-than\n--max' "$cur" ;;
 		*)       _mq_reply $'-g\n-s\n--help' "$cur" ;;
 		esac
 	elif [[ -z $cmd ]]; then
