@@ -14,7 +14,7 @@
 enum {
 	OPT_SYNC = 256, OPT_DELAY, OPT_AT, OPT_TTL, OPT_ATOMIC,
 	OPT_DEDUP, OPT_REPLICAS, OPT_REPLICA_TIMEOUT, OPT_SIGN, OPT_KEYGEN,
-	OPT_PUBKEY,
+	OPT_PUBKEY, OPT_NO_CREATE,
 };
 
 static struct {
@@ -27,7 +27,7 @@ static struct {
 	struct mq_header *headers;
 	size_t nheaders;
 	double delay, at, ttl;
-	int atomic, dedup_content, have_at;
+	int atomic, dedup_content, have_at, no_create;
 	const char *idem;               /* -i */
 	unsigned replicas;              /* peers that must confirm */
 	double replica_timeout;
@@ -44,6 +44,7 @@ usage(int code)
 	    "[-s SPOOL]\n              [--sync=each|batch|none] [--delay DURATION "
 	    "| --at TIME] [--ttl DURATION]\n              [--atomic] "
 	    "[-i ID | --dedup=content] [--sign KEYFILE]\n              "
+	    "[--no-create] "
 	    "[--replicas N [--replica-timeout DURATION]] TOPIC [MESSAGE...]\n"
 	    "       %s --keygen KEYFILE | --pubkey KEYFILE\n", p, p);
 	exit(code);
@@ -121,6 +122,23 @@ send(struct mq_pub_msg *msgs, size_t n, void *pub)
 	return 0;
 }
 
+/* A topic without groups keeps what is published in log/ only: likely a
+ * mistyped name. */
+static void
+no_groups_warn(mq_spool *sp, const char *topic)
+{
+	struct mq_group_ref *refs;
+	size_t n, mine = 0;
+	if (opt.quiet || mq_group_list(sp, topic, &refs, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		mine += !refs[i].wildcard && !strcmp(refs[i].topic, topic);
+	mq_group_ref_free(refs, n);
+	if (!mine)
+		warnx("warning: topic '%s' has no groups: the message is kept in "
+		    "log/ only", topic);
+}
+
 static void
 conflict(const struct mq_pub_msg *m, const char *first_id, void *ctx)
 {
@@ -163,6 +181,7 @@ main(int argc, char *argv[])
 		{ "sign", required_argument, NULL, OPT_SIGN },
 		{ "keygen", required_argument, NULL, OPT_KEYGEN },
 		{ "pubkey", required_argument, NULL, OPT_PUBKEY },
+		{ "no-create", no_argument, NULL, OPT_NO_CREATE },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spool = NULL, *keyfile = NULL;
@@ -207,6 +226,7 @@ main(int argc, char *argv[])
 				errx(EX_USAGE, "--ttl: must be more than 0");
 			break;
 		case OPT_ATOMIC: opt.atomic = 1; break;
+		case OPT_NO_CREATE: opt.no_create = 1; break;
 		case OPT_DEDUP:
 			if (strcmp(optarg, "content"))
 				errx(EX_USAGE, "--dedup: only 'content' is known");
@@ -261,6 +281,7 @@ main(int argc, char *argv[])
 	tool_place(argv[0], NULL);
 
 	mq_spool *sp = opt.sp = tool_spool(spool, MQ_CREATE);
+	tool_strict_topic(sp, argv[0], opt.no_create);
 	mq_pub *pub = mq_pub_open(sp, argv[0], MQ_CREATE);
 	if (!pub)
 		tool_fail();
@@ -295,6 +316,7 @@ main(int argc, char *argv[])
 			errx(mq_errcode(), "%s", mq_errmsg());
 	}
 	mq_pub_close(pub);
+	no_groups_warn(sp, argv[0]);
 	mq_spool_close(sp);
 	return 0;
 }

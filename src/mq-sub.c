@@ -23,7 +23,7 @@ enum {
 	OPT_MAX_ATTEMPTS, OPT_PUBLISH_TO, OPT_EXACTLY_ONCE, OPT_GRACE,
 	OPT_FILTER, OPT_MATCH, OPT_GROUP_FILTER, OPT_GROUP_MATCH,
 	OPT_ORDERED, OPT_SESSION, OPT_FROM_OFFSET, OPT_FROM_TIME,
-	OPT_KEY, OPT_KEYGEN, OPT_PUBKEY,
+	OPT_KEY, OPT_KEYGEN, OPT_PUBKEY, OPT_NO_CREATE,
 };
 
 static struct {
@@ -85,7 +85,7 @@ usage(int code)
 	    "[--grace DURATION] "
 	    "[--handler-timeout DURATION]\n              [--publish-to TOPIC]] "
 	    "[--exactly-once] [--from-start] [--json]\n              "
-	    "[--lease DURATION] [--manual] [--max-attempts N]\n"
+	    "[--lease DURATION] [--manual] [--max-attempts N] [--no-create]\n"
 	    "              [--filter EXPR] [--match NAME=GLOB] "
 	    "[--group-filter EXPR]\n              [--group-match NAME=GLOB] "
 	    "[--ordered] [--session DURATION]\n"
@@ -161,12 +161,13 @@ main(int argc, char *argv[])
 		{ "key", required_argument, NULL, OPT_KEY },
 		{ "keygen", required_argument, NULL, OPT_KEYGEN },
 		{ "pubkey", required_argument, NULL, OPT_PUBKEY },
+		{ "no-create", no_argument, NULL, OPT_NO_CREATE },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_sub_opts so;
 	mq_sub_opts_default(&so);
 	const char *spool = NULL, *e, *keyfile = NULL, *keygen = NULL;
-	int c, pubkey = 0, unsubscribe = 0, from_time = 0;
+	int c, pubkey = 0, unsubscribe = 0, from_time = 0, no_create = 0;
 	struct mq_offset *from = NULL;
 	while ((c = tool_getopt(&argc, &argv, "0F:fg:j:n:qs:t:", longopts,
 	    usage)) != -1) {
@@ -207,6 +208,7 @@ main(int argc, char *argv[])
 			    "--max-attempts", optarg, 0, 1000000);
 			break;
 		case OPT_UNSUBSCRIBE: unsubscribe = 1; break;
+		case OPT_NO_CREATE: no_create = 1; break;
 		case OPT_FILTER: flt.expr = optarg; break;
 		case OPT_MATCH:
 			flt.match = tool_grow(flt.match, flt.nmatch, sizeof optarg);
@@ -291,6 +293,7 @@ main(int argc, char *argv[])
 	so.wake_fd = wake_pipe[0];
 	mq_spool *sp = tool_spool(spool, MQ_CREATE);
 	tool_fence_warn(sp);
+	tool_strict_topic(sp, argv[0], no_create);
 	if (unsubscribe) {
 		if (mq_group_unsubscribe(sp, argv[0], opt.group) < 0)
 			tool_fail();

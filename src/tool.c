@@ -206,6 +206,20 @@ tool_grow(void *v, size_t n, size_t size)
 	return v;
 }
 
+void
+tool_strict_topic(mq_spool *sp, const char *topic, int no_create)
+{
+	const char *e = getenv("MQ_STRICT");
+	struct mq_topic_conf conf;
+	if ((!no_create && (!e || !*e || !strcmp(e, "0"))) ||
+	    mq_is_pattern(topic) || mq_topic_conf_read(sp, topic, &conf) == 0)
+		return;
+	if (mq_errcode() != EX_NOINPUT)
+		tool_fail();
+	errx(EX_NOINPUT, "no topic '%s' (%s: create it with mq-topic create)",
+	    topic, no_create ? "--no-create" : "MQ_STRICT");
+}
+
 double
 tool_duration(const char *opt, const char *arg)
 {

@@ -50,6 +50,12 @@ void tool_fence_warn(mq_spool *);
 /* v (of n elements of size bytes) grown by one; out of memory fails the
  * tool. */
 void *tool_grow(void *v, size_t n, size_t size);
+/* Strict about topics: a tool that would make a missing topic (mq-pub,
+ * mq-sub) refuses it instead when given --no-create (no_create set) or
+ * when MQ_STRICT is set to anything but "" or "0": the topic (not a
+ * pattern) must exist, or the tool fails with EX_NOINPUT, "no topic 'T'
+ * (MQ_STRICT: create it with mq-topic create)". */
+void tool_strict_topic(mq_spool *, const char *topic, int no_create);
 double tool_duration(const char *opt, const char *arg);
 unsigned long tool_number(const char *opt, const char *arg, unsigned long min,
     unsigned long max);
