@@ -405,3 +405,16 @@ print((d.days * 86400000000 + d.seconds * 1000000 + d.microseconds) // 1000)' "$
 	assert_equal "$(count_new t g)" 0
 	assert_equal "$(count_cur t g)" 0
 }
+
+@test "mq-sub | head -n 1: what was written into the pipe counts as delivered, as mq-sub(1) says; -n 1 takes one" {
+	mkgroup t g
+	mq-pub -q t 1 2 3 4 5 6 7 8 9 10
+	run bash -c 'mq-sub -g g t | head -n 1'
+	assert_output 1
+	assert_equal "$(count_new t g)" 0
+	assert_equal "$(count_cur t g)" 0
+	mq-pub -q t 1 2 3 4 5 6 7 8 9 10
+	run bash -c 'mq-sub -g g -n 1 t | head -n 1'
+	assert_output 1
+	assert_equal "$(count_new t g)" 9
+}
