@@ -206,7 +206,7 @@ _mq_pub()
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-0\n-H\n-i\n-k\n-l\n-p\n-q\n-s\n--sync=\n--delay\n--at\n--ttl\n--atomic\n--dedup=content\n--replicas\n--replica-timeout\n--sign\n--keygen\n--pubkey\n--help' "$cur"
+		_mq_reply $'-0\n-H\n-i\n-k\n-l\n-p\n-q\n-s\n--sync=\n--delay\n--at\n--ttl\n--atomic\n--no-create\n--dedup=content\n--replicas\n--replica-timeout\n--sign\n--keygen\n--pubkey\n--help' "$cur"
 		[[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
@@ -260,7 +260,7 @@ _mq_sub()
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-0\n-F\n-f\n-g\n-j\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--grace\n--handler-timeout\n--publish-to\n--reply\n--exactly-once\n--max-attempts\n--filter\n--match\n--group-filter\n--group-match\n--ordered\n--session\n--from-offset\n--from-time\n--key\n--keygen\n--pubkey\n--unsubscribe\n--help' "$cur"
+		_mq_reply $'-0\n-F\n-f\n-g\n-j\n-n\n-q\n-s\n-t\n--from-start\n--json\n--manual\n--lease\n--exec\n--backoff\n--grace\n--handler-timeout\n--publish-to\n--reply\n--exactly-once\n--max-attempts\n--filter\n--match\n--group-filter\n--group-match\n--ordered\n--session\n--from-offset\n--from-time\n--key\n--keygen\n--pubkey\n--no-create\n--unsubscribe\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	fi
@@ -379,7 +379,7 @@ _mq_group()
 		'')     _mq_reply $'-s\n--help' "$cur" ;;
 		list)   _mq_reply $'-s\n--json' "$cur" ;;
 		info)   _mq_reply $'-s\n-t\n--json' "$cur" ;;
-		create) _mq_reply $'-s\n--ordered\n--session\n--lease\n--max-attempts\n--exactly-once\n--filter\n--match\n--from-start\n--from-offset\n--from-time' "$cur" ;;
+		create) _mq_reply $'-s\n--exist-ok\n--ordered\n--session\n--lease\n--max-attempts\n--exactly-once\n--filter\n--match\n--from-start\n--from-offset\n--from-time' "$cur" ;;
 		delete) _mq_reply $'-s' "$cur" ;;
 		esac
 	elif [[ -z $cmd ]]; then
@@ -479,8 +479,8 @@ _mq_dlq()
 	if [[ $cur == -* ]]; then
 		case $cmd in
 		list)    _mq_reply $'-g\n-s\n--json' "$cur" ;;
-		redrive) _mq_reply $'-g\n-s\n--older-than\n--max\n--rate\n--to' "$cur" ;;
-		purge)   _mq_reply $'-g\n-s\n--all\n--older-than\n--max' "$cur" ;;
+		redrive) _mq_reply $'-g\n-q\n-s\n--older-than\n--max\n--rate\n--to' "$cur" ;;
+		purge)   _mq_reply $'-g\n-q\n-s\n--all\n--older-than\n--max' "$cur" ;;
 		*)       _mq_reply $'-g\n-s\n--help' "$cur" ;;
 		esac
 	elif [[ -z $cmd ]]; then

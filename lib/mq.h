@@ -280,6 +280,12 @@ struct mq_group_info {
 int mq_group_info(mq_spool *, const char *topic, const char *group,
     struct mq_group_info *);
 void mq_group_info_free(struct mq_group_info *);
+/* The first setting in which c (as for mq_group_subscribe) differs from
+ * the group g is ("ordered", "session", "lease", "max-attempts",
+ * "exactly-once", "filter" or "match"), NULL when none does.  Start
+ * positions count only when a group is made, and are not compared. */
+const char *mq_group_conf_differs(const struct mq_group_info *g,
+    const struct mq_group_conf *c);
 /* The groups of the topics whose names match the fnmatch(3) pattern glob
  * (NULL: all), by topic and group, then the wildcard subscriptions
  * (SPOOL/wildcards/) whose pattern matches glob, with wildcard set and
@@ -645,6 +651,13 @@ void mq_content_key(const void *body, size_t len, char out[48]);
  * anything. */
 struct mq_identity;
 int mq_pub_sign(mq_pub *, const struct mq_identity *key);
+/* fn is called for each message that mq_pub_send leaves out as a repeat
+ * of an idempotency key whose first message had another body (compared
+ * by Content-Hash; not on a sealed topic, nor once the first message is
+ * gone), with the first's id.  It is called under the partition's lock:
+ * it should only take note. */
+void mq_pub_on_conflict(mq_pub *, void (*fn)(const struct mq_pub_msg *,
+    const char *first_id, void *ctx), void *ctx);
 /* With on set, each mq_pub_send is one commit: consumers see all of its
  * messages or none.  They must then all go to one partition. */
 void mq_pub_atomic(mq_pub *, int on);

@@ -30,8 +30,8 @@ static void
 usage(int code)
 {
 	fprintf(code ? stderr : stdout,
-	    "usage: %s [-s SPOOL] -g GROUP [--nack [--delay SECONDS] | "
-	    "--reject [--reason TEXT] |\n              --extend SECONDS] TOPIC "
+	    "usage: %s [-s SPOOL] -g GROUP [--nack [--delay DURATION] | "
+	    "--reject [--reason TEXT] |\n              --extend DURATION] TOPIC "
 	    "[RECEIPT...]\n       %s [-s SPOOL] -g GROUP --commit "
 	    "PARTITION:OFFSET... TOPIC\n", getprogname(), getprogname());
 	exit(code);
@@ -91,9 +91,7 @@ main(int argc, char *argv[])
 				errx(EX_USAGE, "choose one of --nack, --reject and "
 				    "--extend");
 			opt.op = c;
-			opt.seconds = tool_duration("--extend", optarg);
-			if (opt.seconds <= 0)
-				errx(EX_USAGE, "--extend: must be more than 0");
+			opt.seconds = tool_duration_positive("--extend", optarg);
 			break;
 		case OPT_DELAY:
 			opt.how.delay = tool_duration("--delay", optarg);
@@ -104,17 +102,17 @@ main(int argc, char *argv[])
 			reason = 1;
 			break;
 		case OPT_COMMIT:
-			opt.commit = reallocarray(opt.commit, opt.ncommit + 1,
+			opt.commit = tool_grow(opt.commit, opt.ncommit,
 			    sizeof *opt.commit);
-			if (!opt.commit)
-				err(EX_OSERR, "malloc");
 			if (mq_offset_parse(optarg, &opt.commit[opt.ncommit++]) < 0)
 				errx(mq_errcode(), "--commit: %s", mq_errmsg());
 			break;
 		}
 	}
-	if (argc < 1 || !group)
-		usage(EX_USAGE);
+	if (!group)
+		tool_usage(usage, "-g GROUP is required");
+	if (argc < 1)
+		tool_usage(usage, "a TOPIC is required");
 	if (delay && opt.op != OPT_NACK)
 		errx(EX_USAGE, "--delay goes with --nack");
 	if (reason && opt.op != OPT_REJECT)

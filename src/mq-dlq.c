@@ -19,7 +19,7 @@ enum {
 
 static struct {
 	const char *group, *to;
-	int json, all;
+	int json, all, quiet;
 	double older, rate;
 	unsigned long max;
 	int have_older;
@@ -33,10 +33,10 @@ usage(int code)
 	    "usage: %s [-s SPOOL] [-g GROUP] list [--json] TOPIC\n"
 	    "       %s [-s SPOOL] [-g GROUP] count TOPIC\n"
 	    "       %s [-s SPOOL] [-g GROUP] show TOPIC ID\n"
-	    "       %s [-s SPOOL] [-g GROUP] redrive [--older-than AGE] [--max N] "
-	    "[--rate N]\n                 [--to TOPIC] TOPIC [ID...]\n"
-	    "       %s [-s SPOOL] [-g GROUP] purge [--all | --older-than AGE] "
-	    "[--max N] TOPIC [ID...]\n"
+	    "       %s [-s SPOOL] [-g GROUP] redrive [-q] [--older-than AGE] "
+	    "[--max N] [--rate N]\n                 [--to TOPIC] TOPIC [ID...]\n"
+	    "       %s [-s SPOOL] [-g GROUP] purge [-q] [--all | --older-than "
+	    "AGE] [--max N]\n                 TOPIC [ID...]\n"
 	    "       %s [-s SPOOL] [-g GROUP] export TOPIC FILE\n"
 	    "       %s [-s SPOOL] import FILE\n", p, p, p, p, p, p, p);
 	exit(code);
@@ -84,10 +84,11 @@ show(mq_spool *sp, struct mq_dead *v, size_t n, const char *id)
 	errx(EX_NOINPUT, "no dead letter %s", id);
 }
 
-/* Redrives or purges what was chosen; returns the worst exit code. */
+/* Redrives or purges what was chosen, and says how many unless -q (and
+ * nothing when there were none, for cron); returns the worst exit code. */
 static int
-act(mq_spool *sp, struct mq_dead *v, size_t n, char **ids, int nids,
-    int redrive)
+act(mq_spool *sp, const char *topic, struct mq_dead *v, size_t n,
+    char **ids, int nids, int redrive)
 {
 	int worst = 0;
 	unsigned long done = 0;
@@ -110,6 +111,12 @@ act(mq_spool *sp, struct mq_dead *v, size_t n, char **ids, int nids,
 			done++;
 		}
 	}
+	if (done && !opt.quiet)
+		printf("%s %lu dead letter%s of topic %s%s%s%s%s\n", redrive ?
+		    "redrove" : "purged", done, done == 1 ? "" : "s", topic,
+		    opt.group ? ", group " : "", opt.group ? opt.group : "",
+		    redrive ? " to topic " : "", !redrive ? "" : opt.to ?
+		    opt.to : topic);
 	/* An id asked for by name that is not there is worth saying. */
 	for (int j = 0; j < nids; j++) {
 		size_t i;
@@ -150,9 +157,11 @@ main(int argc, char *argv[])
 	};
 	const char *spool = NULL;
 	int c;
-	while ((c = tool_getopt(&argc, &argv, "g:s:", longopts, usage)) != -1) {
+	while ((c = tool_getopt(&argc, &argv, "g:qs:", longopts, usage)) !=
+	    -1) {
 		switch (c) {
 		case 'g': opt.group = optarg; break;
+		case 'q': opt.quiet = 1; break;
 		case 's': spool = optarg; break;
 		case OPT_JSON: opt.json = 1; break;
 		case OPT_OLDER:
@@ -174,8 +183,11 @@ main(int argc, char *argv[])
 		case OPT_ALL: opt.all = 1; break;
 		}
 	}
+	if (argc < 1)
+		tool_usage(usage, "a command is required");
 	if (argc < 2)
-		usage(EX_USAGE);
+		tool_usage(usage, "%s: a %s is required", argv[0],
+		    strcmp(argv[0], "import") ? "TOPIC" : "FILE");
 	const char *cmd = argv[0], *topic = argv[1];
 	int redrive = !strcmp(cmd, "redrive"), purge = !strcmp(cmd, "purge");
 	int export = !strcmp(cmd, "export"), import = !strcmp(cmd, "import");
@@ -184,7 +196,9 @@ main(int argc, char *argv[])
 	if ((!strcmp(cmd, "show") && argc != 3) ||
 	    ((!strcmp(cmd, "list") || !strcmp(cmd, "count")) && argc != 2) ||
 	    (export && argc != 3) || (import && argc != 2))
-		usage(EX_USAGE);
+		tool_usage(usage, "%s takes %s", cmd, !strcmp(cmd, "show") ?
+		    "a TOPIC and an ID" : export ? "a TOPIC and a FILE" :
+		    import ? "one FILE" : "one TOPIC");
 	if (import && opt.group)
 		errx(EX_USAGE, "-g does not go with import");
 	if (opt.json && strcmp(cmd, "list"))
@@ -193,6 +207,8 @@ main(int argc, char *argv[])
 		errx(EX_USAGE, "--older-than and --max go with redrive and purge");
 	if ((opt.rate > 0 || opt.to) && !redrive)
 		errx(EX_USAGE, "--rate and --to go with redrive");
+	if (opt.quiet && !redrive && !purge)
+		errx(EX_USAGE, "-q goes with redrive and purge");
 	if (opt.all && !purge)
 		errx(EX_USAGE, "--all goes with purge");
 	if (purge && !opt.all && !opt.have_older && argc == 2)
@@ -226,7 +242,7 @@ main(int argc, char *argv[])
 	else if (!strcmp(cmd, "show"))
 		rc = show(sp, v, n, argv[2]);
 	else
-		rc = act(sp, v, n, argv + 2, argc - 2, redrive);
+		rc = act(sp, topic, v, n, argv + 2, argc - 2, redrive);
 	mq_dead_free(v, n);
 	mq_spool_close(sp);
 	return rc;

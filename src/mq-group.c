@@ -12,7 +12,7 @@
 enum {
 	OPT_JSON = 256, OPT_ORDERED, OPT_SESSION, OPT_LEASE, OPT_MAX_ATTEMPTS,
 	OPT_EXACTLY_ONCE, OPT_FILTER, OPT_MATCH, OPT_FROM_START,
-	OPT_FROM_OFFSET, OPT_FROM_TIME,
+	OPT_FROM_OFFSET, OPT_FROM_TIME, OPT_EXIST_OK,
 };
 
 #define NOPT_MAX 1024
@@ -24,12 +24,13 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] list [--json] [TOPIC-GLOB]\n"
 	    "       %s [-s SPOOL] info [--json] [-t TOPIC] GROUP\n"
-	    "       %s [-s SPOOL] create [--ordered] [--session SECONDS] "
-	    "[--lease SECONDS]\n"
+	    "       %s [-s SPOOL] create [--exist-ok] [--ordered] "
+	    "[--session DURATION] "
+	    "[--lease DURATION]\n"
 	    "                [--max-attempts N] [--exactly-once] [--filter EXPR] "
 	    "[--match NAME=GLOB]...\n"
 	    "                [--from-start | --from-offset P:N... "
-	    "[--from-time TIME]] TOPIC GROUP\n"
+	    "| --from-time TIME] TOPIC GROUP\n"
 	    "       %s [-s SPOOL] delete TOPIC GROUP\n", p, p, p, p);
 	exit(code);
 }
@@ -126,7 +127,7 @@ offset_arg(const char *arg, struct mq_offset *o)
 
 static int
 cmd_create(mq_spool *sp, const char *topic, const char *group,
-    const struct mq_group_conf *c)
+    const struct mq_group_conf *c, int exist_ok)
 {
 	/* Checked before anything is made, the topic included. */
 	struct mq_topic_conf tc;
@@ -144,7 +145,20 @@ cmd_create(mq_spool *sp, const char *topic, const char *group,
 	int rc = mq_group_subscribe(sp, topic, group, c);
 	if (rc < 0)
 		tool_fail();
-	if (rc == 0)
+	/* --exist-ok: the same settings are a success (a pattern's are not
+	 * compared). */
+	struct mq_group_info gi;
+	const char *d = NULL;
+	if (rc == 0 && exist_ok && !mq_is_pattern(topic)) {
+		if (mq_group_info(sp, topic, group, &gi) < 0)
+			tool_fail();
+		d = mq_group_conf_differs(&gi, c);
+		mq_group_info_free(&gi);
+	}
+	if (rc == 0 && exist_ok && d)
+		errx(EX_CANTCREAT, "group '%s' exists on topic '%s' with another "
+		    "%s setting", group, topic, d);
+	if (rc == 0 && !exist_ok)
 		errx(EX_CANTCREAT, "group '%s' already exists on topic '%s'",
 		    group, topic);
 	return 0;
@@ -165,6 +179,7 @@ main(int argc, char *argv[])
 		{ "from-start", no_argument, NULL, OPT_FROM_START },
 		{ "from-offset", required_argument, NULL, OPT_FROM_OFFSET },
 		{ "from-time", required_argument, NULL, OPT_FROM_TIME },
+		{ "exist-ok", no_argument, NULL, OPT_EXIST_OK },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *match[NOPT_MAX];
@@ -174,7 +189,7 @@ main(int argc, char *argv[])
 	gc.match = match;
 	gc.from_offset = offsets;
 	const char *spool = NULL, *topic = NULL;
-	int c, json = 0, createopts = 0;
+	int c, json = 0, createopts = 0, from_time = 0, exist_ok = 0;
 	/* Options may come before or after the command. */
 	while ((c = tool_getopt(&argc, &argv, "s:t:", longopts, usage)) != -1) {
 		createopts += c >= OPT_ORDERED && c <= OPT_FROM_TIME;
@@ -184,14 +199,10 @@ main(int argc, char *argv[])
 		case OPT_JSON: json = 1; break;
 		case OPT_ORDERED: gc.ordered = 1; break;
 		case OPT_SESSION:
-			gc.session = tool_duration("--session", optarg);
-			if (gc.session <= 0)
-				errx(EX_USAGE, "--session: must be more than 0");
+			gc.session = tool_duration_positive("--session", optarg);
 			break;
 		case OPT_LEASE:
-			gc.lease = tool_duration("--lease", optarg);
-			if (gc.lease <= 0)
-				errx(EX_USAGE, "--lease: must be more than 0");
+			gc.lease = tool_duration_positive("--lease", optarg);
 			break;
 		case OPT_MAX_ATTEMPTS:
 			gc.max_attempts = (unsigned)tool_number("--max-attempts",
@@ -208,6 +219,7 @@ main(int argc, char *argv[])
 			match[gc.nmatch++] = optarg;
 			break;
 		case OPT_FROM_START: gc.from_start = 1; break;
+		case OPT_EXIST_OK: exist_ok = 1; createopts++; break;
 		case OPT_FROM_OFFSET:
 			if (gc.nfrom_offset == NOPT_MAX)
 				errx(EX_USAGE, "--from-offset: at most %d", NOPT_MAX);
@@ -216,11 +228,12 @@ main(int argc, char *argv[])
 		case OPT_FROM_TIME:
 			if (mq_time_arg_parse(optarg, &gc.from_time) < 0)
 				errx(EX_USAGE, "--from-time: %s", mq_errmsg());
+			from_time = 1;
 			break;
 		}
 	}
 	if (argc < 1)
-		usage(EX_USAGE);
+		tool_usage(usage, "a command is required");
 	const char *cmd = argv[0];
 	int list = !strcmp(cmd, "list"), info = !strcmp(cmd, "info"),
 	    create = !strcmp(cmd, "create"), delete = !strcmp(cmd, "delete");
@@ -228,16 +241,19 @@ main(int argc, char *argv[])
 	    "delete", NULL });
 	if ((list && argc > 2) || (info && argc != 2) ||
 	    ((create || delete) && argc != 3))
-		usage(EX_USAGE);
+		tool_usage(usage, "%s takes %s", cmd, list ? "at most a "
+		    "TOPIC-GLOB" : info ? "a GROUP" : "a TOPIC and a GROUP");
 	if (createopts && !create)
 		errx(EX_USAGE, "the group settings go with create");
 	if (json && !list && !info)
 		errx(EX_USAGE, "--json goes with list and info");
 	if (topic && !info)
 		errx(EX_USAGE, "-t goes with info");
-	if (gc.from_start && (gc.nfrom_offset || gc.from_time > 0))
-		errx(EX_USAGE, "--from-start goes with neither --from-offset "
-		    "nor --from-time");
+	/* The backfill would filter by time the partitions given an offset
+	 * too: mq-sub refuses the same. */
+	if (gc.from_start + (gc.nfrom_offset > 0) + from_time > 1)
+		errx(EX_USAGE, "choose one of --from-start, --from-offset and "
+		    "--from-time");
 	if (topic)
 		tool_name("topic", topic);
 	if (info)
@@ -258,7 +274,7 @@ main(int argc, char *argv[])
 	else if (info)
 		rc = cmd_info(sp, topic, argv[1], json);
 	else if (create)
-		rc = cmd_create(sp, argv[1], argv[2], &gc);
+		rc = cmd_create(sp, argv[1], argv[2], &gc, exist_ok);
 	else if (mq_group_unsubscribe(sp, argv[1], argv[2]) < 0)
 		tool_fail();
 	mq_spool_close(sp);

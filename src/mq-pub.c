@@ -14,7 +14,7 @@
 enum {
 	OPT_SYNC = 256, OPT_DELAY, OPT_AT, OPT_TTL, OPT_ATOMIC,
 	OPT_DEDUP, OPT_REPLICAS, OPT_REPLICA_TIMEOUT, OPT_SIGN, OPT_KEYGEN,
-	OPT_PUBKEY,
+	OPT_PUBKEY, OPT_NO_CREATE,
 };
 
 static struct {
@@ -27,7 +27,7 @@ static struct {
 	struct mq_header *headers;
 	size_t nheaders;
 	double delay, at, ttl;
-	int atomic, dedup_content, have_at;
+	int atomic, dedup_content, have_at, no_create;
 	const char *idem;               /* -i */
 	unsigned replicas;              /* peers that must confirm */
 	double replica_timeout;
@@ -38,13 +38,15 @@ static struct {
 static void
 usage(int code)
 {
+	const char *p = getprogname();
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-0lq] [-H 'Name: value']... [-k KEY] [-p PARTITION] "
-	    "[-s SPOOL]\n              [--sync=each|batch|none] [--delay SECONDS "
-	    "| --at TIME] [--ttl SECONDS]\n              [--atomic] TOPIC "
-	    "[MESSAGE...]\n              [-i ID | --dedup=content] "
-	    "[--replicas N [--replica-timeout SECONDS]]\n",
-	    getprogname());
+	    "[-s SPOOL]\n              [--sync=each|batch|none] [--delay DURATION "
+	    "| --at TIME] [--ttl DURATION]\n              [--atomic] "
+	    "[-i ID | --dedup=content] [--sign KEYFILE]\n              "
+	    "[--no-create] "
+	    "[--replicas N [--replica-timeout DURATION]] TOPIC [MESSAGE...]\n"
+	    "       %s --keygen KEYFILE | --pubkey KEYFILE\n", p, p);
 	exit(code);
 }
 
@@ -120,6 +122,31 @@ send(struct mq_pub_msg *msgs, size_t n, void *pub)
 	return 0;
 }
 
+/* A topic without groups keeps what is published in log/ only: likely a
+ * mistyped name. */
+static void
+no_groups_warn(mq_spool *sp, const char *topic)
+{
+	struct mq_group_ref *refs;
+	size_t n, mine = 0;
+	if (opt.quiet || mq_group_list(sp, topic, &refs, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		mine += !refs[i].wildcard && !strcmp(refs[i].topic, topic);
+	mq_group_ref_free(refs, n);
+	if (!mine)
+		warnx("warning: topic '%s' has no groups: the message is kept in "
+		    "log/ only", topic);
+}
+
+static void
+conflict(const struct mq_pub_msg *m, const char *first_id, void *ctx)
+{
+	(void)ctx;
+	warnx("warning: idempotency key %s was used by message %s with other "
+	    "content; not stored", m->idempotency_key, first_id);
+}
+
 static void
 msg_init(struct mq_pub_msg *m, const void *body, size_t len, void *ctx)
 {
@@ -154,6 +181,7 @@ main(int argc, char *argv[])
 		{ "sign", required_argument, NULL, OPT_SIGN },
 		{ "keygen", required_argument, NULL, OPT_KEYGEN },
 		{ "pubkey", required_argument, NULL, OPT_PUBKEY },
+		{ "no-create", no_argument, NULL, OPT_NO_CREATE },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spool = NULL, *keyfile = NULL;
@@ -163,11 +191,8 @@ main(int argc, char *argv[])
 		switch (c) {
 		case '0': opt.split = 1; opt.sep = '\0'; break;
 		case 'H': {
-			struct mq_header *h = reallocarray(opt.headers,
-			    opt.nheaders + 1, sizeof *h);
-			if (!h)
-				err(EX_OSERR, "malloc");
-			opt.headers = h;
+			struct mq_header *h = opt.headers = tool_grow(opt.headers,
+			    opt.nheaders, sizeof *h);
 			if (mq_header_parse(optarg, &h[opt.nheaders]) < 0)
 				errx(mq_errcode(), "-H: %s", mq_errmsg());
 			opt.nheaders++;
@@ -196,11 +221,10 @@ main(int argc, char *argv[])
 			opt.have_at = 1;
 			break;
 		case OPT_TTL:
-			opt.ttl = tool_duration("--ttl", optarg);
-			if (opt.ttl <= 0)
-				errx(EX_USAGE, "--ttl: must be more than 0");
+			opt.ttl = tool_duration_positive("--ttl", optarg);
 			break;
 		case OPT_ATOMIC: opt.atomic = 1; break;
+		case OPT_NO_CREATE: opt.no_create = 1; break;
 		case OPT_DEDUP:
 			if (strcmp(optarg, "content"))
 				errx(EX_USAGE, "--dedup: only 'content' is known");
@@ -224,7 +248,8 @@ main(int argc, char *argv[])
 		case OPT_KEYGEN:
 		case OPT_PUBKEY:
 			if (keycmd)
-				usage(EX_USAGE);
+				tool_usage(usage, "choose one of --keygen and "
+				    "--pubkey");
 			keycmd = c;
 			keyfile = optarg;
 			break;
@@ -232,8 +257,10 @@ main(int argc, char *argv[])
 	}
 	if (keycmd && argc == 0)
 		return key_command(keycmd == OPT_KEYGEN, keyfile);
-	if (argc < 1 || keycmd)
-		usage(EX_USAGE);
+	if (keycmd)
+		tool_usage(usage, "--keygen and --pubkey take no TOPIC");
+	if (argc < 1)
+		tool_usage(usage, "a TOPIC is required");
 	if (!opt.sign && (opt.sign = getenv("MQ_SIGN_KEY")) && !*opt.sign)
 		opt.sign = NULL;
 	struct mq_identity key;
@@ -241,12 +268,18 @@ main(int argc, char *argv[])
 		tool_fail();
 	if (opt.delay > 0 && opt.have_at)
 		errx(EX_USAGE, "choose one of --delay and --at");
+	/* Both count from when the message is published. */
+	if (opt.ttl > 0 && (opt.have_at ? opt.at - mq_now() : opt.delay) >=
+	    opt.ttl)
+		errx(EX_USAGE, "--ttl %gs ends before --%s: the message could "
+		    "never be delivered", opt.ttl, opt.have_at ? "at" : "delay");
 	if (opt.idem && opt.dedup_content)
 		errx(EX_USAGE, "choose one of -i and --dedup=content");
 	tool_name("topic", argv[0]);
 	tool_place(argv[0], NULL);
 
 	mq_spool *sp = opt.sp = tool_spool(spool, MQ_CREATE);
+	tool_strict_topic(sp, argv[0], opt.no_create);
 	mq_pub *pub = mq_pub_open(sp, argv[0], MQ_CREATE);
 	if (!pub)
 		tool_fail();
@@ -258,6 +291,7 @@ main(int argc, char *argv[])
 	if (rc < 0)
 		tool_fail();
 	mq_pub_atomic(pub, opt.atomic);
+	mq_pub_on_conflict(pub, conflict, NULL);
 	if (argc > 1) {
 		struct mq_pub_msg *msgs = reallocarray(NULL, (size_t)argc - 1,
 		    sizeof *msgs);
@@ -280,6 +314,7 @@ main(int argc, char *argv[])
 			errx(mq_errcode(), "%s", mq_errmsg());
 	}
 	mq_pub_close(pub);
+	no_groups_warn(sp, argv[0]);
 	mq_spool_close(sp);
 	return 0;
 }

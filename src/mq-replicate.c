@@ -45,8 +45,8 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] serve [--listen ADDR:PORT | --stdio | --inetd] "
 	    "[-v] [--syslog]\n"
-	    "              [--max-sessions N] [--handshake-timeout SECONDS]\n"
-	    "       %s [-s SPOOL] push|pull [--follow] [--retry SECONDS] "
+	    "              [--max-sessions N] [--handshake-timeout DURATION]\n"
+	    "       %s [-s SPOOL] push|pull [--follow] [--retry DURATION] "
 	    "[--compare] [--progress | --no-progress]\n"
 	    "              [-v] [--syslog] (ADDR:PORT | --rsh CMD "
 	    "[--remote-spool DIR] [--remote-command PATH])\n"
@@ -236,9 +236,7 @@ main(int argc, char *argv[])
 		case OPT_INETD: opt.inetd = 1; break;
 		case OPT_FOLLOW: opt.follow = 1; break;
 		case OPT_RETRY:
-			opt.retry = tool_duration("--retry", optarg);
-			if (opt.retry <= 0)
-				errx(EX_USAGE, "--retry: must be more than 0");
+			opt.retry = tool_duration_positive("--retry", optarg);
 			break;
 		case OPT_RSH: opt.rsh = optarg; break;
 		case OPT_REMOTE_SPOOL: opt.remote_spool = optarg; break;
@@ -262,7 +260,7 @@ main(int argc, char *argv[])
 		}
 	}
 	if (argc < 1)
-		usage(EX_USAGE);
+		tool_usage(usage, "a command is required");
 	const char *cmd = argv[0];
 	int one = tool_command(cmd, (const char *const[]){ "serve", "push",
 	    "pull", "demote", "status", "promote", "keygen", "pubkey",

@@ -98,8 +98,10 @@ main(int argc, char *argv[])
 		case OPT_JSON: json = 1; break;
 		}
 	}
-	if (argc < 1 || argc > 2)
-		usage(EX_USAGE);
+	if (argc < 1)
+		tool_usage(usage, "a TOPIC is required");
+	if (argc > 2)
+		tool_usage(usage, "one REQUEST at most (or none: standard input)");
 	tool_name("topic", argv[0]);
 	tool_place(argv[0], NULL);
 	for (size_t i = 0; i < m.nheaders; i++)
@@ -108,6 +110,7 @@ main(int argc, char *argv[])
 			errx(EX_USAGE, "-H: %s is set by mq-req", h[i].name);
 	m.body = request(argc, argv, &m.len);
 	mq_spool *sp = tool_spool(spool, MQ_CREATE);
+	tool_strict_topic(sp, argv[0], 0);
 	struct mq_reply_box box;
 	char id[1][MQ_ID_LEN + 1];
 	if (mq_reply_box_open(sp, timeout, &box) < 0)

@@ -61,7 +61,7 @@ usage(int code)
 		    "[--crit EXPR]... [TOPIC [GROUP]]", getprogname());
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] [--json | --prometheus] [-o FILE] "
-	    "[--watch SECONDS]\n"
+	    "[--watch DURATION]\n"
 	    "               [TOPIC [GROUP]]\n"
 	    "       %s --check [-s SPOOL] [--warn EXPR]... [--crit EXPR]... "
 	    "[TOPIC [GROUP]]\n"

@@ -23,7 +23,7 @@ enum {
 	OPT_MAX_ATTEMPTS, OPT_PUBLISH_TO, OPT_EXACTLY_ONCE, OPT_GRACE,
 	OPT_FILTER, OPT_MATCH, OPT_GROUP_FILTER, OPT_GROUP_MATCH,
 	OPT_ORDERED, OPT_SESSION, OPT_FROM_OFFSET, OPT_FROM_TIME,
-	OPT_KEY, OPT_KEYGEN, OPT_PUBKEY, OPT_REPLY,
+	OPT_KEY, OPT_KEYGEN, OPT_PUBKEY, OPT_NO_CREATE, OPT_REPLY,
 };
 
 static struct {
@@ -82,29 +82,20 @@ usage(int code)
 {
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-0fq] [-F FORMAT] -g GROUP [-n COUNT] [-s SPOOL] "
-	    "[-t SECONDS]\n              [--exec CMD [-j N] [--backoff BASE[:MAX]] "
-	    "[--grace SECONDS] "
-	    "[--handler-timeout SECONDS]\n              [--publish-to TOPIC] "
+	    "[-t DURATION]\n              [--exec CMD [-j N] [--backoff BASE[:MAX]] "
+	    "[--grace DURATION] "
+	    "[--handler-timeout DURATION]\n              [--publish-to TOPIC] "
 	    "[--reply]] "
 	    "[--exactly-once] [--from-start] [--json]\n              "
-	    "[--lease SECONDS] [--manual] [--max-attempts N]\n"
+	    "[--lease DURATION] [--manual] [--max-attempts N] [--no-create]\n"
 	    "              [--filter EXPR] [--match NAME=GLOB] "
 	    "[--group-filter EXPR]\n              [--group-match NAME=GLOB] "
-	    "[--ordered] [--session SECONDS]\n"
+	    "[--ordered] [--session DURATION]\n"
 	    "              [--from-offset P:N]... [--from-time TIME] "
 	    "[--key FILE] [--unsubscribe] TOPIC|PATTERN\n"
 	    "       %s --keygen FILE | --pubkey FILE\n",
 	    getprogname(), getprogname());
 	exit(code);
-}
-
-/* --match and --group-match: appends a condition. */
-static void
-push_match(const char ***v, size_t *n, const char *arg)
-{
-	if (!(*v = reallocarray(*v, *n + 1, sizeof **v)))
-		err(EX_OSERR, "malloc");
-	(*v)[(*n)++] = arg;
 }
 
 /* --keygen FILE and --pubkey FILE: a consumer key pair for sealed
@@ -114,7 +105,7 @@ key_file(const char *path, int pubkey, int argc)
 {
 	char pub[MQ_PUBKEY_HEX + 1];
 	if (argc != 0)
-		usage(EX_USAGE);
+		tool_usage(usage, "--keygen and --pubkey take no TOPIC");
 	mq_seal_key *k = pubkey ? mq_seal_key_load(path) : NULL;
 	if (pubkey ? !k : mq_seal_keygen(path, pub) < 0)
 		tool_fail();
@@ -169,13 +160,14 @@ main(int argc, char *argv[])
 		{ "key", required_argument, NULL, OPT_KEY },
 		{ "keygen", required_argument, NULL, OPT_KEYGEN },
 		{ "pubkey", required_argument, NULL, OPT_PUBKEY },
+		{ "no-create", no_argument, NULL, OPT_NO_CREATE },
 		{ "reply", no_argument, NULL, OPT_REPLY },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_sub_opts so;
 	mq_sub_opts_default(&so);
 	const char *spool = NULL, *e, *keyfile = NULL, *keygen = NULL;
-	int c, pubkey = 0, unsubscribe = 0;
+	int c, pubkey = 0, unsubscribe = 0, from_time = 0, no_create = 0;
 	struct mq_offset *from = NULL;
 	while ((c = tool_getopt(&argc, &argv, "0F:fg:j:n:qs:t:", longopts,
 	    usage)) != -1) {
@@ -214,11 +206,17 @@ main(int argc, char *argv[])
 			    "--max-attempts", optarg, 0, 1000000);
 			break;
 		case OPT_UNSUBSCRIBE: unsubscribe = 1; break;
+		case OPT_NO_CREATE: no_create = 1; break;
 		case OPT_FILTER: flt.expr = optarg; break;
-		case OPT_MATCH: push_match(&flt.match, &flt.nmatch, optarg); break;
+		case OPT_MATCH:
+			flt.match = tool_grow(flt.match, flt.nmatch, sizeof optarg);
+			flt.match[flt.nmatch++] = optarg;
+			break;
 		case OPT_GROUP_FILTER: flt.group_expr = optarg; break;
 		case OPT_GROUP_MATCH:
-			push_match(&flt.group_match, &flt.ngroup_match, optarg);
+			flt.group_match = tool_grow(flt.group_match,
+			    flt.ngroup_match, sizeof optarg);
+			flt.group_match[flt.ngroup_match++] = optarg;
 			break;
 		case OPT_ORDERED: so.group.ordered = 1; break;
 		case OPT_SESSION:
@@ -226,10 +224,7 @@ main(int argc, char *argv[])
 			    optarg);
 			break;
 		case OPT_FROM_OFFSET:
-			from = reallocarray(from, so.group.nfrom_offset + 1,
-			    sizeof *from);
-			if (!from)
-				err(EX_OSERR, "malloc");
+			from = tool_grow(from, so.group.nfrom_offset, sizeof *from);
 			if (mq_offset_parse(optarg,
 			    &from[so.group.nfrom_offset++]) < 0)
 				errx(mq_errcode(), "--from-offset: %s", mq_errmsg());
@@ -238,6 +233,7 @@ main(int argc, char *argv[])
 		case OPT_FROM_TIME:
 			if (mq_time_arg_parse(optarg, &so.group.from_time) < 0)
 				errx(mq_errcode(), "--from-time: %s", mq_errmsg());
+			from_time = 1;
 			break;
 		case OPT_KEY: keyfile = optarg; break;
 		case OPT_KEYGEN: keygen = optarg; break;
@@ -247,8 +243,11 @@ main(int argc, char *argv[])
 	}
 	if (keygen)
 		return key_file(keygen, pubkey, argc);
-	if (argc != 1 || !opt.group)
-		usage(EX_USAGE);
+	if (argc != 1)
+		tool_usage(usage, "%s", argc ? "only one TOPIC or PATTERN" :
+		    "a TOPIC or PATTERN is required");
+	if (!opt.group)
+		tool_usage(usage, "-g GROUP is required");
 	if (opt.exec && (run.manual || run.output.json || run.output.format ||
 	    run.output.nul || run.output.quiet))
 		errx(EX_USAGE, "--exec cannot be combined with --manual, --json, "
@@ -263,8 +262,7 @@ main(int argc, char *argv[])
 		errx(EX_USAGE, "-j and -n cannot be combined");
 	if (opt.publish_to)
 		tool_name("topic", opt.publish_to);
-	if (so.group.from_start + (so.group.nfrom_offset > 0) +
-	    (so.group.from_time > 0) > 1)
+	if (so.group.from_start + (so.group.nfrom_offset > 0) + from_time > 1)
 		errx(EX_USAGE, "choose one of --from-start, --from-offset and "
 		    "--from-time");
 	tool_topic_or_pattern(argv[0]);
@@ -293,6 +291,7 @@ main(int argc, char *argv[])
 	so.wake_fd = wake_pipe[0];
 	mq_spool *sp = tool_spool(spool, MQ_CREATE);
 	tool_fence_warn(sp);
+	tool_strict_topic(sp, argv[0], no_create);
 	if (unsubscribe) {
 		if (mq_group_unsubscribe(sp, argv[0], opt.group) < 0)
 			tool_fail();

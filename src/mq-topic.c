@@ -22,7 +22,7 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: %s [-s SPOOL] init [--group GROUP] [--mode MODE]\n"
 	    "       %s [-s SPOOL] create [--partitions N] [--max-message-size "
-	    "BYTES]\n                [--retention SECONDS] [--ttl SECONDS] "
+	    "BYTES]\n                [--retention DURATION] [--ttl DURATION] "
 	    "[--expired dlq|drop]\n                [--signers FILE] "
 	    "[--group GROUP] [--mode MODE]\n"
 	    "                [--publishers GROUP] [--consumers GROUP] "
@@ -131,7 +131,7 @@ static int
 cmd_key(const char *spool, int argc, char **argv)
 {
 	if (argc < 2)
-		usage(EX_USAGE);
+		tool_usage(usage, "key takes add, list or remove, and a TOPIC");
 	int sub = tool_command(argv[0], (const char *const[]){ "add", "list",
 	    "remove", NULL });
 	if ((sub == 0 && argc < 3) || (sub == 1 && argc != 2) ||
@@ -239,7 +239,7 @@ main(int argc, char *argv[])
 		}
 	}
 	if (argc < 1)
-		usage(EX_USAGE);
+		tool_usage(usage, "a command is required");
 	const char *cmd = argv[0];
 	int want = !strcmp(cmd, "list") || !strcmp(cmd, "init") ? 1 : 2;
 	tool_command(cmd, (const char *const[]){ "init", "create", "alter",
@@ -254,7 +254,9 @@ main(int argc, char *argv[])
 	if ((!strcmp(cmd, "gc") || !strcmp(cmd, "list")) && argc <= 2)
 		want = argc;
 	if (argc != want)
-		usage(EX_USAGE);
+		tool_usage(usage, "%s takes %s", cmd, !strcmp(cmd, "init") ?
+		    "no operand" : !strcmp(cmd, "gc") || !strcmp(cmd, "list") ?
+		    "at most one operand" : "one TOPIC");
 	if (confopts && strcmp(cmd, "create"))
 		errx(EX_USAGE, "--max-message-size, --retention, --ttl and "
 		    "--expired go with create");

@@ -1,6 +1,7 @@
 /* tool.c: helpers shared by the tools' main()s. */
 #include <err.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,17 @@ tool_getopt(int *argc, char ***argv, const char *shortopts,
 		of = NULL;
 	}
 	return c;
+}
+
+void
+tool_usage(void (*usage)(int), const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarnx(fmt, ap);
+	va_end(ap);
+	usage(EX_USAGE);
+	exit(EX_USAGE);
 }
 
 /* Where the tool works: the spool, and the topic and group of its
@@ -184,6 +196,28 @@ tool_fence_warn(mq_spool *sp)
 		    "whose consumers get those messages again (mq-replicate "
 		    "demote)", f.peer[0] ? f.peer : "?",
 		    (unsigned long long)f.epoch);
+}
+
+void *
+tool_grow(void *v, size_t n, size_t size)
+{
+	if (!(v = reallocarray(v, n + 1, size)))
+		err(EX_OSERR, "malloc");
+	return v;
+}
+
+void
+tool_strict_topic(mq_spool *sp, const char *topic, int no_create)
+{
+	const char *e = getenv("MQ_STRICT");
+	struct mq_topic_conf conf;
+	if ((!no_create && (!e || !*e || !strcmp(e, "0"))) ||
+	    mq_is_pattern(topic) || mq_topic_conf_read(sp, topic, &conf) == 0)
+		return;
+	if (mq_errcode() != EX_NOINPUT)
+		tool_fail();
+	errx(EX_NOINPUT, "no topic '%s' (%s: create it with mq-topic create)",
+	    topic, no_create ? "--no-create" : "MQ_STRICT");
 }
 
 double

@@ -15,6 +15,11 @@
 int tool_getopt(int *argc, char ***argv, const char *shortopts,
     const struct option *longopts, void (*usage)(int code));
 
+/* A usage error that says what is missing or wrong: "prog: what" (one
+ * line), then the usage (usage(EX_USAGE)). */
+void tool_usage(void (*usage)(int code), const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
+
 /* Prints the library's error as "prog: message" and exits with its code;
  * an error about a file names the place first, "prog: SPOOL: topic T:
  * group G: message" (tool_place, tool_spool). */
@@ -42,6 +47,15 @@ mq_spool *tool_spool_try(const char *dir, int flags);
 /* A warning, once, when the spool was fenced (mq-protocol(5), Epochs):
  * what a consumer acknowledges there does not reach the new primary. */
 void tool_fence_warn(mq_spool *);
+/* v (of n elements of size bytes) grown by one; out of memory fails the
+ * tool. */
+void *tool_grow(void *v, size_t n, size_t size);
+/* Strict about topics: a tool that would make a missing topic (mq-pub,
+ * mq-sub) refuses it instead when given --no-create (no_create set) or
+ * when MQ_STRICT is set to anything but "" or "0": the topic (not a
+ * pattern) must exist, or the tool fails with EX_NOINPUT, "no topic 'T'
+ * (MQ_STRICT: create it with mq-topic create)". */
+void tool_strict_topic(mq_spool *, const char *topic, int no_create);
 double tool_duration(const char *opt, const char *arg);
 /* The same, and more than 0. */
 double tool_duration_positive(const char *opt, const char *arg);

@@ -528,7 +528,7 @@ int mq_msg_check_name(const struct mq_msg *, const char *name);
 
 /* dedup.c */
 int mq_dedup_claim(int dedupfd, const char *ikey, uint64_t seq, double window,
-    char id[MQ_ID_LEN + 1]);
+    char id[MQ_ID_LEN + 1], uint64_t *first_seq);
 /* Makes the entry of ikey name KEY, as a replica does for the messages
  * it is sent (the one it had is replaced): pfd the partition. */
 int mq_dedup_adopt(int pfd, const char *ikey, size_t ilen, const char *key);

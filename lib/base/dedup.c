@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -32,10 +33,11 @@ dedup_name(const char *ikey, size_t len, char out[33])
 
 /* Records ikey for the message about to get seq and id, unless the key
  * was seen within the window: then returns 1 with the first message's id
- * in id.  The caller holds the partition lock. */
+ * in id and its sequence number in *first_seq.  The caller holds the
+ * partition lock. */
 int
 mq_dedup_claim(int dfd, const char *ikey, uint64_t seq, double window,
-    char id[MQ_ID_LEN + 1])
+    char id[MQ_ID_LEN + 1], uint64_t *first_seq)
 {
 	char name[33], key[MQ_KEY_LEN + 1], old[MQ_KEY_LEN + 2];
 	dedup_name(ikey, strlen(ikey), name);
@@ -51,6 +53,7 @@ mq_dedup_claim(int dfd, const char *ikey, uint64_t seq, double window,
 			if (mq_is_key(old) &&
 			    mq_now() - mq_key_time(old) <= window) {
 				memcpy(id, old + MQ_SEQ_DIGITS + 1, MQ_ID_LEN + 1);
+				*first_seq = strtoull(old, NULL, 10);
 				return 1;
 			}
 		}

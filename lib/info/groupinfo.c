@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -580,4 +581,30 @@ mq_topic_info_free(struct mq_topic_info *info)
 	free(info->partitions);
 	free(info->name);
 	memset(info, 0, sizeof *info);
+}
+
+const char *
+mq_group_conf_differs(const struct mq_group_info *g,
+    const struct mq_group_conf *c)
+{
+	/* The conf files keep durations to the microsecond. */
+	if (!g->ordered != !c->ordered)
+		return "ordered";
+	if (c->ordered && fabs(g->session - c->session) > 1e-6)
+		return "session";
+	if (fabs(g->lease - c->lease) > 1e-6)
+		return "lease";
+	if (g->max_attempts != c->max_attempts)
+		return "max-attempts";
+	if (!g->exactly_once != !c->exactly_once)
+		return "exactly-once";
+	if (!g->filter != !c->filter || (c->filter && strcmp(g->filter,
+	    c->filter)))
+		return "filter";
+	if (g->nmatch != c->nmatch)
+		return "match";
+	for (size_t i = 0; i < c->nmatch; i++)
+		if (strcmp(g->match[i], c->match[i]))
+			return "match";
+	return NULL;
 }

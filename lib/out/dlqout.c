@@ -2,11 +2,14 @@
  * dlqout.c: dead letters (mq_dlq_list) as mq-dlq(1) prints them: the
  * table or JSON of list, and the record that show prints before the
  * message.  What a record lacks is empty, and a status of -1 (no handler
- * exit) is null in JSON and empty in text.
+ * exit) is null in JSON and empty in text.  The table's DETAIL of a
+ * handler failure, whose record has no detail, is its exit status and the
+ * first line of the stderr it kept: "exit 3: no such customer".
  */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "out.h"
 
@@ -16,9 +19,31 @@ or_empty(const char *s)
 	return s ? s : "";
 }
 
+static const char *
+detail_of(const struct mq_dead *d, char *buf, size_t len)
+{
+	if ((d->detail && *d->detail) || (d->status < 0 && !d->tail_len))
+		return or_empty(d->detail);
+	const char *t = d->tail;
+	size_t tl = d->tail_len;
+	const char *nl = tl ? memchr(t, '\n', tl) : NULL;
+	int l = (int)(nl ? (size_t)(nl - t) : tl);
+	if (d->status >= 0)
+		snprintf(buf, len, "exit %d%s%.*s", d->status, l ? ": " : "",
+		    l, t);
+	else
+		snprintf(buf, len, "%.*s", l, t);
+	/* One line in a table: no control character. */
+	for (char *p = buf; *p; p++)
+		if ((unsigned char)*p < ' ' || *p == 0x7f)
+			*p = '?';
+	return buf;
+}
+
 int
 mq_dead_write_table(const struct mq_dead *v, size_t n, FILE *f)
 {
+	char buf[256];
 	if (n)
 		fprintf(f, "%-32s %-16s %4s %8s %8s %-12s %-27s %s\n", "ID",
 		    "GROUP", "PART", "SEQ", "ATTEMPTS", "REASON", "TIME",
@@ -27,7 +52,7 @@ mq_dead_write_table(const struct mq_dead *v, size_t n, FILE *f)
 		fprintf(f, "%-32s %-16s %4u %8" PRIu64 " %8u %-12s %-27s %s\n",
 		    v[i].id, v[i].group, v[i].partition, v[i].seq, v[i].attempts,
 		    or_empty(v[i].reason), or_empty(v[i].time),
-		    or_empty(v[i].detail));
+		    detail_of(&v[i], buf, sizeof buf));
 	return mq_out_status(f);
 }
 

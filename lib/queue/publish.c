@@ -98,6 +98,8 @@ struct mq_pub {
 	size_t stgcap;
 	struct mq_chunk_sig csig;       /* the chunk's signature (of up to
 	                                 * MQ_TREE_MAX of them) */
+	void (*conflict)(const struct mq_pub_msg *, const char *, void *);
+	void *conflict_ctx;             /* mq_pub_on_conflict */
 };
 
 int
@@ -405,6 +407,32 @@ write_staged(mq_pub *p, unsigned k, size_t n, const int *gfd, size_t ng,
 	return rc;
 }
 
+/* A repeat of an idempotency key whose body is not the first message's
+ * (its Content-Hash, among the first lines of log/KEY: user headers come
+ * after it) goes to p->conflict.  Not on a sealed topic, whose stored
+ * body is sealed, nor when the first is gone already. */
+static void
+repeat_check(mq_pub *p, unsigned k, const struct mq_pub_msg *m,
+    uint64_t first, const char *id)
+{
+	char key[MQ_KEY_LEN + 1], head[4096], want[50];
+	if (!p->conflict || p->seal.n)
+		return;
+	snprintf(key, sizeof key, "%020" PRIu64 ".%s", first, id);
+	int fd = mq_openat(p->logfd[k], key, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, head, sizeof head);
+	close(fd);
+	const char *v = n > 0 ? memmem(head, (size_t)n, "\nContent-Hash: ",
+	    15) : NULL;
+	mq_content_key(m->body, m->len, want);
+	strcat(want, "\n");
+	size_t wl = strlen(want);
+	if (v && ((size_t)(head + n - v) < 15 + wl || memcmp(v + 15, want, wl)))
+		p->conflict(m, id, p->conflict_ctx);
+}
+
 /* A message with an idempotency key claims it in the partition's dedup
  * index: 1 when it repeats one seen within the window (id is then the
  * first's), 0 when it is new. */
@@ -412,11 +440,23 @@ static int
 claim_key(mq_pub *p, unsigned k, const struct mq_pub_msg *m, uint64_t seq,
     char *id)
 {
+	uint64_t first;
 	if (p->dedupfd[k] < 0 && (mq_mkdir(p->t.pfd[k], "dedup") < 0 ||
 	    (p->dedupfd[k] = mq_dir_open(p->t.pfd[k], "dedup")) < 0))
 		return -1;
-	return mq_dedup_claim(p->dedupfd[k], m->idempotency_key, seq,
-	    p->t.conf.dedup_window, id);
+	int rc = mq_dedup_claim(p->dedupfd[k], m->idempotency_key, seq,
+	    p->t.conf.dedup_window, id, &first);
+	if (rc == 1)
+		repeat_check(p, k, m, first, id);
+	return rc;
+}
+
+void
+mq_pub_on_conflict(mq_pub *p, void (*fn)(const struct mq_pub_msg *,
+    const char *first_id, void *ctx), void *ctx)
+{
+	p->conflict = fn;
+	p->conflict_ctx = ctx;
 }
 
 /* The chunk's records go to the journal before the commit point, and are

@@ -278,6 +278,32 @@ count_delay() {
 	assert_equal "$(spool_snapshot)" "$before"
 }
 
+@test "mq-pub: a --ttl that ends before --delay or --at makes it due is refused (64), nothing stored" {
+	mkgroup t g
+	local before far
+	before=$(spool_snapshot)
+	far=$(($(now_ms) / 1000 + 3600))
+	local -a bad=("--delay 3s --ttl 1s" "--delay 2s --ttl 2s"
+	    "--at @$far --ttl 1m")
+	local b
+	for b in "${bad[@]}"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr mq-pub $b t x
+		assert_equal "$status" 64
+		assert_one_line_error mq-pub
+	done
+	assert_equal "${stderr_lines[0]}" "mq-pub: --ttl 60s ends before --at: the message could never be delivered"
+	run --separate-stderr mq-pub --delay 3s --ttl 1s t x
+	assert_equal "$stderr" "mq-pub: --ttl 1s ends before --delay: the message could never be delivered"
+	assert_equal "$(spool_snapshot)" "$before"
+	# A delay shorter than the ttl, or a time in the past, is taken.
+	run --separate-stderr mq-pub -q --delay 1s --ttl 1h t x
+	assert_success
+	run --separate-stderr mq-pub -q --at @0 --ttl 1s t x
+	assert_success
+	assert_equal "$(count_log t)" 2
+}
+
 @test "mq-pub --ttl: an expired message is never delivered; it is dead-lettered, or dropped when the topic says so" {
 	mkgroup t g
 	mq-pub -q --ttl 0.2 t stale
@@ -352,6 +378,33 @@ watch_committed() {
 	assert_equal "$(sort -u "$TD/ids.1" | wc -l)" 1000
 	run mq-sub -g g t
 	assert_equal "$(printf '%s\n' "${lines[@]}" | sort -n | uniq | wc -l)" 1000
+}
+
+@test "idempotent publish: a repeat with other content is still not stored, exits 0 and warns once; the same content says nothing" {
+	mkgroup t g
+	local a
+	a=$(mq-pub -i order-7 t first)
+	run --separate-stderr mq-pub -i order-7 t first
+	assert_success
+	assert_output "$a"
+	assert_equal "$stderr" ""
+	run --separate-stderr mq-pub -i order-7 t second
+	assert_success
+	assert_output "$a"
+	assert_equal "$stderr" "mq-pub: warning: idempotency key order-7 was used by message $a with other content; not stored"
+	# In a batch, per message: only the second of three differs.
+	printf 'x\ny\nz\n' | mq-pub -q -l -i b t
+	run --separate-stderr mq-pub -l -i b t <<<$'x\nY\nz'
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_equal "${stderr_lines[0]}" "mq-pub: warning: idempotency key b.2 was used by message ${lines[1]} with other content; not stored"
+	# -q silences the ids, not the warning.
+	run --separate-stderr mq-pub -q -i order-7 t third
+	assert_success
+	assert_output ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_equal "$(count_new t g)" 4
 }
 
 @test "idempotent publish: a repeat returns the first id and exit 0; the window ends it; --dedup=content" {

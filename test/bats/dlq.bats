@@ -19,6 +19,7 @@ load helper
 		"redrive --all t"
 		"list --max 0 t"
 		"redrive --older-than soon t"
+		"list -q t"
 	)
 	local b
 	for b in "${bad[@]}"; do
@@ -42,6 +43,9 @@ load helper
 	assert_line --index 0 --regexp '^ID +GROUP +PART +SEQ +ATTEMPTS +REASON +TIME +DETAIL$'
 	assert_line --index 1 --regexp '^[0-9a-f]{32} +g +0 +1 +1 +max-attempts +20[0-9-]+T[0-9:.]+Z'
 	assert_line --index 2 --regexp '^[0-9a-f]{32} +g +0 +3 +1 +max-attempts '
+	# A handler failure's DETAIL: its exit status and first stderr line.
+	assert_line --index 1 --regexp ' exit 4: refusing b$'
+	assert_line --index 2 --regexp ' exit 4: refusing d$'
 	run --separate-stderr mq-dlq list --json t
 	assert_success
 	"$PY" -c '
@@ -72,7 +76,8 @@ for d in v:
 	kill_two t g
 	run --separate-stderr mq-dlq -g g redrive t
 	assert_success
-	assert_output ""
+	assert_output "redrove 2 dead letters of topic t, group g to topic t"
+	assert_equal "$stderr" ""
 	assert_equal "$(mq-dlq count t)" 0
 	# No record is left behind.
 	assert_equal "$(count_entries "$MQ_SPOOL/topics/t/p0/dlq/g")" 0
@@ -93,6 +98,7 @@ for d in v:
 	# By id: only d goes back.
 	run --separate-stderr mq-dlq -g g redrive t "${ids[1]}"
 	assert_success
+	assert_output "redrove 1 dead letter of topic t, group g to topic t"
 	assert_equal "$(mq-dlq count t)" 1
 	run mq-sub -F '%i %s\n' -g g t
 	assert_output "${ids[1]} d"
@@ -100,6 +106,7 @@ for d in v:
 	mkgroup other h
 	run --separate-stderr mq-dlq -g g redrive --max 5 --to other t
 	assert_success
+	assert_output "redrove 1 dead letter of topic t, group g to topic other"
 	assert_equal "$(mq-dlq count t)" 0
 	run mq-sub -g h other
 	assert_output b
@@ -115,18 +122,23 @@ for d in v:
 	mapfile -t ids < <(mq-dlq list --json t | "$PY" -c 'import json,sys; [print(d["id"]) for d in json.load(sys.stdin)]')
 	run --separate-stderr mq-dlq -g g purge t "${ids[0]}"
 	assert_success
+	assert_output "purged 1 dead letter of topic t, group g"
 	assert_equal "$(mq-dlq count t)" 1
-	# Not older than an hour yet; an hour later it is.
+	# Not older than an hour yet (nothing done, nothing said); an hour
+	# later it is.
 	run --separate-stderr mq-dlq purge --older-than 1h t
 	assert_success
+	assert_output ""
 	assert_equal "$(mq-dlq count t)" 1
 	MQ_NOW=$(($(date +%s) + 3601)) run --separate-stderr mq-dlq purge --older-than 1h t
 	assert_success
 	assert_equal "$(mq-dlq count t)" 0
 	assert_equal "$(count_entries "$MQ_SPOOL/topics/t/p0/dlq/g")" 0
 	kill_two u g
-	run --separate-stderr mq-dlq purge --all u
+	run --separate-stderr mq-dlq purge -q --all u
 	assert_success
+	assert_output ""
+	assert_equal "$stderr" ""
 	assert_equal "$(mq-dlq count u)" 0
 	# Nothing was redelivered by purging.
 	run mq-sub -g g u

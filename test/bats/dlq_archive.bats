@@ -171,7 +171,7 @@ EOF
 	assert_equal "$(mq-dlq count t)" 2
 	run --separate-stderr mq-dlq -g g redrive t
 	assert_success
-	assert_output ""
+	assert_output "redrove 2 dead letters of topic t, group g to topic t"
 	assert_equal "$(mq-dlq count t)" 0
 	run --separate-stderr mq-sub --exec 'echo "$(cat) $MQ_ATTEMPTS"' -g g t
 	assert_success

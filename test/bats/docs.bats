@@ -72,6 +72,14 @@ bad_section_refs() {
 	done
 }
 
+# mandoc takes a macro that lost its line break (".Pa .why ..It Pa X")
+# as text, and lint says nothing: the page shows ".It" in its prose.
+@test "no macro of a list or a section is run into the line before it" {
+	run grep -nE '^.+[^\\]\.(It|Sh|Ss|Bl|El|Pp)( |$)' "$MAN"/*.[157]
+	assert_failure 1
+	assert_output ''
+}
+
 @test "every tool has a page, and its page every long option of its usage" {
 	local tool opt page
 	for tool in mq-pub mq-sub mq-ack mq-dlq mq-topic mq-group mq-stat mq-replicate; do

@@ -47,6 +47,8 @@ known_state() {
 	    "delete t" "create --json t g" "list --lease 5" "info --ordered g" \
 	    "list -t t" "create --session 0 t g" \
 	    "create --from-start --from-offset 0:1 t g" \
+	    "create --from-offset 0:1 --from-time @0 t g" \
+	    "create --from-start --from-time @0 t g" \
 	    "create --from-offset 0 t g" "create --from-offset x:1 t g" \
 	    "create --from-offset 0:-1 t g" "create --from-time yesterday t g" \
 	    "create --match novalue t g" "create --lease 0 t g" \
@@ -412,4 +414,34 @@ assert o["members"] == [], o' "$output"
 	run --separate-stderr mq-group -s "$TD/none" info g
 	assert_equal "$status" 66
 	[[ ! -e $TD/none ]]
+}
+
+@test "mq-group create --exist-ok: 0 when the group exists with the same settings, 73 naming the setting that differs" {
+	run --separate-stderr mq-group create --exist-ok --lease 10s --match 'k=a*' t g
+	assert_success
+	local snap
+	snap=$(spool_snapshot)
+	# The same settings (10s is 10), and start positions not compared.
+	run --separate-stderr mq-group create --exist-ok --lease 10 --match 'k=a*' --from-start t g
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(spool_snapshot)" "$snap"
+	local -A differs=([lease]="--match k=a*" [match]="--lease 10s"
+	    [ordered]="--ordered --lease 10s --match k=a*"
+	    [max-attempts]="--max-attempts 2 --lease 10s --match k=a*")
+	local s
+	for s in "${!differs[@]}"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr mq-group create --exist-ok ${differs[$s]} t g
+		assert_equal "$status" 73
+		assert_equal "$stderr" "mq-group: group 'g' exists on topic 't' with another $s setting"
+	done
+	assert_equal "$(spool_snapshot)" "$snap"
+	# Without --exist-ok an existing group is 73 as before.
+	run --separate-stderr mq-group create --lease 10s --match 'k=a*' t g
+	assert_equal "$status" 73
+	assert_equal "$stderr" "mq-group: group 'g' already exists on topic 't'"
+	# It goes with create only.
+	run --separate-stderr mq-group list --exist-ok
+	assert_equal "$status" 64
 }

@@ -65,7 +65,7 @@ EOF
 	run --separate-stderr mq-pub -s "$s" t hello
 	assert_success
 	assert_output --regexp "$ID_RE"
-	assert_equal "$stderr" ""
+	assert_equal "$stderr" "mq-pub: warning: topic 't' has no groups: the message is kept in log/ only"
 	printf 'mq-spool 1\n' | cmp - "$s/VERSION"
 	[[ $(cat "$s/ID") =~ ^[0-9a-f]{32}$ ]]
 	assert_equal "$(wc -c <"$s/ID")" 33
@@ -88,7 +88,7 @@ EOF
 	run --separate-stderr mq-pub t hello
 	after=$(now_us)
 	assert_success
-	assert_equal "$stderr" ""
+	assert_equal "$stderr" "mq-pub: warning: topic 't' has no groups: the message is kept in log/ only"
 	assert_equal "${#lines[@]}" 1
 	local id=$output
 	[[ $id =~ $ID_RE ]]
@@ -375,4 +375,40 @@ print("\n".join(head[7:]))' "$f"
 	run --separate-stderr mq-pub "$long" hello
 	assert_success
 	[[ -d $MQ_SPOOL/topics/$long ]]
+}
+
+@test "a mistyped topic: mq-pub warns of a topic without groups (0; -q silences it); --no-create and MQ_STRICT=1 refuse a missing topic (66), nothing made" {
+	mkgroup orders g
+	run --separate-stderr mq-pub orders x
+	assert_success
+	assert_equal "$stderr" ""
+	run --separate-stderr mq-pub ordres x
+	assert_success
+	assert_equal "$stderr" "mq-pub: warning: topic 'ordres' has no groups: the message is kept in log/ only"
+	run --separate-stderr mq-pub -q ordres y
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(count_log ordres)" 2
+	local snap
+	snap=$(spool_snapshot)
+	run --separate-stderr mq-pub --no-create ordrs x
+	assert_equal "$status" 66
+	assert_equal "$stderr" "mq-pub: no topic 'ordrs' (--no-create: create it with mq-topic create)"
+	MQ_STRICT=1 run --separate-stderr mq-pub ordrs x
+	assert_equal "$status" 66
+	assert_equal "$stderr" "mq-pub: no topic 'ordrs' (MQ_STRICT: create it with mq-topic create)"
+	MQ_STRICT=1 run --separate-stderr mq-sub -g g ordrs
+	assert_equal "$status" 66
+	assert_equal "$stderr" "mq-sub: no topic 'ordrs' (MQ_STRICT: create it with mq-topic create)"
+	run --separate-stderr mq-sub --no-create -g g2 ordrs
+	assert_equal "$status" 66
+	assert_equal "$(spool_snapshot)" "$snap"
+	# A topic that exists is taken; MQ_STRICT=0 is not strict.
+	MQ_STRICT=1 run --separate-stderr mq-pub -q orders y
+	assert_success
+	MQ_STRICT=1 run --separate-stderr mq-sub --no-create -g g -n 2 orders
+	assert_success
+	assert_output $'x\ny'
+	MQ_STRICT=0 run --separate-stderr mq-pub -q other z
+	assert_success
 }

@@ -457,3 +457,16 @@ EOF
 	assert_success
 	assert_equal "$output" "<v1|$id|a[31m-$(printf '\t')b>"
 }
+
+@test "mq-sub | head -n 1: what was written into the pipe counts as delivered, as mq-sub(1) says; -n 1 takes one" {
+	mkgroup t g
+	mq-pub -q t 1 2 3 4 5 6 7 8 9 10
+	run bash -c 'mq-sub -g g t | head -n 1'
+	assert_output 1
+	assert_equal "$(count_new t g)" 0
+	assert_equal "$(count_cur t g)" 0
+	mq-pub -q t 1 2 3 4 5 6 7 8 9 10
+	run bash -c 'mq-sub -g g -n 1 t | head -n 1'
+	assert_output 1
+	assert_equal "$(count_new t g)" 9
+}
