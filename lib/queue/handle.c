@@ -147,7 +147,7 @@ expired(mq_sub *s, struct mq_msg *m, struct mq_handled *h)
 	if (!box || mq_reply_expired(s->sp, box, s->group, m->id) != 1)
 		return 0;
 	snprintf(h->note, sizeof h->note, "--reply: the caller of request %s "
-	    "gave up: not run, counted late", m->id);
+	    "is done or gave up: not run, counted late", m->id);
 	int rc = mq_sub_ack(s, m) < 0 ? -1 : 1;
 	mq_msg_free(m);
 	return rc;

@@ -53,7 +53,7 @@ setup_rpc() {
 	# The server comes later: the request's caller gave up.
 	run --separate-stderr mq-sub -g srv -n 1 -t 2 --exec 'touch "$TD/ran"; cat' --reply rpc
 	assert_success
-	[[ $stderr == *"gave up: not run, counted late"* ]] || fail "$stderr"
+	[[ $stderr == *"not run, counted late"* ]] || fail "$stderr"
 	[[ ! -e $TD/ran ]] || fail "the handler ran for a request no one waits for"
 	assert_equal "$(wc -l <"$MQ_SPOOL/replies/.late")" 1
 	assert_equal "$(ls "$MQ_SPOOL/replies")" ""
@@ -128,4 +128,27 @@ setup_rpc() {
 	assert_equal "$status" 64
 	assert_one_line_error mq-req
 	run -64 mq-sub -g srv --reply rpc
+}
+
+@test "a request whose box is gone (its caller is done: a delivery again after a crash) is not run again" {
+	setup_rpc
+	# A box with a deadline far ahead, removed: its caller had its reply.
+	mq-pub -H 'Reply-To: 99999999999999.0123456789abcdef0123456789abcdef' \
+	    -H 'Correlation-Id: c1' rpc again >/dev/null
+	run --separate-stderr mq-sub -g srv -n 1 -t 2 --exec 'touch "$TD/ran"; cat' --reply rpc
+	assert_success
+	[[ $stderr == *"not run, counted late"* ]] || fail "$stderr"
+	[[ ! -e $TD/ran ]] || fail "the handler ran again"
+	assert_equal "$(wc -l <"$MQ_SPOOL/replies/.late")" 1
+}
+
+@test "an ordered group and an exactly-once group serve requests too, each key in its order" {
+	mq-group create --ordered --exactly-once rpc srv
+	serve -j 2 'tr a-z A-Z'
+	local k
+	for k in a b c; do
+		run -0 mq-req -k "$k" rpc "key $k"
+		assert_output "KEY ${k^^}"
+	done
+	assert_equal "$(ls "$MQ_SPOOL/topics/rpc/p0/g/srv/done" | wc -l)" 3
 }
