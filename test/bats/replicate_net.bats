@@ -528,7 +528,8 @@ retransmitting() {
 	local idB; idB=$(cat "$SB/ID")
 	local size; size=$(stat -c %s "$SA/journal")
 	echo "$json" | jq -e --arg id "$idB" --argjson size "$size" '
-	    (keys | sort) == ["peers", "quarantined"] and .quarantined == 0 and
+	    (keys | sort) == ["epoch", "fenced", "peers", "quarantined"] and
+	    .quarantined == 0 and .epoch == 0 and .fenced == null and
 	    (.peers | length) == 1 and
 	    (.peers[0] | has("id") and has("name") and has("state") and
 	     has("contact") and has("confirmed") and has("lag_bytes") and

@@ -212,7 +212,7 @@ assert groups == [{"name": "g1", "pending": 3, "inflight": 1},
 	run mq-topic list
 	assert_output keep
 	# It can be created again, empty.
-	run mq-pub t again
+	run --separate-stderr mq-pub t again
 	assert_success
 	[[ -f $MQ_SPOOL/topics/t/p0/log/00000000000000000000.$output ]]
 }

@@ -278,10 +278,11 @@ test_dead(void)
 	    "ID                               GROUP            PART      SEQ "
 	    "ATTEMPTS REASON       TIME                        DETAIL\n"
 	    "0123456789abcdef0123456789abcdef g                   1        7 "
-	    "       3 max-attempts 2026-01-01T00:00:00.000000Z \n"
+	    "       3 max-attempts 2026-01-01T00:00:00.000000Z exit 2: oops\n"
 	    "fedcba9876543210fedcba9876543210 h                   0        0 "
 	    "       1 rejected     2026-01-01T00:00:01.000000Z bad\n"),
-	    "dlq list");
+	    "dlq list: a handler's failure as its status and its stderr's "
+	    "first line");
 	ok(is(mq_dead_write_table(d, 0, start()), ""),
 	    "dlq list: none, no heading");
 	ok(is(mq_dead_write_json(d, 2, start()),
