@@ -38,20 +38,33 @@ mq_epoch_parse(const char *text, size_t len, uint64_t *epoch)
 	return 0;
 }
 
+/* A small file of replicate/: 1 with its bytes, or with *buf NULL when
+ * it is damaged (longer than max, or not a regular file); 0 when it is
+ * missing; -1. */
+static int
+read_state(mq_spool *sp, const char *path, size_t max, char **buf,
+    size_t *len)
+{
+	if (mq_read_at(sp->fd, path, max, buf, len) == 0)
+		return 1;
+	if (errno == ENOENT && mq_errcode() == EX_NOINPUT)
+		return 0;
+	if (mq_errcode() != EX_DATAERR)
+		return -1;
+	*buf = NULL;
+	*len = 0;
+	return 1;
+}
+
 int
 mq_epoch_read(mq_spool *sp, uint64_t *epoch)
 {
 	char *buf;
 	size_t len;
 	*epoch = 0;
-	if (mq_read_at(sp->fd, "replicate/epoch", 64, &buf, &len) < 0) {
-		if (errno == ENOENT && mq_errcode() == EX_NOINPUT)
-			return 0;
-		if (mq_errcode() != EX_DATAERR)
-			return -1;
-		buf = NULL;
-		len = 0;
-	}
+	int got = read_state(sp, "replicate/epoch", 64, &buf, &len);
+	if (got <= 0)
+		return got;
 	int rc = buf ? mq_epoch_parse(buf, len, epoch) : -1;
 	free(buf);
 	if (rc < 0)
@@ -98,14 +111,9 @@ mq_fence_read(mq_spool *sp, struct mq_fence *f)
 	char *buf;
 	size_t len;
 	memset(f, 0, sizeof *f);
-	if (mq_read_at(sp->fd, "replicate/fenced", 4096, &buf, &len) < 0) {
-		if (errno == ENOENT && mq_errcode() == EX_NOINPUT)
-			return 0;
-		if (mq_errcode() != EX_DATAERR)
-			return -1;
-		buf = NULL;
-		len = 0;
-	}
+	int got = read_state(sp, "replicate/fenced", 4096, &buf, &len);
+	if (got <= 0)
+		return got;
 	int rc = buf ? mq_fence_parse(buf, len, f) : -1;
 	free(buf);
 	if (rc < 0)
