@@ -145,6 +145,11 @@ main(int argc, char *argv[])
 		errx(EX_FAILED, "the handler of request %s failed (exit %d)",
 		    id[0], r.status);
 	free(buf);
+	free((void *)m.body);
+	for (size_t i = 0; i + 2 < m.nheaders; i++) {
+		free(h[i].name);
+		free(h[i].value);
+	}
 	mq_spool_close(sp);
 	return 0;
 }
