@@ -761,7 +761,7 @@ int mq_sub_handle(mq_sub *, struct mq_msg *, const struct mq_handling *,
 struct mq_reply_box {
 	char name[64];                   /* the Reply-To */
 	char correlation[33];            /* a Correlation-Id for it */
-	int dfd, fd, ifd;
+	int dfd, fd, ifd, wfd;           /* the box's FIFO, both ends */
 	double poll;
 };
 struct mq_reply {

@@ -6,7 +6,10 @@
  * which no one waits there.  Its request carries the box's name as
  * Reply-To and a Correlation-Id; the handler's output comes back as
  * replies/<box>/reply, written whole beside it and renamed in, so the
- * caller sees all of it or nothing.  The caller removes its box when it
+ * caller sees all of it or nothing; then a byte written into the box's
+ * FIFO, wake, wakes the caller at once.  (Not inotify: closing an
+ * inotify instance waits for the kernel's grace period, milliseconds
+ * that would be most of a call.)  The caller removes its box when it
  * is done; a box whose caller died is removed by the next caller that
  * finds it past its deadline and a grace for the clocks of other hosts.
  * A reply that finds no box, or a box past its deadline, is late: it is
@@ -20,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -67,7 +69,7 @@ int
 mq_reply_box_open(mq_spool *sp, double timeout, struct mq_reply_box *b)
 {
 	memset(b, 0, sizeof *b);
-	b->fd = b->dfd = b->ifd = -1;
+	b->fd = b->dfd = b->ifd = b->wfd = -1;
 	if (mq_mkdir(sp->fd, "replies") < 0)
 		return -1;
 	if ((b->dfd = mq_dir_open(sp->fd, "replies")) < 0)
@@ -83,15 +85,21 @@ mq_reply_box_open(mq_spool *sp, double timeout, struct mq_reply_box *b)
 		mq_reply_box_close(b);
 		return -1;
 	}
-	/* On a file system hosts share, inotify sees only this host's
-	 * changes: there the box is looked at every few milliseconds. */
+	/* On a file system hosts share, a FIFO joins only this host's
+	 * processes: there the box is looked at every few milliseconds.
+	 * The caller holds the FIFO's write end too, so that its read end
+	 * never reads as hung up. */
 	b->poll = mq_env_duration("MQ_POLL", 0);
 	if (b->poll <= 0 && (sp->shared || mq_fs_shared(b->fd)))
 		b->poll = 0.02;
-	if (b->poll <= 0 && ((b->ifd = inotify_init1(IN_NONBLOCK |
-	    IN_CLOEXEC)) < 0 || mq_watch(b->ifd, b->fd, IN_MOVED_TO) < 0)) {
+	if (b->poll <= 0 && (mkfifoat(b->fd, "wake", 0666) < 0 ||
+	    (b->ifd = mq_openat(b->fd, "wake", O_RDONLY | O_NONBLOCK |
+	    O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (b->wfd = mq_openat(b->fd, "wake", O_WRONLY | O_NONBLOCK |
+	    O_NOFOLLOW | O_CLOEXEC)) < 0)) {
+		mq_err_sys("reply box %s/wake", b->name);
 		mq_reply_box_close(b);
-		return mq_err_sys("inotify");
+		return -1;
 	}
 	return 0;
 }
@@ -118,7 +126,7 @@ mq_reply_wait(struct mq_reply_box *b, double timeout, char **buf,
 		struct pollfd p = { .fd = b->ifd, .events = POLLIN };
 		if (poll(&p, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
 			return mq_err_sys("poll");
-		char ev[4096];
+		char ev[64];
 		while (read(b->ifd, ev, sizeof ev) > 0)
 			;
 	}
@@ -131,12 +139,29 @@ mq_reply_box_close(struct mq_reply_box *b)
 		close(b->fd);
 	if (b->ifd >= 0)
 		close(b->ifd);
+	if (b->wfd >= 0)
+		close(b->wfd);
 	if (b->dfd >= 0) {
 		if (b->name[0])
 			mq_rmtree(b->dfd, b->name);
 		close(b->dfd);
 	}
-	b->fd = b->dfd = b->ifd = -1;
+	b->fd = b->dfd = b->ifd = b->wfd = -1;
+}
+
+/* Wakes a caller waiting in the box (bfd): a byte into its FIFO, if it
+ * is one (the box is its caller's, and nothing else is written to). */
+static void
+wake(int bfd)
+{
+	struct stat st;
+	int fd = mq_openat(bfd, "wake", O_WRONLY | O_NONBLOCK | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd < 0)
+		return;         /* no reader: the caller polls, or is gone */
+	if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && write(fd, "", 1) < 0)
+		errno = 0;      /* full: it is woken already */
+	close(fd);
 }
 
 /* A reply no one waits for: a line in replies/.late (appended whole:
@@ -215,6 +240,8 @@ mq_reply_send(mq_spool *sp, const char *box, const char *group,
 	int bfd = mq_dir_open(dfd, box);
 	rc = bfd < 0 ? (errno == ENOENT ? 1 : -1) : mq_write_file(bfd, "reply",
 	    all, (size_t)hl + r->len, 0, 1) < 0 ? (errno == ENOENT ? 1 : -1) : 0;
+	if (rc == 0)
+		wake(bfd);
 	free(all);
 	if (bfd >= 0)
 		close(bfd);
