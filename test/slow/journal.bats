@@ -8,8 +8,6 @@ load ../bats/helper
 load ../bats/replicate_helper
 load ../bats/journal_helper
 
-@test "200,000 messages published and acked with a peer following: the journal never holds more than 4 MiB" {
-	# Rounds of 20,000: the acks of a round (1.7 MB) may all be
-	# unconfirmed when the round's last message reaches the peer.
-	bounded_journal 200000 $((4 * 1024 * 1024))
+@test "200,000 messages published and acked with a peer following: the journal holds what the peer has not confirmed, and a segment or two" {
+	bounded_journal 200000
 }
