@@ -59,18 +59,19 @@ struct sender {
 	uint64_t records, messages, bytes;
 	double began, shown;
 	double trimmed;                 /* when the journal was last trimmed */
-	uint64_t trimmed_base;          /* and the reader's file then */
+	uint64_t trim_at;               /* confirmed offset of the next trim */
 };
 
-/* Drops the journal's cut files every peer has confirmed: at once when
- * this peer has confirmed all of a file the reader went past (or now),
- * else every REPL_TRIM_EVERY for the other peers' progress. */
+/* Drops the journal's cut files every peer has confirmed: at once each
+ * time this peer has confirmed another segment's worth (a cut file may
+ * have gone whole), so that no more than a segment confirmed stays; and
+ * every REPL_TRIM_EVERY for the other peers' progress. */
 static void
 trim(struct sender *s, bool now)
 {
-	bool passed = s->r.base > s->trimmed_base && s->confirmed >= s->r.base;
+	bool passed = s->confirmed >= s->trim_at;
 	if (passed)
-		s->trimmed_base = s->r.base;
+		s->trim_at = s->confirmed + mq_journal_segment_max();
 	repl_trim_every(s->sp, s->o, &s->trimmed, now || passed);
 }
 

@@ -79,14 +79,15 @@ continuous() {
 # the journal's files hold no more than the bound of mq-spool(5),
 # Segments: what the peer has not confirmed, and the file appended to (up
 # to one segment, 256 KiB here, and a publish chunk, at most 4,096
-# records of about 85 bytes) and a cut file the peer confirmed only part
-# of (one segment more).  The peer's confirmed offset is read before the
+# records of about 85 bytes), a cut file the peer confirmed only part of,
+# and up to a segment it confirmed since the sender last trimmed (two
+# segments more).  The peer's confirmed offset is read before the
 # files are counted, and the journal's end after: the bound so read can
 # only be larger than the one of the moment they are counted.  Then no
 # cut file once the peer has confirmed all.
 bounded_journal() {
 	local n=$1 round=$(($1 / 10)) max=0 now i c0 end lag
-	local slack=$((2 * 262144 + 4096 * 90))
+	local slack=$((3 * 262144 + 4096 * 90))
 	pair_t 262144
 	run -0 push_ab
 	spawn "$TD/follow" mq-replicate -s "$A" push --follow --rsh env \
