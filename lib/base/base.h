@@ -529,9 +529,13 @@ int mq_msg_check_name(const struct mq_msg *, const char *name);
 /* dedup.c */
 int mq_dedup_claim(int dedupfd, const char *ikey, uint64_t seq, double window,
     char id[MQ_ID_LEN + 1], uint64_t *first_seq);
+/* p<k>/dedup of the partition pfd, made when missing, opened into *fd
+ * unless it is open already (*fd >= 0). */
+int mq_dedup_dir(int pfd, int *fd);
 /* Makes the entry of ikey name KEY, as a replica does for the messages
- * it is sent (the one it had is replaced): pfd the partition. */
-int mq_dedup_adopt(int pfd, const char *ikey, size_t ilen, const char *key);
+ * it is sent (the one it had is replaced). */
+int mq_dedup_adopt(int dedupfd, const char *ikey, size_t ilen,
+    const char *key);
 /* Unlinks the entries whose target KEY drop() chooses. */
 int mq_dedup_sweep(int pfd, bool (*drop)(const char *key, void *ctx),
     void *ctx);

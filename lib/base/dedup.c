@@ -65,29 +65,31 @@ mq_dedup_claim(int dfd, const char *ikey, uint64_t seq, double window,
 }
 
 int
-mq_dedup_adopt(int pfd, const char *ikey, size_t ilen, const char *key)
+mq_dedup_dir(int pfd, int *fd)
+{
+	if (*fd < 0 && (mq_mkdir(pfd, "dedup") < 0 ||
+	    (*fd = mq_dir_open(pfd, "dedup")) < 0))
+		return -1;
+	return 0;
+}
+
+int
+mq_dedup_adopt(int dedupfd, const char *ikey, size_t ilen, const char *key)
 {
 	char name[33], tmp[40], old[MQ_KEY_LEN + 2];
 	dedup_name(ikey, ilen, name);
-	if (mq_mkdir(pfd, "dedup") < 0)
-		return -1;
-	int fd = mq_dir_open(pfd, "dedup");
-	if (fd < 0)
-		return -1;
-	ssize_t n = readlinkat(fd, name, old, sizeof old - 1);
-	int rc = 0;
-	if (n != MQ_KEY_LEN || memcmp(old, key, MQ_KEY_LEN)) {
-		/* Made beside it, then renamed over it: never a moment
-		 * without an entry. */
-		snprintf(tmp, sizeof tmp, ".r.%s", name);
-		mq_unlinkat(fd, tmp, 0);
-		if (symlinkat(key, fd, tmp) < 0 || mq_renameat(fd, tmp, fd,
-		    name) < 0) {
-			rc = mq_err_sys("dedup index");
-			mq_unlinkat(fd, tmp, 0);
-		}
-	}
-	close(fd);
+	ssize_t n = readlinkat(dedupfd, name, old, sizeof old - 1);
+	if (n == MQ_KEY_LEN && !memcmp(old, key, MQ_KEY_LEN))
+		return 0;
+	/* Made beside it, then renamed over it: never a moment without an
+	 * entry. */
+	snprintf(tmp, sizeof tmp, ".r.%s", name);
+	mq_unlinkat(dedupfd, tmp, 0);
+	if (symlinkat(key, dedupfd, tmp) == 0 &&
+	    mq_renameat(dedupfd, tmp, dedupfd, name) == 0)
+		return 0;
+	int rc = mq_err_sys("dedup index");
+	mq_unlinkat(dedupfd, tmp, 0);
 	return rc;
 }
 

@@ -407,6 +407,15 @@ mq_msg_headers_each(const struct mq_msg *m,
 }
 
 const char *
+mq_msg_header_value(const struct mq_msg *m, const char *name)
+{
+	for (size_t i = 0; i < m->nheaders; i++)
+		if (!strcasecmp(m->headers[i].name, name))
+			return m->headers[i].value;
+	return NULL;
+}
+
+const char *
 mq_msg_header(const char *data, size_t len, const char *name, size_t *vlen)
 {
 	const char *end = memmem(data, len, "\n\n", 2);

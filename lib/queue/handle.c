@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sysexits.h>
 
 #include "sub.h"
@@ -103,15 +102,6 @@ hold(mq_sub *s, struct mq_held *f)
 	}
 	s->held[s->nheld++] = *f;
 	return MQ_HANDLED_HELD;
-}
-
-const char *
-mq_msg_header_value(const struct mq_msg *m, const char *name)
-{
-	for (size_t i = 0; i < m->nheaders; i++)
-		if (!strcasecmp(m->headers[i].name, name))
-			return m->headers[i].value;
-	return NULL;
 }
 
 /* The handler's output as the reply to m, if m is a request, unless the

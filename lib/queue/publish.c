@@ -441,8 +441,7 @@ claim_key(mq_pub *p, unsigned k, const struct mq_pub_msg *m, uint64_t seq,
     char *id)
 {
 	uint64_t first;
-	if (p->dedupfd[k] < 0 && (mq_mkdir(p->t.pfd[k], "dedup") < 0 ||
-	    (p->dedupfd[k] = mq_dir_open(p->t.pfd[k], "dedup")) < 0))
+	if (mq_dedup_dir(p->t.pfd[k], &p->dedupfd[k]) < 0)
 		return -1;
 	int rc = mq_dedup_claim(p->dedupfd[k], m->idempotency_key, seq,
 	    p->t.conf.dedup_window, id, &first);

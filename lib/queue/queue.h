@@ -196,6 +196,9 @@ int mq_claim_find(const struct mq_gdirs *, const char *curname, char *out,
 int mq_claim_extend(const struct mq_gdirs *, const char *curname,
     double seconds, char *out, size_t len);
 int mq_ledger_add(int donefd, const char *id, int sync);
+/* g/<group>/done of the partition pfd, made when missing, opened into
+ * *fd unless it is open already (*fd >= 0). */
+int mq_ledger_dir(int pfd, const char *group, int *fd);
 /* The same in g/<group>/done/ of partition k, made when missing (an
  * ack by receipt, a replica told of an entry). */
 int mq_ledger_record(const struct mq_topic *, unsigned k, const char *group,

@@ -214,15 +214,21 @@ mq_ledger_add(int donefd, const char *id, int sync)
 }
 
 int
+mq_ledger_dir(int pfd, const char *group, int *fd)
+{
+	char path[MQ_NAME_MAX + 16];
+	if (*fd < 0 && (mq_path(path, sizeof path, "g/%s/done", group) < 0 ||
+	    mq_mkdir(pfd, path) < 0 || (*fd = mq_dir_open(pfd, path)) < 0))
+		return -1;
+	return 0;
+}
+
+int
 mq_ledger_record(const struct mq_topic *t, unsigned k, const char *group,
     const char *id, int sync)
 {
-	char path[MQ_NAME_MAX + 16];
-	if (mq_path(path, sizeof path, "g/%s/done", group) < 0 ||
-	    mq_mkdir(t->pfd[k], path) < 0)
-		return -1;
-	int fd = mq_dir_open(t->pfd[k], path);
-	if (fd < 0)
+	int fd = -1;
+	if (mq_ledger_dir(t->pfd[k], group, &fd) < 0)
 		return -1;
 	int rc = mq_ledger_add(fd, id, sync);
 	close(fd);

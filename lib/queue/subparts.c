@@ -36,12 +36,9 @@ open_part(mq_sub *s, struct part *p)
 	    !(p->delaydir = mq_dir_stream(p->d.delayfd)))
 		return -1;
 	char path[MQ_NAME_MAX + 16];
-	if (s->gc.exactly_once) {
-		if (mq_path(path, sizeof path, "g/%s/done", s->group) < 0 ||
-		    mq_mkdir(t->pfd[k], path) < 0 ||
-		    (p->donefd = mq_dir_open(t->pfd[k], path)) < 0)
-			return -1;
-	}
+	if (s->gc.exactly_once && mq_ledger_dir(t->pfd[k], s->group,
+	    &p->donefd) < 0)
+		return -1;
 	if (s->gc.ordered) {
 		/* A group made before a partition existed has no token. */
 		if (mq_owner_init(t, k, s->group) < 0 ||

@@ -47,10 +47,12 @@
 struct rgroup {
 	char name[MQ_NAME_MAX + 1];
 	int tmpfd, newfd, curfd, delayfd;
+	int donefd;                     /* its ledger, opened on first use */
 };
 
 struct rpart {
 	int hfd, logfd;
+	int dedupfd;                    /* opened on first use */
 	int locked;
 	struct mq_head h;
 	struct rgroup **gv;             /* each its own: pointers stay valid */
@@ -115,8 +117,9 @@ struct receiver {
 static void
 group_close(struct rgroup *g)
 {
-	int *fds[] = { &g->tmpfd, &g->newfd, &g->curfd, &g->delayfd };
-	for (size_t i = 0; i < 4; i++)
+	int *fds[] = { &g->tmpfd, &g->newfd, &g->curfd, &g->delayfd,
+	    &g->donefd };
+	for (size_t i = 0; i < 5; i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
 }
@@ -132,6 +135,8 @@ rtopic_close(struct rtopic *rt)
 			close(p->hfd);
 		if (p->logfd >= 0)
 			close(p->logfd);
+		if (p->dedupfd >= 0)
+			close(p->dedupfd);
 		for (size_t i = 0; i < p->ng; i++) {
 			group_close(p->gv[i]);
 			free(p->gv[i]);
@@ -169,7 +174,7 @@ topic_of(struct receiver *r, const char *name)
 		return NULL;
 	}
 	for (unsigned k = 0; k < rt->t.conf.partitions; k++)
-		rt->pv[k].hfd = rt->pv[k].logfd = -1;
+		rt->pv[k].hfd = rt->pv[k].logfd = rt->pv[k].dedupfd = -1;
 	r->nt++;
 	return rt;
 }
@@ -247,7 +252,7 @@ group_of(struct rtopic *rt, unsigned k, struct rpart *p, const char *name,
 		return NULL;
 	}
 	snprintf(g->name, sizeof g->name, "%s", gname);
-	g->tmpfd = g->newfd = g->curfd = g->delayfd = -1;
+	g->tmpfd = g->newfd = g->curfd = g->delayfd = g->donefd = -1;
 	char path[MQ_NAME_MAX + 16];
 	static const char *const sub[] = { "tmp", "new", "cur", "delay" };
 	int *fds[] = { &g->tmpfd, &g->newfd, &g->curfd, &g->delayfd };
@@ -263,7 +268,7 @@ group_of(struct rtopic *rt, unsigned k, struct rpart *p, const char *name,
 		int gone = errno == ENOENT;
 		mq_err_sys("%s", path);
 		group_close(g);
-		g->tmpfd = g->newfd = g->curfd = g->delayfd = -1;
+		g->tmpfd = g->newfd = g->curfd = g->delayfd = g->donefd = -1;
 		if (!gone) {
 			free(g);        /* try again next time */
 			return NULL;
@@ -491,7 +496,8 @@ out:
 	size_t ilen;
 	const char *ikey = rc == 0 && len ? mq_msg_header(data, len,
 	    "Mq-Idempotency-Key", &ilen) : NULL;
-	if (ikey && (rc = mq_dedup_adopt(rt->t.pfd[k], ikey, ilen, key)) == 0)
+	if (ikey && (rc = mq_dedup_dir(rt->t.pfd[k], &p->dedupfd) < 0 ? -1 :
+	    mq_dedup_adopt(p->dedupfd, ikey, ilen, key)) == 0)
 		r->wrote = 1;
 	if (rc == 0 && len)
 		r->messages++;
@@ -569,8 +575,9 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 	case 'E':
 		/* Made durable with the batch (sync_all). */
 		r->wrote = 1;
-		return mq_ledger_record(&rt->t, k, g->name, key + MQ_SEQ_DIGITS + 1,
-		    0);
+		if (mq_ledger_dir(rt->t.pfd[k], g->name, &g->donefd) < 0)
+			return -1;
+		return mq_ledger_add(g->donefd, key + MQ_SEQ_DIGITS + 1, 0);
 	case 'L':
 		if (mq_linkat(p->logfd, key, g->tmpfd, key, 0) < 0 &&
 		    errno != EEXIST)
@@ -1533,7 +1540,7 @@ unstage_all(mq_spool *sp, const char *topic, size_t *n)
 		}
 		int lfd = mq_dir_open(t.pfd[k], "log");
 		for (size_t i = 0; lfd >= 0 && rc == 0 && i < groups.n; i++) {
-			struct rpart p = { .logfd = lfd };
+			struct rpart p = { .logfd = lfd, .dedupfd = -1 };
 			struct rtopic rt = { .t = t };
 			struct rgroup *g = group_of(&rt, k, &p, groups.v[i],
 			    strlen(groups.v[i]));
