@@ -90,6 +90,9 @@ int mq_err(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int mq_err_sys(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int mq_errno_code(int e);
+/* The directory whose file system an ENOSPC is asked about (-1: none),
+ * to tell "no free inodes" from "disk full". */
+void mq_err_space_fd(int fd);
 /* The last error, with code to instead of from; returns -1. */
 int mq_err_recode(int from, int to);
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sysexits.h>
 
 #include "base.h"
@@ -64,6 +65,29 @@ mq_err(int code, const char *fmt, ...)
 	return -1;
 }
 
+/* The spool's directory, asked when a write fails with ENOSPC: the
+ * kernel says the same for a file system out of blocks and one out of
+ * inodes, which want different remedies. */
+static int space_fd = -1;
+
+void
+mq_err_space_fd(int fd)
+{
+	space_fd = fd;
+}
+
+static const char *
+no_space(int e)
+{
+	struct statvfs v;
+	if (e == EDQUOT)
+		return "disk quota exceeded (try again later)";
+	if (space_fd >= 0 && fstatvfs(space_fd, &v) == 0 && v.f_files > 0 &&
+	    v.f_favail == 0 && v.f_bavail > 0)
+		return "no free inodes (try again later)";
+	return "disk full (try again later)";
+}
+
 /* Like mq_err, with the errno text appended and the code chosen from errno.
  * A full disk gets its own words, since "try again later" is the point. */
 int
@@ -72,7 +96,7 @@ mq_err_sys(const char *fmt, ...)
 	int e = errno;
 	const char *why = strerror(e);
 	if (e == ENOSPC || e == EDQUOT)
-		why = "disk full (try again later)";
+		why = no_space(e);
 	va_list ap;
 	va_start(ap, fmt);
 	vset(mq_errno_code(e), fmt, ap, why);

@@ -122,6 +122,7 @@ mq_spool_open(const char *dir, int flags)
 			mq_err_sys("spool %s", path);
 		goto fail;
 	}
+	mq_err_space_fd(sp->fd);
 	if (mq_faccessat(sp->fd, "VERSION", F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno != ENOENT) {
 			mq_err_sys("spool %s", path);
@@ -181,8 +182,10 @@ mq_spool_close(mq_spool *sp)
 		close(sp->topics);
 	if (sp->jfd >= 0)
 		close(sp->jfd);
-	if (sp->fd >= 0)
+	if (sp->fd >= 0) {
+		mq_err_space_fd(-1);
 		close(sp->fd);
+	}
 	free(sp->path);
 	free(sp);
 }
