@@ -978,6 +978,7 @@ for r in $(seq "$REPEAT"); do
 	subscribe "hand$r" eo --exactly-once
 	subscribe "hand$r" exec1
 	subscribe "hand$r" exec2
+	subscribe "hand$r" pipe
 	"$FLOOR" lines "$N_EXEC" "$SIZE" |
 	    "$BIN/mq-pub" -s "$SP" -q -l --sync=batch "hand$r" ||
 	    die "publish hand$r failed"
@@ -991,6 +992,10 @@ for r in $(seq "$REPEAT"); do
 	run "h.eo.$r" "$N_EXEC" "$BIN/mq-sub" -s "$SP" -g eo "hand$r" \
 	    > /dev/null
 	sync
+	# Into a pipe each message waits for its reader (mq-sub(1)).
+	run "h.pipe.$r" "$N_EXEC" sh -c '"$1" -s "$2" -g pipe "$3" | cat' \
+	    sh "$BIN/mq-sub" "$SP" "hand$r" > /dev/null
+	sync
 	run "h.exec1.$r" "$N_EXEC" "$BIN/mq-sub" -s "$SP" -g exec1 \
 	    --exec true "hand$r" > /dev/null
 	sync
@@ -999,7 +1004,7 @@ for r in $(seq "$REPEAT"); do
 	sync
 	"$FLOOR" spawn "$N_EXEC" > "$W/res/h.spawn.$r" ||
 	    die "floor spawn failed"
-	for g in plain eo exec1 exec2; do
+	for g in plain eo exec1 exec2 pipe; do
 		n=$(left "hand$r" "$g")
 		[ "$n" = 0 ] || die "hand$r -g $g: $n messages left after the drain"
 	done
@@ -1191,6 +1196,11 @@ note() { printf '  %-42s %9s   %s\n' "$1" "$2" "${3:-}"; }
 echo "5. handlers, $N_EXEC pending messages, one mq-sub (-j 2: two processes)"
 printf '  %-42s %9s %9s %7s %7s  %s\n' "" "msgs/s" "seconds" "user s" "sys s" "runs (msgs/s)"
 row "mq-sub -g G TOPIC > /dev/null" "$h_plain" "$(runs h.plain)"
+h_pipe=$(med h.pipe)
+row "mq-sub -g G TOPIC | cat > /dev/null" "$h_pipe" "$(runs h.pipe)"
+note "  into a pipe / into a file" "$(awk -v a="$(kv "$h_pipe" rate)" \
+    -v b="$(kv "$h_plain" rate)" 'BEGIN { printf "%.2fx", a / b }')" \
+    "(a message at a time, acked once read)"
 row "mq-sub -g G --exec true TOPIC" "$h_x1" "$(runs h.exec1 1)"
 row "mq-sub -j 2 -g G --exec true TOPIC" "$h_x2" "$(runs h.exec2 1)"
 row "floor: fork+exec sh -c true, wait (spawns/s)" "$h_sp" "$(runs h.spawn 1)"

@@ -7,7 +7,6 @@
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,23 +115,6 @@ key_file(const char *path, int pubkey, int argc)
 	return 0;
 }
 
-/* --backoff BASE[:MAX] */
-static void
-backoff(const char *arg)
-{
-	char *copy = strdup(arg), *colon;
-	if (!copy)
-		err(EX_OSERR, "malloc");
-	if ((colon = strchr(copy, ':')))
-		*colon = 0;
-	opt.backoff = tool_duration("--backoff", copy);
-	opt.backoff_max = colon ? tool_duration("--backoff", colon + 1) :
-	    fmax(opt.backoff, 300);
-	if (opt.backoff_max < opt.backoff)
-		errx(EX_USAGE, "--backoff: MAX is smaller than BASE");
-	free(copy);
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -192,7 +174,9 @@ main(int argc, char *argv[])
 			    "--lease", optarg);
 			break;
 		case OPT_MANUAL: run.manual = 1; break;
-		case OPT_BACKOFF: backoff(optarg); break;
+		case OPT_BACKOFF:
+			tool_backoff(optarg, &opt.backoff, &opt.backoff_max);
+			break;
 		case OPT_HANDLER_TIMEOUT:
 			opt.handler_timeout = tool_duration("--handler-timeout",
 			    optarg);
@@ -332,6 +316,8 @@ main(int argc, char *argv[])
 	struct mq_consumed r;
 	if (mq_sub_consume(sub, &run, &r) < 0) {
 		errno = r.out_errno;
+		if (errno == EPIPE)     /* the reader went away: as any filter */
+			tool_sigpipe();
 		if (r.out_errno)
 			err(EX_IOERR, "stdout");
 		tool_fail();

@@ -1,6 +1,7 @@
 /* tool.c: helpers shared by the tools' main()s. */
 #include <err.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -236,6 +237,30 @@ tool_duration_positive(const char *opt, const char *arg)
 	if (d <= 0)
 		errx(EX_USAGE, "%s: must be more than 0", opt);
 	return d;
+}
+
+void
+tool_backoff(const char *arg, double *base, double *max)
+{
+	const char *colon = strchr(arg, ':');
+	char *first = strndup(arg, colon ? (size_t)(colon - arg) : strlen(arg));
+	if (!first)
+		err(EX_OSERR, "malloc");
+	*base = tool_duration("--backoff", first);
+	free(first);
+	*max = colon ? tool_duration("--backoff", colon + 1) :
+	    (*base > 300 ? *base : 300);
+	if (*max < *base)
+		errx(EX_USAGE, "--backoff: MAX is smaller than BASE");
+}
+
+void
+tool_sigpipe(void)
+{
+	fflush(NULL);
+	signal(SIGPIPE, SIG_DFL);
+	raise(SIGPIPE);
+	exit(EX_IOERR);
 }
 
 unsigned long

@@ -59,6 +59,10 @@ void tool_strict_topic(mq_spool *, const char *topic, int no_create);
 double tool_duration(const char *opt, const char *arg);
 /* The same, and more than 0. */
 double tool_duration_positive(const char *opt, const char *arg);
+/* --backoff BASE[:MAX]: MAX is 300 s, or BASE if more, when not given. */
+void tool_backoff(const char *arg, double *base, double *max);
+/* Ends the tool as SIGPIPE ends a filter whose reader went away. */
+void tool_sigpipe(void) __attribute__((noreturn));
 unsigned long tool_number(const char *opt, const char *arg, unsigned long min,
     unsigned long max);
 

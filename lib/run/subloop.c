@@ -6,9 +6,11 @@
  *
  * A written batch is acked only once it is flushed (unless manual): a
  * crash before that leaves its messages claimed, to come again when
- * their leases end, never lost.  Output that could not be written is no
- * fault of the messages: they are given back as deferred, not failed,
- * and the run ends.  Messages the filter refuses are acked unseen.
+ * their leases end, never lost.  Into a pipe a message goes alone, and
+ * is acked once its reader has read it (pipeout.c): a reader that goes
+ * away (head -n 1) takes exactly what it read.  Output that could not be
+ * written, or was left unread, is no fault of the messages: they are
+ * given back as deferred, not failed, and the run ends.  Messages the filter refuses are acked unseen.
  * Without follow a run gives each message one chance: one its handler
  * refused stays claimed (held) until the run ends.
  */
@@ -146,11 +148,31 @@ receive(const struct mq_consume *c, mq_sub *sub, double timeout,
 	return 0;
 }
 
-/* Writes a batch, flushed, and acks it (unless manual); output that
- * fails gives it all back and ends the run (-1, its errno kept). */
+/* Messages a pipe's reader has read, acked together (ack_read): before
+ * a wait, when BATCH are read, and at the end. */
+struct read_acks {
+	struct mq_msg *m[BATCH];
+	size_t n;
+};
+
+static void
+ack_read(const struct mq_consume *c, mq_sub *sub, struct read_acks *a)
+{
+	if (a->n && mq_sub_ack_batch(sub, a->m, a->n) < 0)
+		tell(c, NULL);
+	for (size_t i = 0; i < a->n; i++)
+		mq_msg_free(a->m[i]);
+	a->n = 0;
+}
+
+/* Writes a batch, flushed, and acks it (unless manual): 0.  Into a pipe
+ * (read not NULL) it waits for the reader, and leaves the ack to
+ * ack_read.  Output that fails, or that the reader left unread, gives it
+ * all back and ends the run (-1, its errno kept); so does a stop while
+ * the reader has not read it (1). */
 static int
 write_batch(const struct mq_consume *c, mq_sub *sub, struct mq_msg **batch,
-    size_t n, struct mq_consumed *r)
+    size_t n, struct read_acks *read, struct mq_consumed *r)
 {
 	int ok = 1;
 	for (size_t i = 0; ok && i < n; i++)
@@ -162,14 +184,25 @@ write_batch(const struct mq_consume *c, mq_sub *sub, struct mq_msg **batch,
 		ok = 0;
 		r->out_errno = errno;
 	}
+	int drained = ok && read ? mq_pipe_drained(fileno(c->out), c->stop) : 1;
+	if (drained == 0)
+		r->out_errno = EPIPE;
+	ok = ok && drained == 1;
 	for (size_t i = 0; !ok && i < n; i++)
 		give_back(c, sub, batch[i], &(struct mq_nack){ .deferred = 1,
 		    .status = -1 });
+	if (ok && read) {
+		if (read->n + n > BATCH)
+			ack_read(c, sub, read);
+		for (size_t i = 0; i < n; i++)
+			read->m[read->n++] = batch[i];
+		return 0;
+	}
 	if (ok && !c->manual && mq_sub_ack_batch(sub, batch, n) < 0)
 		tell(c, NULL);
 	for (size_t i = 0; i < n; i++)
 		mq_msg_free(batch[i]);
-	return ok ? 0 : -1;
+	return ok ? 0 : drained < 0 ? 1 : -1;
 }
 
 int
@@ -178,6 +211,10 @@ mq_sub_consume(mq_sub *sub, const struct mq_consume *c,
 {
 	struct mq_msg *batch[BATCH];
 	double deadline = mq_mono() + c->timeout;
+	/* What a pipe's reader did not read comes back: one at a time. */
+	struct read_acks acks = { .n = 0 }, *read = !c->exec && !c->manual &&
+	    mq_fd_is_pipe(fileno(c->out)) ? &acks : NULL;
+	int w = 0;
 	memset(r, 0, sizeof *r);
 	while (!stopped(c) && (!c->count || r->delivered < c->count)) {
 		double timeout = c->follow ? (c->timeout > 0 ? c->timeout : -1) :
@@ -186,27 +223,32 @@ mq_sub_consume(mq_sub *sub, const struct mq_consume *c,
 		 * matches. */
 		if (c->filter && !c->follow && !r->delivered)
 			timeout = fmax(0, deadline - mq_mono());
-		size_t max = c->exec ? 1 : BATCH, n;
+		size_t max = c->exec || read ? 1 : BATCH, n;
 		if (c->count && c->count - r->delivered < max)
 			max = c->count - r->delivered;
 		if (mq_sub_keep_held(sub) < 0)
 			tell(c, NULL);
-		if (receive(c, sub, timeout, batch, max, &n) < 0)
-			return -1;
+		if (read && timeout != 0)
+			ack_read(c, sub, read);
+		if ((w = receive(c, sub, timeout, batch, max, &n)) < 0)
+			break;
 		if (n == 0)
 			break;
-		if (c->filter && skip_unmatched(c, sub, batch, &n) < 0)
-			return -1;
+		if (c->filter && (w = skip_unmatched(c, sub, batch, &n)) < 0)
+			break;
 		if (n == 0)
 			continue;
-		if (!c->exec && write_batch(c, sub, batch, n, r) < 0)
-			return -1;
+		if (!c->exec && (w = write_batch(c, sub, batch, n, read, r)))
+			break;
 		for (size_t i = 0; c->exec && i < n; i++)
 			r->held |= handle(c, sub, batch[i]);
 		r->delivered += n;
 	}
-	release_held(c, sub);
-	return 0;
+	if (read)
+		ack_read(c, sub, read);
+	if (w >= 0)
+		release_held(c, sub);
+	return w < 0 ? -1 : 0;
 }
 
 int

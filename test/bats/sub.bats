@@ -458,15 +458,54 @@ EOF
 	assert_equal "$output" "<v1|$id|a[31m-$(printf '\t')b>"
 }
 
-@test "mq-sub | head -n 1: what was written into the pipe counts as delivered, as mq-sub(1) says; -n 1 takes one" {
+@test "mq-sub | head -n N: into a pipe a message is acked once read; what the reader left unread comes back; mq-sub ends as by SIGPIPE" {
 	mkgroup t g
 	mq-pub -q t 1 2 3 4 5 6 7 8 9 10
-	run bash -c 'mq-sub -g g t | head -n 1'
-	assert_output 1
+	run bash -c 'mq-sub -g g t | head -n 1; echo "status ${PIPESTATUS[0]}"'
+	assert_output $'1\nstatus 141'
+	assert_equal "$(count_new t g)" 9
+	assert_equal "$(count_cur t g)" 0
+	run bash -c 'mq-sub -g g t | head -n 3'
+	assert_output $'2\n3\n4'
+	assert_equal "$(count_new t g)" 6
+	# A reader that reads line by line and stops.
+	run bash -c 'mq-sub -g g t | { read -r a; read -r b; echo "$a$b"; }'
+	assert_output 56
+	assert_equal "$(count_new t g)" 4
+	# A slow reader that reads everything gets everything, all acked.
+	run bash -c 'mq-sub -g g t | { sleep 0.3; cat; }; echo "status ${PIPESTATUS[0]}"'
+	assert_output $'7\n8\n9\n10\nstatus 0'
 	assert_equal "$(count_new t g)" 0
 	assert_equal "$(count_cur t g)" 0
-	mq-pub -q t 1 2 3 4 5 6 7 8 9 10
+	# -n 1 takes one, as before.
+	mq-pub -q t 1 2 3
 	run bash -c 'mq-sub -g g -n 1 t | head -n 1'
 	assert_output 1
-	assert_equal "$(count_new t g)" 9
+	assert_equal "$(count_new t g)" 2
+	# Into a file (not a pipe) batches are written whole, as before.
+	run bash -c 'mq-sub -g g t > "$1"; cat "$1"' _ "$TD/out"
+	assert_output $'2\n3'
+}
+
+cur_is() { [[ $(count_cur t g) == "$1" ]]; }
+gone() { ! kill -0 "$1" 2>/dev/null; }
+
+@test "mq-sub into a pipe nobody reads: it writes one message and waits; stopped by SIGTERM, the unread message comes back" {
+	mkgroup t g
+	mq-pub -q t a b
+	mkfifo "$TD/fifo"
+	# This shell holds the FIFO open for reading and never reads.
+	exec 8<>"$TD/fifo"
+	spawn "$TD/sub.out" sh -c 'exec mq-sub -f -g g t > "$1"' _ "$TD/fifo"
+	wait_for cur_is 1
+	sleep 0.2
+	assert_equal "$(count_cur t g)" 1
+	assert_equal "$(count_new t g)" 1
+	kill -TERM "$SPAWNED"
+	wait_for gone "$SPAWNED"
+	exec 8>&-
+	assert_equal "$(count_cur t g)" 0
+	assert_equal "$(count_new t g)" 2
+	run --separate-stderr mq-sub -g g t
+	assert_output $'a\nb'
 }
