@@ -652,12 +652,12 @@ void mq_content_key(const void *body, size_t len, char out[48]);
 struct mq_identity;
 int mq_pub_sign(mq_pub *, const struct mq_identity *key);
 /* fn is called for each message that mq_pub_send leaves out as a repeat
- * of an idempotency key whose first message had another body (compared
- * by Content-Hash; not on a sealed topic, nor once the first message is
- * gone), with the first's id.  It is called under the partition's lock:
- * it should only take note. */
-void mq_pub_on_conflict(mq_pub *, void (*fn)(const struct mq_pub_msg *,
-    const char *first_id, void *ctx), void *ctx);
+ * of an idempotency key, with the first's id; differs when the first
+ * message had another body (compared by Content-Hash; never on a sealed
+ * topic, nor once the first message is gone).  It is called under the
+ * partition's lock: it should only take note. */
+void mq_pub_on_repeat(mq_pub *, void (*fn)(const struct mq_pub_msg *,
+    const char *first_id, bool differs, void *ctx), void *ctx);
 /* With on set, each mq_pub_send is one commit: consumers see all of its
  * messages or none.  They must then all go to one partition. */
 void mq_pub_atomic(mq_pub *, int on);
@@ -787,11 +787,26 @@ int mq_reply_send(mq_spool *, const char *box, const char *group,
  * be; 0 when not (or box is no box: mq_reply_send says so). */
 int mq_reply_expired(mq_spool *, const char *box, const char *group,
     const char *request);
+/* Exactly-once groups keep the reply to a request with an idempotency
+ * key as its ledger entry, done/<id> (donefd: the group's done/ in the
+ * request's partition), synced, so that a repeat of the request gets it
+ * too.  _kept waits up to timeout for the reply kept for request id by
+ * any group of topic: 1 with its bytes (the caller frees them), 0 when
+ * none came. */
+int mq_reply_keep(int donefd, const struct mq_reply *);
+int mq_reply_kept(mq_spool *, const char *topic, const char *id,
+    double timeout, char **buf, size_t *len);
 /* A reply file read into r (pointers into buf, which it changes). */
 int mq_reply_parse(char *buf, size_t len, struct mq_reply *r);
 /* A reply as one line of JSON (format.c): correlation_id, in_reply_to,
  * status, and body (or body_base64), as mq_msg_write_json writes one. */
 int mq_reply_write_json(const struct mq_reply *, FILE *);
+/* A reply through a format of mq-sub(1): %s and %S its body, %i the
+ * request's id, %t its topic, %h and %{Name}h the reply's headers
+ * (Correlation-Id, In-Reply-To, Mq-Reply-Status); the tokens of a
+ * stored message (%p %o %k %K %r %a %T %P) are empty or 0. */
+int mq_reply_write_format(const struct mq_reply *, const char *topic,
+    const char *fmt, FILE *);
 /* A user header's value (its name compared without case), or NULL. */
 const char *mq_msg_header_value(const struct mq_msg *, const char *name);
 

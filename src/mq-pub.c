@@ -140,11 +140,14 @@ no_groups_warn(mq_spool *sp, const char *topic)
 }
 
 static void
-conflict(const struct mq_pub_msg *m, const char *first_id, void *ctx)
+repeat(const struct mq_pub_msg *m, const char *first_id, bool differs,
+    void *ctx)
 {
 	(void)ctx;
-	warnx("warning: idempotency key %s was used by message %s with other "
-	    "content; not stored", m->idempotency_key, first_id);
+	if (differs)
+		warnx("warning: idempotency key %s was used by message %s "
+		    "with other content; not stored", m->idempotency_key,
+		    first_id);
 }
 
 static void
@@ -291,7 +294,7 @@ main(int argc, char *argv[])
 	if (rc < 0)
 		tool_fail();
 	mq_pub_atomic(pub, opt.atomic);
-	mq_pub_on_conflict(pub, conflict, NULL);
+	mq_pub_on_repeat(pub, repeat, NULL);
 	if (argc > 1) {
 		struct mq_pub_msg *msgs = reallocarray(NULL, (size_t)argc - 1,
 		    sizeof *msgs);

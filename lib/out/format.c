@@ -192,3 +192,22 @@ mq_msg_write_format(const struct mq_msg *m, const char *fmt, FILE *fp)
 	}
 	return ferror(fp) ? mq_err_sys("write") : 0;
 }
+
+int
+mq_reply_write_format(const struct mq_reply *r, const char *topic,
+    const char *fmt, FILE *fp)
+{
+	char status[16];
+	snprintf(status, sizeof status, "%d", r->status);
+	struct mq_header h[] = {
+		{ "Correlation-Id", (char *)r->correlation },
+		{ "In-Reply-To", (char *)r->request },
+		{ "Mq-Reply-Status", status },
+	};
+	/* The request's id and topic; the reply itself is no stored
+	 * message: no partition, offset, key, receipt or time. */
+	struct mq_msg m = { .topic = (char *)topic, .headers = h,
+	    .nheaders = sizeof h / sizeof *h, .body = r->body, .len = r->len };
+	snprintf(m.id, sizeof m.id, "%s", r->request);
+	return mq_msg_write_format(&m, fmt, fp);
+}

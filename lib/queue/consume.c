@@ -704,6 +704,12 @@ part_of(mq_sub *s, const struct mq_msg *m)
 	return &s->ps[priv_of(m)->part];
 }
 
+int
+mq_sub_ledger_fd(mq_sub *s, const struct mq_msg *m)
+{
+	return part_of(s, m)->donefd;
+}
+
 /* The claim's name now: another process (mq-ack --extend with the
  * receipt) may have renamed it since we made it. */
 static int

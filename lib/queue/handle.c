@@ -4,8 +4,10 @@
  *
  * Exit 0 acks, after publishing the handler's output lines when asked
  * (mq_pub_outputs).  With reply, a request's handler output goes back to
- * its caller first (reply.c), whatever the exit status: a failure is told
- * to the caller at once, and the message settled as below.  Exit 75 gives the message back as a deferral, which
+ * its caller then (reply.c), whatever the exit status: a failure is told
+ * to the caller at once, and the message settled as below; an
+ * exactly-once group keeps a successful reply to a request with an
+ * idempotency key as its ledger entry, for a repeat of the request.  Exit 75 gives the message back as a deferral, which
  * counts as an attempt but not as a failure; so does a handler stopped at
  * the end of the grace period, which is no fault of the message.  Any
  * other status, or outliving the handler timeout, is a failure: the
@@ -119,6 +121,11 @@ reply(mq_sub *s, const struct mq_msg *m, const struct mq_handler_result *r,
 	    "Correlation-Id"), .request = m->id, .status = r->status < 0 ?
 	    EX_SOFTWARE : r->timed_out && !r->status ? EX_TEMPFAIL : r->status,
 	    .body = r->out, .len = r->out_len };
+	/* Kept first: a crash after it settles the request when it comes
+	 * again, and its caller's retry finds the reply. */
+	if (rp.status == 0 && s->gc.exactly_once && m->idempotency_key &&
+	    mq_reply_keep(mq_sub_ledger_fd(s, m), &rp) < 0)
+		note(h, "--reply: keeping the reply: ");
 	int rc = mq_reply_send(s->sp, box, s->group, &rp);
 	if (rc < 0)
 		note(h, "--reply: ");
@@ -129,12 +136,14 @@ reply(mq_sub *s, const struct mq_msg *m, const struct mq_handler_result *r,
 }
 
 /* A request whose caller gave up is not run: acked (it takes m), and
- * counted late: 1, or -1 when the ack failed.  0: run it. */
+ * counted late: 1, or -1 when the ack failed.  0: run it.  One whose
+ * reply an exactly-once group keeps is run: a retry may come for it. */
 static int
 expired(mq_sub *s, struct mq_msg *m, struct mq_handled *h)
 {
 	const char *box = mq_msg_header_value(m, "Reply-To");
-	if (!box || mq_reply_expired(s->sp, box, s->group, m->id) != 1)
+	if (!box || (s->gc.exactly_once && m->idempotency_key) ||
+	    mq_reply_expired(s->sp, box, s->group, m->id) != 1)
 		return 0;
 	snprintf(h->note, sizeof h->note, "--reply: the caller of request %s "
 	    "is done or gave up: not run, counted late", m->id);
@@ -155,14 +164,15 @@ mq_sub_handle(mq_sub *s, struct mq_msg *m, const struct mq_handling *o,
 	if (mq_sub_run(s, m, o->cmd, o->timeout, o->publish_to != NULL ||
 	    o->reply, &f.r) < 0)
 		note(h, "");
-	int replied = o->reply && reply(s, m, &f.r, h);
 	/* An output that can never be published (too large, say) fails the
-	 * input; one that cannot be published now defers it. */
+	 * input; one that cannot be published now defers it.  The reply
+	 * comes after: it tells how the request ended. */
 	if (f.r.status == 0 && o->publish_to &&
 	    mq_pub_outputs(o->publish_to, m->id, f.r.out, f.r.out_len) < 0) {
 		note(h, "--publish-to: ");
 		f.r.status = mq_errcode() == EX_DATAERR ? EX_DATAERR : EX_TEMPFAIL;
 	}
+	int replied = o->reply && reply(s, m, &f.r, h);
 	free(f.r.out);
 	f.r.out = NULL;
 	h->status = f.r.status;

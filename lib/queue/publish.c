@@ -98,8 +98,8 @@ struct mq_pub {
 	size_t stgcap;
 	struct mq_chunk_sig csig;       /* the chunk's signature (of up to
 	                                 * MQ_TREE_MAX of them) */
-	void (*conflict)(const struct mq_pub_msg *, const char *, void *);
-	void *conflict_ctx;             /* mq_pub_on_conflict */
+	void (*repeat)(const struct mq_pub_msg *, const char *, bool, void *);
+	void *repeat_ctx;               /* mq_pub_on_repeat */
 };
 
 int
@@ -407,30 +407,31 @@ write_staged(mq_pub *p, unsigned k, size_t n, const int *gfd, size_t ng,
 	return rc;
 }
 
-/* A repeat of an idempotency key whose body is not the first message's
- * (its Content-Hash, among the first lines of log/KEY: user headers come
- * after it) goes to p->conflict.  Not on a sealed topic, whose stored
- * body is sealed, nor when the first is gone already. */
+/* A repeat of an idempotency key goes to p->repeat, which is told
+ * whether its body differs from the first message's (its Content-Hash,
+ * among the first lines of log/KEY: user headers come after it).  Not
+ * known on a sealed topic, whose stored body is sealed, nor when the
+ * first is gone already. */
 static void
 repeat_check(mq_pub *p, unsigned k, const struct mq_pub_msg *m,
     uint64_t first, const char *id)
 {
 	char key[MQ_KEY_LEN + 1], head[4096], want[50];
-	if (!p->conflict || p->seal.n)
+	if (!p->repeat)
 		return;
 	snprintf(key, sizeof key, "%020" PRIu64 ".%s", first, id);
-	int fd = mq_openat(p->logfd[k], key, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, head, sizeof head);
-	close(fd);
+	int fd = p->seal.n ? -1 : mq_openat(p->logfd[k], key, O_RDONLY |
+	    O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, head, sizeof head) : -1;
+	if (fd >= 0)
+		close(fd);
 	const char *v = n > 0 ? memmem(head, (size_t)n, "\nContent-Hash: ",
 	    15) : NULL;
 	mq_content_key(m->body, m->len, want);
 	strcat(want, "\n");
 	size_t wl = strlen(want);
-	if (v && ((size_t)(head + n - v) < 15 + wl || memcmp(v + 15, want, wl)))
-		p->conflict(m, id, p->conflict_ctx);
+	p->repeat(m, id, v && ((size_t)(head + n - v) < 15 + wl ||
+	    memcmp(v + 15, want, wl)), p->repeat_ctx);
 }
 
 /* A message with an idempotency key claims it in the partition's dedup
@@ -451,11 +452,11 @@ claim_key(mq_pub *p, unsigned k, const struct mq_pub_msg *m, uint64_t seq,
 }
 
 void
-mq_pub_on_conflict(mq_pub *p, void (*fn)(const struct mq_pub_msg *,
-    const char *first_id, void *ctx), void *ctx)
+mq_pub_on_repeat(mq_pub *p, void (*fn)(const struct mq_pub_msg *,
+    const char *first_id, bool differs, void *ctx), void *ctx)
 {
-	p->conflict = fn;
-	p->conflict_ctx = ctx;
+	p->repeat = fn;
+	p->repeat_ctx = ctx;
 }
 
 /* The chunk's records go to the journal before the commit point, and are

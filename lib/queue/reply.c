@@ -32,6 +32,8 @@
 /* How long after its deadline a box is left alone: the clocks of the
  * hosts sharing a spool may differ by this much. */
 #define REPLY_GRACE 60.0
+/* The largest reply file: a header and a message's body. */
+#define MQ_REPLY_MAX (MQ_HEADER_BLOCK_MAX + MQ_MESSAGE_MAX_LIMIT)
 
 bool
 mq_is_reply_box(const char *name)
@@ -110,8 +112,7 @@ mq_reply_wait(struct mq_reply_box *b, double timeout, char **buf,
 {
 	double until = mq_mono() + timeout;
 	for (;;) {
-		int rc = mq_read_at(b->fd, "reply", MQ_HEADER_BLOCK_MAX +
-		    MQ_MESSAGE_MAX_LIMIT, buf, len);
+		int rc = mq_read_at(b->fd, "reply", MQ_REPLY_MAX, buf, len);
 		if (rc == 0)
 			return 1;
 		if (mq_errcode() != EX_NOINPUT)
@@ -199,6 +200,83 @@ mq_reply_expired(mq_spool *sp, const char *box, const char *group,
 	return rc;
 }
 
+/* The reply file's bytes: its header, a blank line, the body. */
+static int
+reply_text(const struct mq_reply *r, char **all, size_t *len)
+{
+	char head[MQ_NAME_MAX + MQ_ID_LEN + 96];
+	int hl = snprintf(head, sizeof head, "Correlation-Id: %s\n"
+	    "In-Reply-To: %s\nMq-Reply-Status: %d\n\n", r->correlation,
+	    r->request, r->status);
+	if (hl < 0 || (size_t)hl >= sizeof head)
+		return mq_err(EX_SOFTWARE, "reply header too long");
+	if (!(*all = malloc((size_t)hl + r->len + 1)))
+		return mq_err_sys("malloc");
+	memcpy(*all, head, (size_t)hl);
+	if (r->len)
+		memcpy(*all + hl, r->body, r->len);
+	*len = (size_t)hl + r->len;
+	return 0;
+}
+
+int
+mq_reply_keep(int donefd, const struct mq_reply *r)
+{
+	char *all;
+	size_t len;
+	if (reply_text(r, &all, &len) < 0)
+		return -1;
+	int rc = mq_write_file(donefd, r->request, all, len, 1, 1);
+	free(all);
+	return rc;
+}
+
+/* The reply kept for request id in one of the topic's exactly-once
+ * groups: 1 with it in *buf, 0 when none has it (yet); an empty ledger
+ * entry (acked without a reply kept) is none. */
+static int
+kept_look(const struct mq_topic *t, const char *id, char **buf, size_t *len)
+{
+	struct mq_names groups = { 0 };
+	int rc = mq_groups_read(t, &groups) < 0 ? -1 : 0;
+	for (unsigned k = 0; rc == 0 && k < t->conf.partitions; k++)
+		for (size_t i = 0; rc == 0 && i < groups.n; i++) {
+			char path[MQ_NAME_MAX + MQ_ID_LEN + 16];
+			if (mq_path(path, sizeof path, "g/%s/done/%s", groups.v[i],
+			    id) < 0) {
+				rc = -1;
+				break;
+			}
+			if (mq_read_at(t->pfd[k], path, MQ_REPLY_MAX, buf, len) < 0) {
+				if (mq_errcode() != EX_NOINPUT)
+					rc = -1;
+				continue;
+			}
+			if (*len)
+				rc = 1;
+			else
+				free(*buf);
+		}
+	mq_names_free(&groups);
+	return rc;
+}
+
+int
+mq_reply_kept(mq_spool *sp, const char *topic, const char *id,
+    double timeout, char **buf, size_t *len)
+{
+	struct mq_topic t;
+	if (mq_topic_open(sp, topic, &t) < 0)
+		return -1;
+	double until = mq_mono() + timeout, left;
+	int rc;
+	while ((rc = kept_look(&t, id, buf, len)) == 0 &&
+	    (left = until - mq_mono()) > 0)
+		usleep((useconds_t)((left < 0.02 ? left : 0.02) * 1e6));
+	mq_topic_close(&t);
+	return rc;
+}
+
 int
 mq_reply_send(mq_spool *sp, const char *box, const char *group,
     const struct mq_reply *r)
@@ -222,24 +300,17 @@ mq_reply_send(mq_spool *sp, const char *box, const char *group,
 		close(dfd);
 		return rc;
 	}
-	char *text = NULL;
-	int hl = asprintf(&text, "Correlation-Id: %s\nIn-Reply-To: %s\n"
-	    "Mq-Reply-Status: %d\n\n", r->correlation, r->request, r->status);
-	char *all = hl < 0 ? NULL : malloc((size_t)hl + r->len + 1);
-	if (!all) {
-		free(text);
+	char *all;
+	size_t len;
+	if (reply_text(r, &all, &len) < 0) {
 		close(dfd);
-		return mq_err_sys("malloc");
+		return -1;
 	}
-	memcpy(all, text, (size_t)hl);
-	if (r->len)
-		memcpy(all + hl, r->body, r->len);
-	free(text);
 	/* Whole, then renamed in: a box that is gone (the caller gave up,
 	 * or it was reaped, even while this is written) makes it late. */
 	int bfd = mq_dir_open(dfd, box);
 	rc = bfd < 0 ? (errno == ENOENT ? 1 : -1) : mq_write_file(bfd, "reply",
-	    all, (size_t)hl + r->len, 0, 1) < 0 ? (errno == ENOENT ? 1 : -1) : 0;
+	    all, len, 0, 1) < 0 ? (errno == ENOENT ? 1 : -1) : 0;
 	if (rc == 0)
 		wake(bfd);
 	free(all);

@@ -37,6 +37,9 @@ struct part {
 	uint64_t own_deadline;          /* ms, of our token when owned */
 };
 
+/* The exactly-once ledger (done/) of m's partition, or -1. */
+int mq_sub_ledger_fd(mq_sub *, const struct mq_msg *m);
+
 /* A message whose handler failed, kept claimed (handle.c). */
 struct mq_held {
 	struct mq_msg *m;

@@ -23,7 +23,8 @@ setup() {
 	export HOME="$BATS_TEST_TMPDIR/home"
 	unset XDG_STATE_HOME MQ_POLL MQ_NOW
 	mkdir -p "$MQ_SPOOL" "$HOME"
-	TD="$BATS_TEST_TMPDIR"
+	# Exported: handlers (mq-sub --exec) write their traces under it.
+	export TD="$BATS_TEST_TMPDIR"
 }
 
 # Background processes started with spawn, and mounts made with mount_tmpfs,

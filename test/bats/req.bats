@@ -152,3 +152,85 @@ setup_rpc() {
 	done
 	assert_equal "$(ls "$MQ_SPOOL/topics/rpc/p0/g/srv/done" | wc -l)" 3
 }
+
+# runs: how many times the handler of the kept-reply tests ran.
+runs() { [[ -e $TD/runs ]] && wc -l <"$TD/runs" || echo 0; }
+
+@test "an exactly-once group keeps the reply to a request with -i KEY: a repeat gets the same reply, the handler not run again; another key runs" {
+	mq-group create --exactly-once rpc srv
+	serve 'echo run >>"$TD/runs"; echo "reply $(date +%s%N) to $(cat)"'
+	local first
+	run -0 mq-req -i K1 rpc hello
+	[[ $output =~ ^reply\ [0-9]+\ to\ hello$ ]] || fail "$output"
+	first=$output
+	run -0 mq-req -i K1 rpc hello
+	assert_output "$first"
+	# Another body under the same key: the first's reply, and a warning.
+	run --separate-stderr mq-req -i K1 rpc other
+	assert_success
+	assert_output "$first"
+	[[ $stderr == "mq-req: warning: idempotency key K1 was used by request "*" with other content; its reply is the answer" ]] || fail "$stderr"
+	assert_equal "$(runs)" 1
+	run -0 mq-req -i K2 rpc hello
+	[[ $output == "reply "*" to hello" && $output != "$first" ]] || fail "$output"
+	assert_equal "$(runs)" 2
+	# The kept reply is the ledger entry: the reply file, whole.
+	local id
+	id=$(mq-req -i K1 --json rpc hello | jq -r .in_reply_to)
+	run cat "$MQ_SPOOL/topics/rpc/p0/g/srv/done/$id"
+	assert_line --index 1 "In-Reply-To: $id"
+	assert_line --index 2 "Mq-Reply-Status: 0"
+	assert_line --index 3 "$first"
+	assert_equal "$(runs)" 2
+}
+
+@test "a caller that timed out retries with the same -i KEY: the request was run once anyway, and the retry gets its kept reply" {
+	mq-group create --exactly-once rpc srv
+	run --separate-stderr mq-req -i retry-me -t 0.3 rpc work
+	assert_equal "$status" 69
+	# The server comes after the first caller gave up: a request whose
+	# reply is kept is run all the same.
+	serve 'echo run >>"$TD/runs"; echo "done $(cat)"'
+	run -0 mq-req -i retry-me -t 5 rpc work
+	assert_output "done work"
+	assert_equal "$(runs)" 1
+	assert_equal "$(wc -l <"$MQ_SPOOL/replies/.late")" 1
+}
+
+@test "a repeat of -i KEY where no exactly-once group keeps replies: 69 after -t, saying why; the handler ran once" {
+	setup_rpc
+	serve 'echo run >>"$TD/runs"; cat'
+	run -0 mq-req -i K rpc one
+	assert_output one
+	run --separate-stderr mq-req -i K -t 0.5 rpc one
+	assert_equal "$status" 69
+	assert_one_line_error mq-req
+	[[ $stderr == *"this call repeats its idempotency key; only exactly-once groups keep replies)" ]] || fail "$stderr"
+	assert_equal "$(runs)" 1
+}
+
+@test "a failed request's reply is not kept: it is dead-lettered, and a repeat waits for it in vain (69)" {
+	mq-group create --exactly-once rpc srv
+	serve 'echo run >>"$TD/runs"; echo bad; exit 3'
+	run --separate-stderr mq-req -i F rpc x
+	assert_equal "$status" 70
+	assert_output bad
+	run --separate-stderr mq-req -i F -t 0.5 rpc x
+	assert_equal "$status" 69
+	assert_equal "$(runs)" 1
+	assert_equal "$(find "$MQ_SPOOL/topics/rpc/p0/g/srv/done" -type f | wc -l)" 0
+}
+
+@test "mq-req -F prints the reply through a format of mq-sub(1); -F with --json is refused" {
+	setup_rpc
+	serve 'tr a-z A-Z'
+	run -0 mq-req -F '%t|%i|%{Mq-Reply-Status}h|%S|%s' rpc abc
+	[[ $output =~ ^rpc\|[0-9a-f]{32}\|0\|3\|ABC$ ]] || fail "$output"
+	run -0 mq-req -F '%{In-Reply-To}h=%i\n' rpc x
+	[[ $output =~ ^([0-9a-f]{32})=([0-9a-f]{32})$ && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]] || fail "$output"
+	run --separate-stderr mq-req -F '%s' --json rpc x
+	assert_equal "$status" 64
+	run --separate-stderr mq-req -F '%z' rpc x
+	assert_equal "$status" 65
+	assert_one_line_error mq-req
+}
