@@ -217,16 +217,16 @@ _mq_req()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-H -k -s -t"
+	_mq_parse "-F -H -i -k -s -t"
 	case $prev in
 	-s)
 		_mq_dirs "$cur"
 		return ;;
-	-H|-k|-t)
+	-F|-H|-i|-k|-t)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		_mq_reply $'-H\n-k\n-q\n-s\n-t\n--json\n--help' "$cur"
+		_mq_reply $'-F\n-H\n-i\n-k\n-q\n-s\n-t\n--json\n--help' "$cur"
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	fi
