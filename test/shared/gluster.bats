@@ -411,6 +411,23 @@ journal_bytes() {
 	assert_equal "$(queue_left "$S1" rpc srv)" 0
 }
 
+@test "a retried request across hosts: an exactly-once server on host 1 keeps its reply, the caller's repeats on host 2 get it, the handler run once" {
+	mkgroup rpc srv --exactly-once
+	# The first call gives up before any server runs.
+	run --separate-stderr env MQ_HOST=h2 mq-req -s "$S2" -i order-1 -t 0.5 rpc work
+	assert_equal "$status" 69
+	MQ_HOST=h1 spawn "$TD/server" mq-sub -s "$S1" -g srv -f -t 60 \
+	    --exec 'echo run >>"$TD/runs"; echo "done $(cat)"' --reply rpc
+	local i
+	for i in 1 2; do
+		run --separate-stderr env MQ_HOST=h2 mq-req -s "$S2" -i order-1 -t 30 rpc work
+		assert_success
+		assert_output "done work"
+	done
+	assert_equal "$(wc -l <"$TD/runs")" 1
+	assert_equal "$(queue_left "$S1" rpc srv)" 0
+}
+
 @test "a brick killed during a publish loop: every publish delivered" {
 	local n=100
 	mkgroup t g
