@@ -7,7 +7,8 @@ MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 
-PKGS = libbsd-overlay jansson libxxhash libarchive libsodium libacl
+PKGS = libbsd-overlay jansson libxxhash libarchive libsodium libacl \
+	libmicrohttpd libjwt libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
 
@@ -18,7 +19,7 @@ override CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-fPIC $(CFLAGS)
 # The library's layers, bottom first (lib/README): each calls only those
 # below it, which `make layers` checks.
-LAYERS = base queue repl info out run
+LAYERS = base queue repl info out run http
 override CPPFLAGS := -Ilib $(LAYERS:%=-Ilib/%) $(PKG_CFLAGS) $(CPPFLAGS)
 LDLIBS += $(PKG_LIBS) -ljq -lm
 # A tool links only the libraries it uses (mq-dlq alone needs libarchive),
