@@ -85,8 +85,9 @@ check-slow: all
 
 # libFuzzer harnesses (test/fuzz) for what the tools read from the spool
 # and for what a replication peer sends (fuzz_frame: the frames of a
-# session, either side; fuzz_recv: batches applied to a fresh spool), with
-# clang, ASan and UBSan, FUZZ_SECONDS each.
+# session, either side; fuzz_recv: batches applied to a fresh spool) and
+# a WebSocket client (fuzz_wsframe), with clang, ASan and UBSan,
+# FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 20
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all
 fuzz:
