@@ -232,6 +232,12 @@ mq_sub_consume(mq_sub *sub, const struct mq_consume *c,
 			ack_read(c, sub, read);
 		if ((w = receive(c, sub, timeout, batch, max, &n)) < 0)
 			break;
+		/* What was read but not acked may hold the next one back (an
+		 * ordered group's partition): ack it, and look again. */
+		if (n == 0 && read && read->n) {
+			ack_read(c, sub, read);
+			continue;
+		}
 		if (n == 0)
 			break;
 		if (c->filter && (w = skip_unmatched(c, sub, batch, &n)) < 0)
