@@ -72,6 +72,30 @@ bool mq_http_allowed_any(const struct mq_http_grant *, const char *topic);
 const char *mq_http_grant_subject(const struct mq_http_grant *);
 void mq_http_grant_free(struct mq_http_grant *);
 
+/* jwk.c, for auth.c: the keys of a verifier, read from conf's files. */
+#define MQ_HTTP_KEYS_MAX 64
+enum { MQ_HTTP_KEY_HMAC = 1, MQ_HTTP_KEY_RSA, MQ_HTTP_KEY_EC };
+struct mq_http_key {
+	int type;                        /* MQ_HTTP_KEY_* */
+	int curve;                       /* EC: 256, 384 or 521; else 0 */
+	char *kid;                       /* a JWKS key's "kid"; NULL: none */
+	char *alg;                       /* a JWKS key's "alg"; NULL: any */
+	unsigned char *data;             /* the secret, or the key as PEM */
+	size_t len;
+};
+struct mq_http_keys {
+	struct mq_http_key v[MQ_HTTP_KEYS_MAX];
+	size_t n;
+};
+/* Every key of conf's files added to ks, zeroed before: 0, or -1 with
+ * the error (ks then freed). */
+int mq_http_keys_read(const struct mq_http_auth_conf *, struct mq_http_keys *);
+void mq_http_keys_free(struct mq_http_keys *);
+/* s[0..len), base64url without padding (RFC 7515), decoded into a buffer
+ * to free, NUL-terminated, *n long; NULL (no error set) when it is not
+ * that, or there is no memory. */
+unsigned char *mq_http_b64url(const char *s, size_t len, size_t *n);
+
 /* ---- wsframe.c: WebSocket frames (RFC 6455) ---- */
 enum {
 	MQ_WS_CONT = 0x0, MQ_WS_TEXT = 0x1, MQ_WS_BINARY = 0x2,
