@@ -27,7 +27,7 @@ LDLIBS += $(PKG_LIBS) -ljq -lm
 override LDFLAGS := -Wl,--as-needed $(LDFLAGS)
 
 TOOLS = mq-pub mq-sub mq-ack mq-topic mq-dlq mq-group mq-replicate mq-stat \
-	mq-req
+	mq-req mq-http
 LIB_SRC = $(foreach l,$(LAYERS),$(wildcard lib/$(l)/*.c))
 LIB_H = $(wildcard lib/*/*.h)
 LIB_OBJ = $(LIB_SRC:.c=.o)

@@ -887,6 +887,10 @@ int mq_receipt_reject(mq_spool *, const char *topic, const char *group,
     const char *receipt, const struct mq_nack *);
 int mq_receipt_extend(mq_spool *, const char *topic, const char *group,
     const char *receipt, double seconds);
+/* 1 while the claim a receipt names lasts (its lease not passed), 0 once
+ * it is settled or its lease ended; -1 for a receipt that is none. */
+int mq_receipt_held(mq_spool *, const char *topic, const char *group,
+    const char *receipt);
 
 /* Dead letters */
 struct mq_dead {
@@ -1144,5 +1148,41 @@ int mq_rsh_spawn(const char *rsh, const char *command, const char *spool,
 int mq_msg_write_json(const struct mq_msg *, FILE *);
 int mq_format_check(const char *fmt);
 int mq_msg_write_format(const struct mq_msg *, const char *fmt, FILE *);
+
+/* mq-http(1): the spool served over HTTP (lib/http).  Requests carry a
+ * bearer token (JWT) verified with the keys named here; see mq-http(1)
+ * for the routes and what a token's scope allows. */
+struct mq_http_conf {
+	const char *spool;               /* NULL: the default spool */
+	const char *listen;              /* HOST:PORT, [IPV6]:PORT or PORT
+					    (on 127.0.0.1); NULL: 8080 */
+	int listen_fd;                   /* >= 0: a socket listening already
+					    (systemd), instead of listen */
+	const char *cert_file, *key_file; /* TLS: both PEM, or neither */
+	int plain_anywhere;              /* plain HTTP on an address that is
+					    not loopback */
+	unsigned max_connections;        /* 0: 256 */
+	size_t max_body;                 /* bytes of a request body; 0: 16 MiB */
+	double rate;                     /* requests a second per token
+					    (a burst of as many); 0: any */
+	double max_wait;                 /* the longest ?wait=; 0: 60 s */
+	const char *const *secret_files; /* HS256/384/512 secrets */
+	size_t nsecret;
+	const char *const *key_files;    /* PEM public keys (RS*, ES*) */
+	size_t nkey;
+	const char *const *jwks_files;   /* JWKS files (RS*, ES*) */
+	size_t njwks;
+	const char *audience, *issuer;   /* NULL: not checked */
+	double leeway;                   /* seconds allowed to exp and nbf */
+	/* A line per request, and what goes wrong (NULL: nothing said). */
+	void (*log)(const char *line, void *ctx);
+	void *log_ctx;
+};
+/* Serves until stop_fd is readable (a byte written into a pipe by a
+ * signal handler): then takes no new connection, lets the requests in
+ * flight end (waits and streams end at once, giving back what their
+ * clients did not acknowledge), and returns 0; -1 with the error if it
+ * could not start. */
+int mq_http_serve(const struct mq_http_conf *, int stop_fd);
 
 #endif

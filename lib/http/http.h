@@ -7,6 +7,7 @@
 #ifndef MQ_HTTP_H
 #define MQ_HTTP_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -122,5 +123,127 @@ ssize_t mq_ws_parse(unsigned char *buf, size_t n, size_t max,
 /* The header of a frame from the server (unmasked, final) with a payload
  * of len bytes: its length, 2 to 10 bytes, written into out. */
 size_t mq_ws_header(unsigned char out[10], int opcode, size_t len);
+
+/* ---- server.c: the daemon, a request's life, responses ---- */
+struct MHD_Connection;
+struct mq_http_server;
+/* A request, as the routes see it: its path cut at '/', its body read
+ * whole (at most max_body), its token verified. */
+struct mq_http_req {
+	struct mq_http_server *srv;
+	struct MHD_Connection *conn;
+	const char *method;
+	char *path;                      /* as asked */
+	char *cut;                       /* a copy of it, cut into seg[] */
+	char *seg[8];
+	size_t nseg;
+	char *body;
+	size_t len;
+	struct mq_http_grant *grant;
+	mq_spool *sp;                    /* this connection's */
+	int status;                      /* of the response, for the log */
+	int stop_fd;                     /* readable once the server stops */
+	double max_wait;
+	double t0;                       /* when it came */
+	bool done;                       /* answered (or being answered) */
+	void *delivered;                 /* claims it hands out (recvroute.c) */
+};
+/* Whether the client has closed its end of the connection (a long poll
+ * looks, between slices of its wait); whether the server is stopping. */
+bool mq_http_client_gone(const struct mq_http_req *);
+bool mq_http_stopping(const struct mq_http_req *);
+/* A query argument, or NULL. */
+const char *mq_http_arg(const struct mq_http_req *, const char *name);
+/* A request header, or NULL. */
+const char *mq_http_header(const struct mq_http_req *, const char *name);
+/* Responses: each queues one and returns 0, or -1 if MHD refused it.
+ * _json sends len bytes of JSON (or of the content type given); _error
+ * {"error": message}; _failed the library's last error, its code mapped
+ * to an HTTP status (mq-http(1), STATUS CODES). */
+int mq_http_send(struct mq_http_req *, int status, const char *type,
+    const void *data, size_t len);
+int mq_http_json(struct mq_http_req *, int status, const char *json,
+    size_t len);
+int mq_http_error(struct mq_http_req *, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int mq_http_failed(struct mq_http_req *);
+/* The HTTP status for a sysexits.h code. */
+int mq_http_status_of(int code);
+/* Whether the token allows perm on topic (and group); if not, answers
+ * 403 and returns false. */
+bool mq_http_permit(struct mq_http_req *, int perm, const char *topic,
+    const char *group);
+/* A response whose body is written by fn into a memory stream: sent as
+ * JSON with status 200, or as the error fn left (-1). */
+int mq_http_stream_json(struct mq_http_req *,
+    int (*fn)(struct mq_http_req *, FILE *, void *), void *ctx);
+/* ?NAME=DURATION: *out (default kept when absent); false after answering
+ * 400 for a bad one or one over max (max 0: none). */
+bool mq_http_duration_arg(struct mq_http_req *, const char *name,
+    double max, double *out);
+
+/* A member of a JSON object that is a duration: a string ("30s") or a
+ * number of seconds; *out kept when it is missing.  -1 (EX_DATAERR) for
+ * anything else. */
+int mq_http_seconds(json_t *obj, const char *name, double *out);
+
+/* ---- stream.c: a group streamed to one client (SSE, WebSocket) ---- */
+struct mq_http_stream {
+	mq_spool *sp;
+	mq_sub *sub;
+	char topic[MQ_NAME_MAX + 1], group[MQ_NAME_MAX + 1];
+	char **held;                     /* receipts out, not known settled */
+	size_t nheld, credit;
+};
+/* Opens the stream: at most credit (1 to 1000) messages out unsettled,
+ * each under lease (0: the group's); a wait ends when wake_fd is
+ * readable. */
+int mq_http_stream_open(struct mq_http_stream *, mq_spool *,
+    const char *topic, const char *group, unsigned credit, double lease,
+    int wake_fd);
+/* The next message, waiting up to timeout: 1 with *m, 0 when none came
+ * or the credit is spent (then after a short nap), -1 on error. */
+int mq_http_stream_next(struct mq_http_stream *, double timeout,
+    struct mq_msg **m);
+/* A receipt settled through the stream's own connection. */
+void mq_http_stream_settled(struct mq_http_stream *, const char *receipt);
+/* Gives back what the client still holds, and closes. */
+void mq_http_stream_close(struct mq_http_stream *);
+/* Gives back one claim whose client went away (deferred: no failure). */
+void mq_http_give_back(mq_spool *, const char *topic, const char *group,
+    const char *receipt);
+
+/* ---- sseroute.c, wsroute.c: the streams ---- */
+int mq_http_events(struct mq_http_req *, const char *topic,
+    const char *group);
+/* GET /v1/ws: the upgrade, then a thread of its own for the session. */
+int mq_http_websocket(struct mq_http_req *);
+
+/* ---- routes.c: which route a request takes ---- */
+int mq_http_route(struct mq_http_req *);
+
+/* ---- the routes ---- */
+/* pubroute.c: POST /v1/topics/T/messages */
+int mq_http_publish(struct mq_http_req *, const char *topic);
+/* recvroute.c: GET .../groups/G/messages, POST .../ack, nack, extend */
+int mq_http_receive(struct mq_http_req *, const char *topic,
+    const char *group);
+int mq_http_settle(struct mq_http_req *, const char *topic,
+    const char *group, const char *how);
+/* At the end of a request: what it delivered is given back unless the
+ * response arrived whole. */
+void mq_http_release(struct mq_http_req *, bool arrived);
+/* inforoute.c: topics, groups, status, metrics */
+int mq_http_topics(struct mq_http_req *);
+int mq_http_topic(struct mq_http_req *, const char *topic);
+int mq_http_topic_create(struct mq_http_req *, const char *topic);
+int mq_http_groups(struct mq_http_req *, const char *topic);
+int mq_http_group(struct mq_http_req *, const char *topic,
+    const char *group);
+int mq_http_group_create(struct mq_http_req *, const char *topic,
+    const char *group);
+int mq_http_message(struct mq_http_req *, const char *topic,
+    const char *id);
+int mq_http_metrics(struct mq_http_req *);
 
 #endif

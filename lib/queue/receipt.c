@@ -78,7 +78,7 @@ receipt_parse(const char *s, const char *topic, const char *group,
 	return mq_path(r->cur, sizeof r->cur, "%s:2,", p);
 }
 
-enum settle { ACK, NACK, REJECT, EXTEND };
+enum settle { ACK, NACK, REJECT, EXTEND, HELD };
 
 /* Finds the claim a receipt names (extensions change its deadline, not
  * its identity), refuses it if its lease has passed, and settles it. */
@@ -146,6 +146,9 @@ receipt_settle(mq_spool *sp, const char *topic, const char *group,
 		case EXTEND:
 			rc = mq_claim_extend(&d, cur, seconds, out, sizeof out);
 			break;
+		case HELD:
+			rc = 1;
+			break;
 		}
 	}
 	mq_gdirs_close(&d);
@@ -179,4 +182,12 @@ mq_receipt_extend(mq_spool *sp, const char *topic, const char *group,
     const char *receipt, double seconds)
 {
 	return receipt_settle(sp, topic, group, receipt, EXTEND, NULL, seconds);
+}
+
+int
+mq_receipt_held(mq_spool *sp, const char *topic, const char *group,
+    const char *receipt)
+{
+	int rc = receipt_settle(sp, topic, group, receipt, HELD, NULL, 0);
+	return rc < 0 && mq_errcode() == EX_NOINPUT ? 0 : rc;
 }

@@ -137,12 +137,15 @@ count_entries() {
 	find "$1" -mindepth 1 -maxdepth 1 -printf x | wc -c
 }
 
-# count_new / count_cur TOPIC GROUP [PARTITION]
+# count_new / count_cur / count_delay TOPIC GROUP [PARTITION]
 count_new() {
 	count_entries "$(group_dir "$@")/new"
 }
 count_cur() {
 	count_entries "$(group_dir "$@")/cur"
+}
+count_delay() {
+	count_entries "$(group_dir "$@")/delay"
 }
 count_log() {
 	count_entries "$MQ_SPOOL/topics/$1/p${2:-0}/log"

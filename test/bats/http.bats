@@ -1,0 +1,282 @@
+#!/usr/bin/env bats
+# mq-http: the REST routes with curl, tokens, limits, and the daemon's
+# life (issue 18).
+
+load http_helper
+
+ALL='publish:* consume:* admin:*'
+
+@test "mq-http: no token, a bad one, an expired one, a wrong signature: 401 with WWW-Authenticate, and nothing happens; /healthz needs none" {
+	mq-topic create t >/dev/null
+	http_start
+	local snap
+	snap=$(spool_snapshot)
+	run curl -s -w '\n%{http_code}' "$URL/healthz"
+	status_is 200
+	assert_equal "$BODY" $'ok\n'
+	run api POST /v1/topics/t/messages -d hello
+	status_is 401
+	assert_equal "$(jq -r .error <<<"$BODY")" "no bearer token"
+	run curl -s -D - -o /dev/null -X POST -d x "$URL/v1/topics/t/messages"
+	assert_line --partial 'WWW-Authenticate: Bearer realm="mq"'
+	TOKEN=garbage run api POST /v1/topics/t/messages -d hello
+	status_is 401
+	TOKEN=$(token "$ALL" '{"exp": 1000}') run api POST /v1/topics/t/messages -d hello
+	status_is 401
+	assert_equal "$(jq -r .error <<<"$BODY")" "token expired"
+	TOKEN=$(token "$ALL" '{"exp": null}') run api POST /v1/topics/t/messages -d hello
+	status_is 401
+	head -c 32 /dev/urandom >"$TD/secret"    # tokens signed with another key
+	TOKEN=$(token "$ALL") run api POST /v1/topics/t/messages -d hello
+	status_is 401
+	assert_equal "$(spool_snapshot)" "$snap"
+}
+
+@test "mq-http publish: a body as it is, with key, partition, delay and ttl in the query; ids back; a missing topic is 404, not made" {
+	mq-topic create --partitions 2 t >/dev/null
+	mkgroup t g
+	http_start
+	TOKEN=$(token 'publish:t')
+	run api POST '/v1/topics/t/messages?key=k1' --data-binary $'line one\nline two'
+	status_is 200
+	local id
+	id=$(jq -r '.ids[0]' <<<"$BODY")
+	[[ $id =~ ^[0-9a-f]{32}$ ]] || fail "$BODY"
+	run api POST '/v1/topics/t/messages?partition=1&delay=1h' -d later
+	status_is 200
+	run --separate-stderr mq-sub -g g -F '%i %k|%s' t
+	assert_output "$id k1|line one"$'\n'"line two"
+	assert_equal "$(count_delay t g 1)" 1
+	run api POST '/v1/topics/t/messages?delay=5s&ttl=1s' -d never
+	status_is 400
+	run api POST '/v1/topics/nosuch/messages' -d x
+	status_is 403
+	TOKEN=$(token 'publish:*') run api POST '/v1/topics/nosuch/messages' -d x
+	status_is 404
+	[[ ! -e $MQ_SPOOL/topics/nosuch ]] || fail "a topic was made"
+	run api POST '/v1/topics/bad..name/messages' -d x
+	status_is 400
+}
+
+@test "mq-http publish JSON: an object, an array, NDJSON, with headers, keys and idempotency keys; one bad message refuses the whole batch" {
+	mkgroup t g
+	http_start
+	TOKEN=$(token 'publish:t')
+	run api POST /v1/topics/t/messages -H 'Content-Type: application/json' \
+	    -d '{"body": "one", "headers": {"X-Trace": "7"}, "key": "k"}'
+	status_is 200
+	run api POST /v1/topics/t/messages -H 'Content-Type: application/json; charset=utf-8' \
+	    -d '[{"body": "two", "idempotency_key": "i2"}, {"body": "three"}]'
+	status_is 200
+	assert_equal "$(jq '.ids | length' <<<"$BODY")" 2
+	local two
+	two=$(jq -r '.ids[0]' <<<"$BODY")
+	run api POST /v1/topics/t/messages -H 'Content-Type: application/x-ndjson' \
+	    --data-binary $'{"body": "two again", "idempotency_key": "i2"}\n\n{"body": "four", "ttl": 3600}\n'
+	status_is 200
+	assert_equal "$(jq -r '.ids[0]' <<<"$BODY")" "$two"
+	local snap
+	snap=$(spool_snapshot)
+	for bad in '[{"body": "ok"}, {"body": 5}]' '[{"body": "ok"}, {"body": "x", "headers": {"Mq-Own": "x"}}]' \
+	    '{"body": "x", "partition": -1}' '{"nobody": 1}' '{"body": "x", "delay": "soon"}' 'not json' '[]'; do
+		run api POST /v1/topics/t/messages -H 'Content-Type: application/json' -d "$bad"
+		status_is 400
+	done
+	assert_equal "$(spool_snapshot)" "$snap"
+	run --separate-stderr mq-sub -g g -F '%s %{X-Trace}h %k\n' t
+	assert_output $'one 7 k\ntwo  \nthree  \nfour  '
+}
+
+@test "mq-http receive and settle: a long poll, receipts, ack, nack with a delay, extend; a receipt no longer claimed is 404" {
+	mkgroup t g
+	mq-pub -q t a b c
+	http_start
+	TOKEN=$(token 'consume:t/g')
+	run api GET '/v1/topics/t/groups/g/messages?max=2&lease=60s'
+	status_is 200
+	assert_equal "$(jq -r '[.[].body] | join(",")' <<<"$BODY")" a,b
+	local ra rb
+	ra=$(jq -r '.[0].receipt' <<<"$BODY")
+	rb=$(jq -r '.[1].receipt' <<<"$BODY")
+	assert_equal "$(count_cur t g)" 2
+	run api POST /v1/topics/t/groups/g/ack -d "{\"receipt\": \"$ra\"}"
+	status_is 200
+	assert_equal "$(jq .settled <<<"$BODY")" 1
+	run api POST /v1/topics/t/groups/g/ack -d "{\"receipt\": \"$ra\"}"
+	status_is 404
+	run api POST /v1/topics/t/groups/g/extend -d "{\"receipt\": \"$rb\", \"lease\": \"2m\"}"
+	status_is 200
+	run api POST /v1/topics/t/groups/g/nack -d "{\"receipts\": [\"$rb\"], \"delay\": 3600}"
+	status_is 200
+	assert_equal "$(count_delay t g)" 1
+	# A long poll: the message comes while it waits.
+	run api GET '/v1/topics/t/groups/g/messages?max=5'
+	assert_equal "$(jq -r '.[].body' <<<"${output%$'\n'*}")" c
+	(sleep 0.5; mq-pub -q t d) &
+	local t0=$EPOCHREALTIME
+	run api GET '/v1/topics/t/groups/g/messages?wait=10s'
+	status_is 200
+	assert_equal "$(jq -r '.[0].body' <<<"$BODY")" d
+	(( ${EPOCHREALTIME/./} - ${t0/./} < 5000000 )) || fail "the long poll took too long"
+	run api GET '/v1/topics/t/groups/g/messages?wait=0'
+	status_is 200
+	assert_equal "$(jq -c . <<<"$BODY")" "[]"
+	# Another group, or a group that is not there.
+	run api GET '/v1/topics/t/groups/h/messages'
+	status_is 403
+	TOKEN=$(token 'consume:t') run api GET '/v1/topics/t/groups/h/messages'
+	status_is 404
+	run api GET '/v1/topics/t/groups/g/messages?max=0'
+	status_is 400
+	run api GET '/v1/topics/t/groups/g/messages?wait=2h'
+	status_is 400
+	run api POST /v1/topics/t/groups/g/ack -d '{"receipts": 5}'
+	status_is 400
+}
+
+@test "mq-http: a client that goes away during a long poll: a message claimed for it comes back at once, not after its lease" {
+	mkgroup t g
+	http_start
+	TOKEN=$(token 'consume:t/g')
+	run curl -s --max-time 1 -H "Authorization: Bearer $TOKEN" \
+	    "$URL/v1/topics/t/groups/g/messages?wait=3s&lease=1h"
+	mq-pub -q t orphan
+	# The server claims it, fails to send it, and gives it back.
+	sleep 3
+	run --separate-stderr mq-sub -g g -t 5 t
+	assert_output orphan
+}
+
+@test "mq-http killed with -9 with messages in flight: they come back after their lease" {
+	mkgroup t g
+	mq-pub -q t x y
+	http_start
+	TOKEN=$(token 'consume:t/g')
+	run api GET '/v1/topics/t/groups/g/messages?max=2&lease=1s'
+	status_is 200
+	kill -9 "$HTTPD"
+	assert_equal "$(count_cur t g)" 2
+	run --separate-stderr mq-sub -g g -t 5 t
+	assert_output $'x\ny'
+}
+
+@test "mq-http topics and groups: list and info as the token may see them; PUT makes a topic (admin) or a group (its consumer), idempotent, 409 on other settings" {
+	mq-topic create a >/dev/null
+	mq-topic create b >/dev/null
+	mkgroup a g
+	http_start
+	TOKEN=$(token 'consume:a/g')
+	run api GET /v1/topics
+	status_is 200
+	assert_equal "$(jq -r '[.[].name] | join(",")' <<<"$BODY")" a
+	run api GET /v1/topics/a
+	status_is 200
+	assert_equal "$(jq -r .name <<<"$BODY")" a
+	run api GET /v1/topics/b
+	status_is 403
+	run api GET /v1/topics/a/groups
+	status_is 200
+	assert_equal "$(jq -r '.[0].group' <<<"$BODY")" g
+	run api GET /v1/topics/a/groups/g
+	status_is 200
+	run api GET /v1/topics/a/groups/nog
+	status_is 404
+	run api PUT /v1/topics/c -d '{"partitions": 3}'
+	status_is 403
+	TOKEN=$(token 'admin:c') run api PUT /v1/topics/c -d '{"partitions": 3, "retention": "1d"}'
+	status_is 201
+	assert_equal "$(mq-topic info --json c | jq .partitions)" 3
+	TOKEN=$(token 'admin:c') run api PUT /v1/topics/c
+	status_is 200
+	TOKEN=$(token 'admin:*') run api PUT /v1/topics/d -d '{"partitions": 0}'
+	status_is 400
+	TOKEN=$(token 'consume:c/w') run api PUT /v1/topics/c/groups/w -d '{"exactly_once": true}'
+	status_is 201
+	TOKEN=$(token 'consume:c/w') run api PUT /v1/topics/c/groups/w -d '{"exactly_once": true}'
+	status_is 200
+	TOKEN=$(token 'consume:c/w') run api PUT /v1/topics/c/groups/w -d '{"ordered": true}'
+	status_is 409
+	TOKEN=$(token 'consume:*') run api PUT /v1/topics/nosuch/groups/w
+	status_is 404
+	[[ ! -e $MQ_SPOOL/topics/nosuch ]] || fail "a topic was made"
+}
+
+@test "mq-http: where a message is, by id; /metrics for the spool's admin only" {
+	mkgroup t g
+	local id
+	id=$(mq-pub t one)
+	http_start
+	TOKEN=$(token 'consume:t') run api GET "/v1/topics/t/messages/$id"
+	status_is 200
+	assert_equal "$(jq -r .id <<<"$BODY")" "$id"
+	TOKEN=$(token 'consume:t') run api GET /v1/topics/t/messages/nothex
+	status_is 404
+	TOKEN=$(token 'admin:t') run api GET /metrics
+	status_is 403
+	TOKEN=$(token 'admin:*') run api GET /metrics
+	status_is 200
+	assert_line 'mq_pending_messages{topic="t",group="g"} 1'
+}
+
+@test "mq-http limits: a body over --max-body is 413; a token over --rate is 429; an unknown route 404, a wrong method 405" {
+	mq-topic create t >/dev/null
+	http_start --max-body 2048 --rate 5
+	TOKEN=$(token 'publish:t')
+	run api POST /v1/topics/t/messages --data-binary "$(head -c 4096 /dev/zero | tr '\0' x)"
+	status_is 413
+	local n codes=""
+	for n in 1 2 3 4 5 6 7 8; do
+		codes+=$(curl -s -o /dev/null -w '%{http_code} ' -H "Authorization: Bearer $TOKEN" "$URL/v1/topics")
+	done
+	[[ $codes == *429* ]] || fail "no 429 in $codes"
+	sleep 1.2
+	run api GET /v1/nothing
+	status_is 404
+	run api DELETE /v1/topics/t
+	status_is 405
+}
+
+@test "mq-http usage: no key is 64; plain HTTP off loopback is refused unless --plain-anywhere; SIGTERM ends it with 0, a long poll answered" {
+	run --separate-stderr mq-http
+	assert_equal "$status" 64
+	assert_equal "${stderr%%$'\n'*}" "mq-http: a key to verify tokens with is required: --jwt-secret, --jwt-key or --jwks"
+	head -c 32 /dev/urandom >"$TD/secret"
+	run --separate-stderr timeout 5 mq-http -l "0.0.0.0:$(free_port)" --jwt-secret "$TD/secret"
+	assert_equal "$status" 64
+	[[ $stderr == *"plain HTTP listens on loopback only"* ]] || fail "$stderr"
+	run --separate-stderr mq-http --jwt-secret "$TD/nosuch"
+	assert_equal "$status" 66
+	mkgroup t g
+	http_start
+	TOKEN=$(token 'consume:t/g')
+	api GET '/v1/topics/t/groups/g/messages?wait=30s' >"$TD/poll" &
+	local poll=$!
+	sleep 0.5
+	kill -TERM "$HTTPD"
+	wait_for gone "$HTTPD"
+	wait "$poll"
+	assert_equal "$(tail -1 "$TD/poll")" 200
+}
+
+gone() { ! kill -0 "$1" 2>/dev/null; }
+
+@test "mq-http over TLS with a test CA: curl trusting the CA is served; plain HTTP to it fails" {
+	local d=$TD/ca
+	mkdir -p "$d"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+	    -subj /CN=test-ca -keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 \
+	    -keyout "$d/srv.key" -out "$d/srv.csr" 2>/dev/null
+	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+	    -days 1 -extfile <(echo 'subjectAltName=IP:127.0.0.1') -out "$d/srv.pem" 2>/dev/null
+	mkgroup t g
+	URL_SCHEME=https CURL_TLS="--cacert $d/ca.pem" http_start --cert "$d/srv.pem" --key "$d/srv.key"
+	TOKEN=$(token 'publish:t')
+	CURL_TLS="--cacert $d/ca.pem" run api POST /v1/topics/t/messages -d secure
+	status_is 200
+	run curl -s "$URL/healthz"
+	assert_failure
+	run curl -s "http://127.0.0.1:$PORT/healthz"
+	[[ $output != ok ]] || fail "plain HTTP was served"
+	assert_equal "$(mq-sub -g g t)" secure
+}
