@@ -26,7 +26,6 @@
 
 #include "http.h"
 
-#define TOKEN_MAX 8192
 #define B64URL "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" \
 	"0123456789-_"
 
@@ -65,7 +64,7 @@ static const struct alg {
 };
 
 struct token {
-	char text[TOKEN_MAX + 1];
+	char text[MQ_HTTP_TOKEN_MAX + 1];
 	json_t *head, *claims;
 	const struct alg *alg;
 	const char *kid;                /* NULL: none */
@@ -132,7 +131,7 @@ bearer(const char *h, struct token *t)
 		return mq_err(EX_NOPERM, "no bearer token");
 	if (h[n + strspn(h + n, " \t")])
 		return malformed();
-	if (n > TOKEN_MAX)
+	if (n > MQ_HTTP_TOKEN_MAX)
 		return mq_err(EX_NOPERM, "token too long");
 	memcpy(t->text, h, n);
 	t->text[n] = 0;

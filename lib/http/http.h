@@ -34,6 +34,7 @@
  * TOPIC and GROUP are globs (fnmatch(3), no flags); "admin:*" also allows
  * what concerns the spool as a whole (/metrics).  Unknown items are
  * ignored, so one token may carry scopes of other services. */
+#define MQ_HTTP_TOKEN_MAX 8192          /* bytes of a token, at most */
 enum {
 	MQ_HTTP_PUBLISH = 1,
 	MQ_HTTP_CONSUME = 2,
@@ -148,10 +149,17 @@ struct mq_http_req {
 	bool done;                       /* answered (or being answered) */
 	void *delivered;                 /* claims it hands out (recvroute.c) */
 };
+/* The server's --max-body; a session that outlives its request (a
+ * WebSocket) counts as one in flight from start to end. */
+size_t mq_http_max_body(const struct mq_http_server *);
+void mq_http_session_start(struct mq_http_server *);
+void mq_http_session_end(struct mq_http_server *);
+/* How long a wait goes before it looks whether its client is gone. */
+#define MQ_HTTP_SLICE 0.25
 /* Whether the client has closed its end of the connection (a long poll
  * looks, between slices of its wait); whether the server is stopping. */
-bool mq_http_client_gone(const struct mq_http_req *);
-bool mq_http_stopping(const struct mq_http_req *);
+bool mq_http_client_gone(struct MHD_Connection *);
+bool mq_http_stopped(int stop_fd);
 /* A query argument, or NULL. */
 const char *mq_http_arg(const struct mq_http_req *, const char *name);
 /* A request header, or NULL. */
@@ -225,11 +233,20 @@ int mq_http_route(struct mq_http_req *);
 /* ---- the routes ---- */
 /* pubroute.c: POST /v1/topics/T/messages */
 int mq_http_publish(struct mq_http_req *, const char *topic);
+/* The messages of doc (an object, or an array of them, as the route
+ * takes them) published to topic, all or none: 0 with their ids (a JSON
+ * array) in *ids, or -1. */
+int mq_http_publish_doc(mq_spool *, const char *topic, json_t *doc,
+    json_t **ids);
 /* recvroute.c: GET .../groups/G/messages, POST .../ack, nack, extend */
 int mq_http_receive(struct mq_http_req *, const char *topic,
     const char *group);
 int mq_http_settle(struct mq_http_req *, const char *topic,
     const char *group, const char *how);
+/* One receipt settled: how is "ack", "nack" (a delay of secs) or
+ * "extend" (a lease of secs, 30 when 0): 0, or -1 with the error. */
+int mq_http_settle_one(mq_spool *, const char *topic, const char *group,
+    const char *how, const char *receipt, double secs);
 /* At the end of a request: what it delivered is given back unless the
  * response arrived whole. */
 void mq_http_release(struct mq_http_req *, bool arrived);

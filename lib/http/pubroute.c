@@ -154,6 +154,14 @@ from_json(json_t *doc, struct batch *b, size_t **first_h)
 	return 0;
 }
 
+/* Each message's headers, once b->h has stopped moving. */
+static void
+link_headers(struct batch *b, const size_t *first_h)
+{
+	for (size_t i = 0; i < b->n; i++)
+		b->m[i].headers = b->m[i].nheaders ? &b->h[first_h[i]] : NULL;
+}
+
 static json_t *
 parse(const char *text, size_t len)
 {
@@ -192,8 +200,8 @@ read_json(struct mq_http_req *r, struct batch *b, bool ndjson)
 	}
 	if (rc == 0 && b->n == 0)
 		rc = mq_err(EX_DATAERR, "no message in the body");
-	for (size_t i = 0; rc == 0 && i < b->n; i++)
-		b->m[i].headers = b->m[i].nheaders ? &b->h[first_h[i]] : NULL;
+	if (rc == 0)
+		link_headers(b, first_h);
 	free(first_h);
 	return rc;
 }
@@ -230,25 +238,70 @@ read_raw(struct mq_http_req *r, struct batch *b)
 			json_object_set_new(o, *f, json_string(mq_http_arg(r, *f)));
 	size_t *first_h = NULL;
 	int rc = from_json(o, b, &first_h);
+	if (rc == 0)
+		link_headers(b, first_h);
 	free(first_h);
 	return rc;
+}
+
+static json_t *
+ids_json(char (*ids)[MQ_ID_LEN + 1], size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++)
+		json_array_append_new(a, json_string(ids[i]));
+	return a;
 }
 
 static int
 answer(struct mq_http_req *r, char (*ids)[MQ_ID_LEN + 1], size_t n,
     unsigned replicas, unsigned got)
 {
-	json_t *o = json_object(), *a = json_array();
-	for (size_t i = 0; o && a && i < n; i++)
-		json_array_append_new(a, json_string(ids[i]));
-	json_object_set_new(o, "ids", a);
-	if (replicas)
+	json_t *o = json_pack("{s:o}", "ids", ids_json(ids, n));
+	if (o && replicas)
 		json_object_set_new(o, "replicas", json_integer(got));
-	char *text = json_dumps(o, JSON_COMPACT);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	int rc = text ? mq_http_json(r, MHD_HTTP_OK, text, strlen(text)) :
 	    mq_http_error(r, 500, "out of memory");
 	free(text);
+	return rc;
+}
+
+/* Publishes the batch, all or nothing: the publisher (for the replicas'
+ * wait; the caller closes it) with the ids in *ids, or NULL.  A topic is
+ * made by an admin (PUT), not by a publish. */
+static mq_pub *
+send_batch(mq_spool *sp, const char *topic, struct batch *b,
+    char (**ids)[MQ_ID_LEN + 1])
+{
+	mq_pub *p = mq_pub_open(sp, topic, 0);
+	if (p && !(*ids = calloc(b->n, sizeof **ids)))
+		mq_err_sys("malloc");
+	if (p && *ids && mq_pub_send(p, b->m, b->n, MQ_SYNC_BATCH, *ids) == b->n)
+		return p;
+	mq_pub_close(p);
+	return NULL;
+}
+
+int
+mq_http_publish_doc(mq_spool *sp, const char *topic, json_t *doc,
+    json_t **ids_out)
+{
+	struct batch b = { .now = mq_now() };
+	size_t *first_h = NULL;
+	char (*ids)[MQ_ID_LEN + 1] = NULL;
+	int rc = from_json(doc, &b, &first_h);
+	if (rc == 0)
+		link_headers(&b, first_h);
+	free(first_h);
+	mq_pub *p = rc < 0 ? NULL : send_batch(sp, topic, &b, &ids);
+	if (p && !(*ids_out = ids_json(ids, b.n)))
+		rc = mq_err_sys("malloc");
+	rc = p ? rc : -1;
+	mq_pub_close(p);
+	free(ids);
+	batch_free(&b);
 	return rc;
 }
 
@@ -273,11 +326,8 @@ mq_http_publish(struct mq_http_req *r, const char *topic)
 	struct batch b = { .now = mq_now() };
 	char (*ids)[MQ_ID_LEN + 1] = NULL;
 	int rc = json || ndjson ? read_json(r, &b, ndjson) : read_raw(r, &b);
-	/* A topic is made by an admin (PUT), not by a publish. */
-	mq_pub *p = rc < 0 ? NULL : mq_pub_open(r->sp, topic, 0);
-	if (p && !(ids = calloc(b.n, sizeof *ids)))
-		mq_err_sys("malloc");
-	if (!p || !ids || mq_pub_send(p, b.m, b.n, MQ_SYNC_BATCH, ids) != b.n) {
+	mq_pub *p = rc < 0 ? NULL : send_batch(r->sp, topic, &b, &ids);
+	if (!p) {
 		rc = strstr(mq_errmsg(), "larger than the topic's limit") ?
 		    mq_http_error(r,
 		    MHD_HTTP_CONTENT_TOO_LARGE, "%s", mq_errmsg()) :

@@ -19,7 +19,6 @@
 #include "http.h"
 
 #define RECEIVE_MAX 1000
-#define SLICE 0.25                      /* seconds between looks at the client */
 
 /* What a response delivered: given back if it never arrived. */
 struct delivered {
@@ -58,10 +57,10 @@ wait_one(struct mq_http_req *r, mq_sub *sub, double wait, struct mq_msg **m)
 	int rc;
 	do {
 		left = until - mq_mono();
-		rc = mq_sub_receive(sub, left < SLICE ? (left > 0 ? left : 0) :
-		    SLICE, m);
-	} while (rc == 0 && mq_mono() < until && !mq_http_client_gone(r) &&
-	    !mq_http_stopping(r));
+		left = left < 0 ? 0 : left < MQ_HTTP_SLICE ? left : MQ_HTTP_SLICE;
+		rc = mq_sub_receive(sub, left, m);
+	} while (rc == 0 && mq_mono() < until &&
+	    !mq_http_client_gone(r->conn) && !mq_http_stopped(r->stop_fd));
 	return rc;
 }
 
@@ -123,7 +122,7 @@ receive(struct mq_http_req *r, FILE *fp, void *arg)
 	int rc = sub ? claim(r, sub, c->wait, c->max, d, fp) : -1;
 	mq_sub_close(sub);
 	/* Gone while they were claimed: they would go nowhere. */
-	if (rc == 0 && d->n && mq_http_client_gone(r))
+	if (rc == 0 && d->n && mq_http_client_gone(r->conn))
 		rc = mq_err(EX_IOERR, "the client went away");
 	if (rc < 0)
 		mq_http_release(r, false);
@@ -188,17 +187,19 @@ receipts_of(json_t *doc, const char ***out, size_t *n)
 	return 0;
 }
 
-/* One receipt settled as how says: 0, or -1 with the error. */
-static int
-settle_one(struct mq_http_req *r, const char *topic, const char *group,
+int
+mq_http_settle_one(mq_spool *sp, const char *topic, const char *group,
     const char *how, const char *receipt, double secs)
 {
 	if (!strcmp(how, "ack"))
-		return mq_receipt_ack(r->sp, topic, group, receipt);
+		return mq_receipt_ack(sp, topic, group, receipt);
 	if (!strcmp(how, "extend"))
-		return mq_receipt_extend(r->sp, topic, group, receipt, secs);
-	return mq_receipt_nack(r->sp, topic, group, receipt,
-	    &(struct mq_nack){ .delay = secs, .status = -1 }) < 0 ? -1 : 0;
+		return mq_receipt_extend(sp, topic, group, receipt,
+		    secs > 0 ? secs : 30);
+	if (!strcmp(how, "nack"))
+		return mq_receipt_nack(sp, topic, group, receipt,
+		    &(struct mq_nack){ .delay = secs, .status = -1 }) < 0 ? -1 : 0;
+	return mq_err(EX_DATAERR, "no way to settle '%.20s'", how);
 }
 
 int
@@ -223,12 +224,11 @@ mq_http_settle(struct mq_http_req *r, const char *topic, const char *group,
 		json_decref(doc);
 		return mq_http_failed(r);
 	}
-	if (!strcmp(how, "extend") && secs <= 0)
-		secs = 30;
 	json_t *res = json_array();
 	int first_code = 0;
 	for (size_t i = 0; i < n; i++) {
-		int rc = settle_one(r, topic, group, how, rv[i], secs);
+		int rc = mq_http_settle_one(r->sp, topic, group, how, rv[i],
+		    secs);
 		if (rc == 0)
 			ok++;
 		else if (!first_code)

@@ -48,6 +48,14 @@ healthz(struct mq_http_req *r, const char *a, const char *b)
 }
 
 static int
+websocket(struct mq_http_req *r, const char *a, const char *b)
+{
+	(void)a;
+	(void)b;
+	return mq_http_websocket(r);
+}
+
+static int
 topic(struct mq_http_req *r, const char *t, const char *b)
 {
 	(void)b;
@@ -92,6 +100,9 @@ static const struct route routes[] = {
 	    mq_http_group_create, NULL },
 	{ "GET", { "v1", "topics", "{}", "groups", "{}", "messages" },
 	    { TOPIC, GROUP }, mq_http_receive, NULL },
+	{ "GET", { "v1", "topics", "{}", "groups", "{}", "events" },
+	    { TOPIC, GROUP }, mq_http_events, NULL },
+	{ "GET", { "v1", "ws" }, { NONE }, websocket, NULL },
 	{ "POST", { "v1", "topics", "{}", "groups", "{}", "ack" },
 	    { TOPIC, GROUP }, settle, "ack" },
 	{ "POST", { "v1", "topics", "{}", "groups", "{}", "nack" },

@@ -84,9 +84,9 @@ mq_http_header(const struct mq_http_req *r, const char *name)
 }
 
 bool
-mq_http_client_gone(const struct mq_http_req *r)
+mq_http_client_gone(struct MHD_Connection *conn)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn,
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
 	    MHD_CONNECTION_INFO_CONNECTION_FD);
 	struct pollfd p = { .fd = ci ? ci->connect_fd : -1,
 	    .events = POLLRDHUP };
@@ -95,10 +95,28 @@ mq_http_client_gone(const struct mq_http_req *r)
 }
 
 bool
-mq_http_stopping(const struct mq_http_req *r)
+mq_http_stopped(int stop_fd)
 {
-	struct pollfd p = { .fd = r->stop_fd, .events = POLLIN };
+	struct pollfd p = { .fd = stop_fd, .events = POLLIN };
 	return poll(&p, 1, 0) > 0;
+}
+
+size_t
+mq_http_max_body(const struct mq_http_server *srv)
+{
+	return srv->max_body;
+}
+
+void
+mq_http_session_start(struct mq_http_server *srv)
+{
+	atomic_fetch_add(&srv->active, 1);
+}
+
+void
+mq_http_session_end(struct mq_http_server *srv)
+{
+	atomic_fetch_sub(&srv->active, 1);
 }
 
 int
@@ -316,8 +334,16 @@ start(struct mq_http_req *r)
 		    "%zu bytes", r->srv->max_body);
 	if (!strcmp(r->path, "/healthz"))
 		return 1;
-	if (mq_http_auth_check(r->srv->auth, mq_http_header(r,
-	    MHD_HTTP_HEADER_AUTHORIZATION), mq_now(), &r->grant) < 0)
+	/* EventSource and WebSocket in a browser send no header of their
+	 * own: their token may come as ?access_token= (RFC 6750). */
+	const char *auth = mq_http_header(r, MHD_HTTP_HEADER_AUTHORIZATION),
+	    *qt = mq_http_arg(r, "access_token");
+	char bearer[MQ_HTTP_TOKEN_MAX + 16];
+	if (!auth && qt && !strcmp(r->method, "GET") &&
+	    (size_t)snprintf(bearer, sizeof bearer, "Bearer %s", qt) <
+	    sizeof bearer)
+		auth = bearer;
+	if (mq_http_auth_check(r->srv->auth, auth, mq_now(), &r->grant) < 0)
 		return mq_http_error(r, MHD_HTTP_UNAUTHORIZED, "%s", mq_errmsg());
 	if (!rate_ok(r->srv, mq_http_grant_subject(r->grant)))
 		return mq_http_error(r, MHD_HTTP_TOO_MANY_REQUESTS, "more than %g "
@@ -451,13 +477,13 @@ start_daemon(struct mq_http_server *srv, int lfd, char *cert, char *key)
 		{ MHD_OPTION_END, 0, NULL },
 	};
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, srv,
 	    MHD_OPTION_LISTEN_SOCKET, lfd,
 	    MHD_OPTION_CONNECTION_LIMIT, limit,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
-	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, srv,
 	    MHD_OPTION_ARRAY, cert ? tls : tls + 2,
 	    MHD_OPTION_END);
 }
