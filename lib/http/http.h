@@ -261,6 +261,13 @@ int mq_http_group_create(struct mq_http_req *, const char *topic,
     const char *group);
 int mq_http_message(struct mq_http_req *, const char *topic,
     const char *id);
+/* dlqroute.c: a group's dead letters: list, show, and (how) "redrive"
+ * or "purge" */
+int mq_http_dead(struct mq_http_req *, const char *topic, const char *group);
+int mq_http_dead_one(struct mq_http_req *, const char *topic,
+    const char *group, const char *id);
+int mq_http_dead_act(struct mq_http_req *, const char *topic,
+    const char *group, const char *how);
 int mq_http_metrics(struct mq_http_req *);
 
 #endif

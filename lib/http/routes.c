@@ -13,113 +13,74 @@
 
 enum arg { NONE, TOPIC, GROUP, ID };
 
+enum op {
+	HEALTHZ, METRICS, WEBSOCKET, TOPICS, TOPIC_GET, TOPIC_PUT, PUBLISH,
+	MESSAGE, GROUPS, GROUP_GET, GROUP_PUT, RECEIVE, EVENTS, ACK, NACK,
+	EXTEND, DEAD, DEAD_ONE, REDRIVE, PURGE,
+};
+
 /* A route: its method, and its path as segments, "{}" where a name goes
- * (the args say which kinds, in order). */
+ * (args says which kind, in order). */
 struct route {
 	const char *method;
-	const char *path[7];
-	enum arg args[2];
-	int (*fn)(struct mq_http_req *, const char *, const char *);
-	const char *how;                /* mq_http_settle's */
+	const char *path[8];
+	enum arg args[3];
+	enum op op;
 };
 
-static int
-topics(struct mq_http_req *r, const char *a, const char *b)
-{
-	(void)a;
-	(void)b;
-	return mq_http_topics(r);
-}
-
-static int
-metrics(struct mq_http_req *r, const char *a, const char *b)
-{
-	(void)a;
-	(void)b;
-	return mq_http_metrics(r);
-}
-
-static int
-healthz(struct mq_http_req *r, const char *a, const char *b)
-{
-	(void)a;
-	(void)b;
-	return mq_http_send(r, MHD_HTTP_OK, "text/plain", "ok\n", 3);
-}
-
-static int
-websocket(struct mq_http_req *r, const char *a, const char *b)
-{
-	(void)a;
-	(void)b;
-	return mq_http_websocket(r);
-}
-
-static int
-topic(struct mq_http_req *r, const char *t, const char *b)
-{
-	(void)b;
-	return mq_http_topic(r, t);
-}
-
-static int
-topic_create(struct mq_http_req *r, const char *t, const char *b)
-{
-	(void)b;
-	return mq_http_topic_create(r, t);
-}
-
-static int
-publish(struct mq_http_req *r, const char *t, const char *b)
-{
-	(void)b;
-	return mq_http_publish(r, t);
-}
-
-static int
-groups(struct mq_http_req *r, const char *t, const char *b)
-{
-	(void)b;
-	return mq_http_groups(r, t);
-}
-
-static int settle(struct mq_http_req *, const char *, const char *);
-
+#define T "v1", "topics", "{}"
+#define TG T, "groups", "{}"
 static const struct route routes[] = {
-	{ "GET", { "healthz" }, { NONE }, healthz, NULL },
-	{ "GET", { "metrics" }, { NONE }, metrics, NULL },
-	{ "GET", { "v1", "topics" }, { NONE }, topics, NULL },
-	{ "GET", { "v1", "topics", "{}" }, { TOPIC }, topic, NULL },
-	{ "PUT", { "v1", "topics", "{}" }, { TOPIC }, topic_create, NULL },
-	{ "POST", { "v1", "topics", "{}", "messages" }, { TOPIC }, publish,
-	    NULL },
-	{ "GET", { "v1", "topics", "{}", "groups" }, { TOPIC }, groups, NULL },
-	{ "GET", { "v1", "topics", "{}", "groups", "{}" }, { TOPIC, GROUP },
-	    mq_http_group, NULL },
-	{ "PUT", { "v1", "topics", "{}", "groups", "{}" }, { TOPIC, GROUP },
-	    mq_http_group_create, NULL },
-	{ "GET", { "v1", "topics", "{}", "groups", "{}", "messages" },
-	    { TOPIC, GROUP }, mq_http_receive, NULL },
-	{ "GET", { "v1", "topics", "{}", "groups", "{}", "events" },
-	    { TOPIC, GROUP }, mq_http_events, NULL },
-	{ "GET", { "v1", "ws" }, { NONE }, websocket, NULL },
-	{ "POST", { "v1", "topics", "{}", "groups", "{}", "ack" },
-	    { TOPIC, GROUP }, settle, "ack" },
-	{ "POST", { "v1", "topics", "{}", "groups", "{}", "nack" },
-	    { TOPIC, GROUP }, settle, "nack" },
-	{ "POST", { "v1", "topics", "{}", "groups", "{}", "extend" },
-	    { TOPIC, GROUP }, settle, "extend" },
-	{ "GET", { "v1", "topics", "{}", "messages", "{}" }, { TOPIC, ID },
-	    mq_http_message, NULL },
+	{ "GET", { "healthz" }, { NONE }, HEALTHZ },
+	{ "GET", { "metrics" }, { NONE }, METRICS },
+	{ "GET", { "v1", "ws" }, { NONE }, WEBSOCKET },
+	{ "GET", { "v1", "topics" }, { NONE }, TOPICS },
+	{ "GET", { T }, { TOPIC }, TOPIC_GET },
+	{ "PUT", { T }, { TOPIC }, TOPIC_PUT },
+	{ "POST", { T, "messages" }, { TOPIC }, PUBLISH },
+	{ "GET", { T, "messages", "{}" }, { TOPIC, ID }, MESSAGE },
+	{ "GET", { T, "groups" }, { TOPIC }, GROUPS },
+	{ "GET", { TG }, { TOPIC, GROUP }, GROUP_GET },
+	{ "PUT", { TG }, { TOPIC, GROUP }, GROUP_PUT },
+	{ "GET", { TG, "messages" }, { TOPIC, GROUP }, RECEIVE },
+	{ "GET", { TG, "events" }, { TOPIC, GROUP }, EVENTS },
+	{ "POST", { TG, "ack" }, { TOPIC, GROUP }, ACK },
+	{ "POST", { TG, "nack" }, { TOPIC, GROUP }, NACK },
+	{ "POST", { TG, "extend" }, { TOPIC, GROUP }, EXTEND },
+	{ "GET", { TG, "dead" }, { TOPIC, GROUP }, DEAD },
+	{ "GET", { TG, "dead", "{}" }, { TOPIC, GROUP, ID }, DEAD_ONE },
+	{ "POST", { TG, "dead", "redrive" }, { TOPIC, GROUP }, REDRIVE },
+	{ "POST", { TG, "dead", "purge" }, { TOPIC, GROUP }, PURGE },
 };
-
-/* The route being served: settle needs its how. */
-static _Thread_local const struct route *current;
+#undef TG
+#undef T
 
 static int
-settle(struct mq_http_req *r, const char *t, const char *g)
+serve(struct mq_http_req *r, enum op op, const char *const a[3])
 {
-	return mq_http_settle(r, t, g, current->how);
+	switch (op) {
+	case HEALTHZ: return mq_http_send(r, 200, "text/plain", "ok\n", 3);
+	case METRICS: return mq_http_metrics(r);
+	case WEBSOCKET: return mq_http_websocket(r);
+	case TOPICS: return mq_http_topics(r);
+	case TOPIC_GET: return mq_http_topic(r, a[0]);
+	case TOPIC_PUT: return mq_http_topic_create(r, a[0]);
+	case PUBLISH: return mq_http_publish(r, a[0]);
+	case MESSAGE: return mq_http_message(r, a[0], a[1]);
+	case GROUPS: return mq_http_groups(r, a[0]);
+	case GROUP_GET: return mq_http_group(r, a[0], a[1]);
+	case GROUP_PUT: return mq_http_group_create(r, a[0], a[1]);
+	case RECEIVE: return mq_http_receive(r, a[0], a[1]);
+	case EVENTS: return mq_http_events(r, a[0], a[1]);
+	case ACK: return mq_http_settle(r, a[0], a[1], "ack");
+	case NACK: return mq_http_settle(r, a[0], a[1], "nack");
+	case EXTEND: return mq_http_settle(r, a[0], a[1], "extend");
+	case DEAD: return mq_http_dead(r, a[0], a[1]);
+	case DEAD_ONE: return mq_http_dead_one(r, a[0], a[1], a[2]);
+	case REDRIVE: return mq_http_dead_act(r, a[0], a[1], "redrive");
+	case PURGE: return mq_http_dead_act(r, a[0], a[1], "purge");
+	}
+	return mq_http_error(r, 500, "no such route");
 }
 
 static void
@@ -140,10 +101,10 @@ cut(struct mq_http_req *r)
 /* Whether the path's segments fit the route's, the names in args[]. */
 static bool
 fits(const struct mq_http_req *r, const struct route *rt,
-    const char *args[2])
+    const char *args[3])
 {
 	size_t n = 0, a = 0;
-	while (n < 7 && rt->path[n])
+	while (n < 8 && rt->path[n])
 		n++;
 	if (n != r->nseg)
 		return false;
@@ -159,9 +120,9 @@ fits(const struct mq_http_req *r, const struct route *rt,
 /* A name in the path that is no name: 400, or 404 for an id. */
 static int
 check_args(struct mq_http_req *r, const struct route *rt,
-    const char *args[2])
+    const char *args[3])
 {
-	for (size_t i = 0; i < 2 && rt->args[i] != NONE; i++) {
+	for (size_t i = 0; i < 3 && rt->args[i] != NONE; i++) {
 		if (rt->args[i] == ID ? !mq_is_id(args[i], strlen(args[i])) :
 		    mq_name_check(rt->args[i] == TOPIC ? "topic" : "group",
 		    args[i]) < 0)
@@ -176,7 +137,7 @@ check_args(struct mq_http_req *r, const struct route *rt,
 int
 mq_http_route(struct mq_http_req *r)
 {
-	const char *args[2] = { NULL, NULL };
+	const char *args[3] = { NULL, NULL, NULL };
 	const struct route *hit = NULL;
 	bool path_known = false;
 	if (!(r->cut = strdup(r->path)))
@@ -199,6 +160,5 @@ mq_http_route(struct mq_http_req *r)
 	int rc = check_args(r, hit, args);
 	if (rc != 1)
 		return rc;
-	current = hit;
-	return hit->fn(r, args[0], args[1]);
+	return serve(r, hit->op, args);
 }

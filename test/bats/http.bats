@@ -280,3 +280,35 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 	[[ $output != ok ]] || fail "plain HTTP was served"
 	assert_equal "$(mq-sub -g g t)" secure
 }
+
+@test "mq-http dead letters: list and show for the group's consumer; redrive and purge for the admin, as chosen; counts back" {
+	kill_two t g
+	http_start
+	TOKEN=$(token 'consume:t/g')
+	run api GET /v1/topics/t/groups/g/dead
+	status_is 200
+	assert_equal "$(jq length <<<"$BODY")" 2
+	local b d
+	b=$(jq -r '.[0].id' <<<"$BODY")
+	d=$(jq -r '.[1].id' <<<"$BODY")
+	run api GET "/v1/topics/t/groups/g/dead/$b"
+	status_is 200
+	assert_equal "$(jq -r .message.body <<<"$BODY")" b
+	assert_equal "$(jq -r '.dead[0].reason' <<<"$BODY")" "$(mq-dlq list --json t | jq -r '.[0].reason')"
+	run api POST /v1/topics/t/groups/g/dead/redrive -d "{\"ids\": [\"$b\"]}"
+	status_is 403
+	TOKEN=$(token 'admin:t')
+	run api POST /v1/topics/t/groups/g/dead/purge -d '{}'
+	status_is 400
+	run api POST /v1/topics/t/groups/g/dead/redrive -d "{\"ids\": [\"$b\"]}"
+	status_is 200
+	assert_equal "$BODY" '{"redriven":1}'
+	run api POST /v1/topics/t/groups/g/dead/purge -d '{"all": true}'
+	status_is 200
+	assert_equal "$BODY" '{"purged":1}'
+	assert_equal "$(mq-dlq count t)" 0
+	run --separate-stderr mq-sub -g g t
+	assert_output b
+	run api GET "/v1/topics/t/groups/g/dead/$d"
+	status_is 404
+}
