@@ -1174,6 +1174,9 @@ struct mq_http_conf {
 	size_t njwks;
 	const char *audience, *issuer;   /* NULL: not checked */
 	double leeway;                   /* seconds allowed to exp and nbf */
+	const char *const *origins;      /* web pages that may call it (CORS):
+					    "https://host[:port]", or "*" */
+	size_t norigins;
 	/* A line per request, and what goes wrong (NULL: nothing said). */
 	void (*log)(const char *line, void *ctx);
 	void *log_ctx;

@@ -22,6 +22,7 @@ enum {
 	OPT_CERT = 256, OPT_KEY, OPT_PLAIN_ANYWHERE, OPT_MAX_CONNECTIONS,
 	OPT_MAX_BODY, OPT_RATE, OPT_MAX_WAIT, OPT_JWT_SECRET, OPT_JWT_KEY,
 	OPT_JWKS, OPT_AUDIENCE, OPT_ISSUER, OPT_LEEWAY, OPT_SYSLOG,
+	OPT_ALLOW_ORIGIN,
 };
 
 static int stop_pipe[2] = { -1, -1 };
@@ -36,7 +37,8 @@ usage(int code)
 	    "[--jwt-key FILE]... [--jwks FILE]...\n               "
 	    "[--audience AUD] [--issuer ISS] [--leeway DURATION]\n"
 	    "               [--max-connections N] [--max-body BYTES] "
-	    "[--rate N] [--max-wait DURATION]\n               [--syslog]\n",
+	    "[--rate N] [--max-wait DURATION]\n               "
+	    "[--allow-origin ORIGIN]... [--syslog]\n",
 	    getprogname());
 	exit(code);
 }
@@ -64,10 +66,11 @@ log_line(const char *line, void *ctx)
 }
 
 static void
-add_file(const char ***v, size_t *n, const char *path)
+add_arg(const char ***v, size_t *n, const char *path)
 {
 	if (*n == FILES_MAX)
-		errx(EX_USAGE, "at most %d key files of a kind", FILES_MAX);
+		errx(EX_USAGE, "at most %d of each of --jwt-secret, --jwt-key, "
+		    "--jwks and --allow-origin", FILES_MAX);
 	*v = tool_grow(*v, *n, sizeof **v);
 	(*v)[(*n)++] = path;
 }
@@ -104,10 +107,12 @@ main(int argc, char *argv[])
 		{ "issuer", required_argument, NULL, OPT_ISSUER },
 		{ "leeway", required_argument, NULL, OPT_LEEWAY },
 		{ "syslog", no_argument, NULL, OPT_SYSLOG },
+		{ "allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_http_conf c = { .listen_fd = -1, .leeway = 30 };
-	const char **secrets = NULL, **keys = NULL, **jwks = NULL;
+	const char **secrets = NULL, **keys = NULL, **jwks = NULL,
+	    **origins = NULL;
 	int ch;
 	while ((ch = tool_getopt(&argc, &argv, "l:qs:", longopts,
 	    usage)) != -1) {
@@ -132,13 +137,16 @@ main(int argc, char *argv[])
 		case OPT_MAX_WAIT:
 			c.max_wait = tool_duration_positive("--max-wait", optarg);
 			break;
-		case OPT_JWT_SECRET: add_file(&secrets, &c.nsecret, optarg); break;
-		case OPT_JWT_KEY: add_file(&keys, &c.nkey, optarg); break;
-		case OPT_JWKS: add_file(&jwks, &c.njwks, optarg); break;
+		case OPT_JWT_SECRET: add_arg(&secrets, &c.nsecret, optarg); break;
+		case OPT_JWT_KEY: add_arg(&keys, &c.nkey, optarg); break;
+		case OPT_JWKS: add_arg(&jwks, &c.njwks, optarg); break;
 		case OPT_AUDIENCE: c.audience = optarg; break;
 		case OPT_ISSUER: c.issuer = optarg; break;
 		case OPT_LEEWAY: c.leeway = tool_duration("--leeway", optarg); break;
 		case OPT_SYSLOG: use_syslog = 1; break;
+		case OPT_ALLOW_ORIGIN:
+			add_arg(&origins, &c.norigins, optarg);
+			break;
 		}
 	}
 	if (argc != 0)
@@ -149,6 +157,7 @@ main(int argc, char *argv[])
 	c.secret_files = secrets;
 	c.key_files = keys;
 	c.jwks_files = jwks;
+	c.origins = origins;
 	c.listen_fd = inherited_socket();
 	c.log = log_line;
 	if (use_syslog)
@@ -163,6 +172,7 @@ main(int argc, char *argv[])
 	free(secrets);
 	free(keys);
 	free(jwks);
+	free(origins);
 	if (rc < 0)
 		tool_fail();
 	return 0;

@@ -149,6 +149,10 @@ struct mq_http_req {
 	bool done;                       /* answered (or being answered) */
 	void *delivered;                 /* claims it hands out (recvroute.c) */
 };
+/* The CORS headers of a response, when the request's Origin is one the
+ * configuration allows. */
+struct MHD_Response;
+void mq_http_cors(const struct mq_http_req *, struct MHD_Response *);
 /* The server's --max-body; a session that outlives its request (a
  * WebSocket) counts as one in flight from start to end. */
 size_t mq_http_max_body(const struct mq_http_server *);

@@ -138,6 +138,52 @@ mq_http_status_of(int code)
 	}
 }
 
+/* The request's Origin when the configuration lets pages of it call. */
+static const char *
+allowed_origin(const struct mq_http_req *r)
+{
+	const char *o = mq_http_header(r, "Origin");
+	const struct mq_http_conf *c = r->srv->conf;
+	for (size_t i = 0; o && i < c->norigins; i++)
+		if (!strcmp(c->origins[i], "*") || !strcmp(c->origins[i], o))
+			return o;
+	return NULL;
+}
+
+void
+mq_http_cors(const struct mq_http_req *r, struct MHD_Response *resp)
+{
+	const char *o = allowed_origin(r);
+	if (r->srv->conf->norigins)
+		MHD_add_response_header(resp, "Vary", "Origin");
+	if (!o)
+		return;
+	MHD_add_response_header(resp, "Access-Control-Allow-Origin", o);
+	MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+	    "Retry-After, WWW-Authenticate");
+}
+
+/* A CORS preflight from an allowed origin: what it may send. */
+static int
+preflight(struct mq_http_req *r)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(0, "",
+	    MHD_RESPMEM_PERSISTENT);
+	if (!resp)
+		return -1;
+	mq_http_cors(r, resp);
+	MHD_add_response_header(resp, "Access-Control-Allow-Methods",
+	    "GET, POST, PUT");
+	MHD_add_response_header(resp, "Access-Control-Allow-Headers",
+	    "Authorization, Content-Type");
+	MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+	r->status = MHD_HTTP_NO_CONTENT;
+	enum MHD_Result ok = MHD_queue_response(r->conn, MHD_HTTP_NO_CONTENT,
+	    resp);
+	MHD_destroy_response(resp);
+	return ok == MHD_YES ? 0 : -1;
+}
+
 int
 mq_http_send(struct mq_http_req *r, int status, const char *type,
     const void *data, size_t len)
@@ -146,6 +192,7 @@ mq_http_send(struct mq_http_req *r, int status, const char *type,
 	    (void *)data, MHD_RESPMEM_MUST_COPY);
 	if (!resp)
 		return -1;
+	mq_http_cors(r, resp);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	if (status == MHD_HTTP_UNAUTHORIZED)
@@ -334,6 +381,8 @@ start(struct mq_http_req *r)
 		    "%zu bytes", r->srv->max_body);
 	if (!strcmp(r->path, "/healthz"))
 		return 1;
+	if (!strcmp(r->method, "OPTIONS") && allowed_origin(r))
+		return preflight(r) < 0 ? -1 : 0;
 	/* EventSource and WebSocket in a browser send no header of their
 	 * own: their token may come as ?access_token= (RFC 6750). */
 	const char *auth = mq_http_header(r, MHD_HTTP_HEADER_AUTHORIZATION),

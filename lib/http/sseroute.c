@@ -129,6 +129,7 @@ mq_http_events(struct mq_http_req *r, const char *topic, const char *group)
 		sse_free(e);
 		return mq_http_error(r, 500, "out of memory");
 	}
+	mq_http_cors(r, resp);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 	    "text/event-stream");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");

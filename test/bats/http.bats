@@ -312,3 +312,75 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 	run api GET "/v1/topics/t/groups/g/dead/$d"
 	status_is 404
 }
+
+# rs_token KEY ALG SCOPE [CLAIMS-JSON] [HEADERS-JSON]: a token signed with
+# the private key KEY (PEM) by ALG.
+signed_token() {
+	"$PY" - "$@" <<'PYEOF'
+import json, sys, time, jwt
+key, alg, scope = sys.argv[1:4]
+claims = {"sub": "tester", "scope": scope, "exp": int(time.time()) + 600}
+claims.update(json.loads(sys.argv[4] if len(sys.argv) > 4 else "{}"))
+headers = json.loads(sys.argv[5] if len(sys.argv) > 5 else "{}")
+secret = open(key, 'rb').read()
+print(jwt.encode(claims, secret, algorithm=alg, headers=headers or None))
+PYEOF
+}
+
+@test "mq-http tokens: RS256 from a PEM key, ES256 from a JWKS with kid, audience and issuer checked; an HS256 token signed with the public key is refused" {
+	mq-topic create t >/dev/null
+	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TD/rsa.key" 2>/dev/null
+	openssl pkey -in "$TD/rsa.key" -pubout -out "$TD/rsa.pub"
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$TD/ec.key" 2>/dev/null
+	"$PY" - "$TD/ec.key" "$TD/jwks.json" <<'PYEOF'
+import json, sys
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from jwt.algorithms import ECAlgorithm
+k = load_pem_private_key(open(sys.argv[1], 'rb').read(), None).public_key()
+jwk = json.loads(ECAlgorithm.to_jwk(k))
+jwk.update(kid="ec1", use="sig")
+json.dump({"keys": [jwk]}, open(sys.argv[2], 'w'))
+PYEOF
+	http_start --jwt-key "$TD/rsa.pub" --jwks "$TD/jwks.json" --audience mq-api --issuer https://idp.test
+	local good='{"aud": "mq-api", "iss": "https://idp.test"}'
+	TOKEN=$(signed_token "$TD/rsa.key" RS256 publish:t "$good") run api POST /v1/topics/t/messages -d r
+	status_is 200
+	TOKEN=$(signed_token "$TD/ec.key" ES256 publish:t "$good" '{"kid": "ec1"}') run api POST /v1/topics/t/messages -d e
+	status_is 200
+	TOKEN=$(signed_token "$TD/ec.key" ES256 publish:t "$good" '{"kid": "other"}') run api POST /v1/topics/t/messages -d x
+	status_is 401
+	TOKEN=$(signed_token "$TD/rsa.key" RS256 publish:t '{"aud": ["x", "mq-api"], "iss": "https://idp.test"}') run api POST /v1/topics/t/messages -d r2
+	status_is 200
+	TOKEN=$(signed_token "$TD/rsa.key" RS256 publish:t '{"aud": "other", "iss": "https://idp.test"}') run api POST /v1/topics/t/messages -d x
+	status_is 401
+	assert_equal "$(jq -r .error <<<"$BODY")" "wrong audience"
+	TOKEN=$(signed_token "$TD/rsa.key" RS256 publish:t '{"aud": "mq-api", "iss": "https://evil"}') run api POST /v1/topics/t/messages -d x
+	status_is 401
+	assert_equal "$(jq -r .error <<<"$BODY")" "wrong issuer"
+	# The confusion: the public key, which anyone has, as an HMAC secret.
+	TOKEN=$("$PY" -c 'import sys, hmac, hashlib, base64, json, time
+b = lambda d: base64.urlsafe_b64encode(d).rstrip(b"=")
+h = b(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+p = b(json.dumps({"scope": "publish:t", "exp": int(time.time()) + 600, "aud": "mq-api", "iss": "https://idp.test"}).encode())
+s = b(hmac.new(open(sys.argv[1], "rb").read(), h + b"." + p, hashlib.sha256).digest())
+print((h + b"." + p + b"." + s).decode())' "$TD/rsa.pub") run api POST /v1/topics/t/messages -d forged
+	status_is 401
+	assert_equal "$(count_log t)" 3
+}
+
+@test "mq-http CORS: a preflight from an allowed origin is answered; responses carry the origin; another origin gets no CORS headers" {
+	mq-topic create t >/dev/null
+	http_start --allow-origin http://page.test
+	run curl -s -D - -o /dev/null -X OPTIONS -H 'Origin: http://page.test' \
+	    -H 'Access-Control-Request-Method: POST' "$URL/v1/topics/t/messages"
+	assert_line --partial 'HTTP/1.1 204'
+	assert_line --partial 'Access-Control-Allow-Origin: http://page.test'
+	assert_line --partial 'Access-Control-Allow-Headers: Authorization, Content-Type'
+	TOKEN=$(token 'publish:t')
+	run curl -s -D - -o /dev/null -H 'Origin: http://page.test' -H "Authorization: Bearer $TOKEN" -d x "$URL/v1/topics/t/messages"
+	assert_line --partial 'Access-Control-Allow-Origin: http://page.test'
+	run curl -s -D - -o /dev/null -H 'Origin: http://evil.test' -H "Authorization: Bearer $TOKEN" -d x "$URL/v1/topics/t/messages"
+	refute_line --partial 'Access-Control-Allow-Origin'
+	run curl -s -o /dev/null -w '%{http_code}' -X OPTIONS -H 'Origin: http://evil.test' "$URL/v1/topics/t/messages"
+	assert_output 401
+}
