@@ -593,8 +593,9 @@ mq_http_serve(const struct mq_http_conf *c, int stop_fd)
 		goto out;
 	}
 	lfd = -1;                       /* the daemon's now */
-	say(&srv, "serving %s over %s", c->listen ? c->listen : "8080",
-	    cert ? "HTTPS" : "HTTP");
+	say(&srv, "serving %s over %s", c->listen_fd >= 0 ? "the socket it "
+	    "was given" : c->listen ? c->listen : "8080", cert ? "HTTPS" :
+	    "HTTP");
 	run_until_stopped(&srv, d);
 	rc = 0;
 out:

@@ -384,3 +384,22 @@ print((h + b"." + p + b"." + s).decode())' "$TD/rsa.pub") run api POST /v1/topic
 	run curl -s -o /dev/null -w '%{http_code}' -X OPTIONS -H 'Origin: http://evil.test' "$URL/v1/topics/t/messages"
 	assert_output 401
 }
+
+@test "systemd: the units verify; socket activation hands mq-http its listening socket" {
+	sed "s|/usr/local/bin/mq-http|$MQ_BIN_DIR/mq-http|" \
+	    "$BATS_TEST_DIRNAME/../../systemd/mq-http.service" >"$TD/mq-http.service"
+	cp "$BATS_TEST_DIRNAME/../../systemd/mq-http.socket" "$TD/"
+	run systemd-analyze verify --man=no "$TD/mq-http.socket" "$TD/mq-http.service"
+	assert_success
+	assert_output ""
+	head -c 32 /dev/urandom >"$TD/secret"
+	PORT=$(free_port)
+	URL=http://127.0.0.1:$PORT
+	spawn "$TD/sa" systemd-socket-activate -l "127.0.0.1:$PORT" mq-http -s "$MQ_SPOOL" --jwt-secret "$TD/secret"
+	wait_for healthy
+	mkgroup t g
+	TOKEN=$(token 'publish:t') run api POST /v1/topics/t/messages -d activated
+	status_is 200
+	grep -q 'serving the socket it was given over HTTP' "$TD/sa.err" || fail "$(cat "$TD/sa.err")"
+	assert_equal "$(mq-sub -g g t)" activated
+}
