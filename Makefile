@@ -6,6 +6,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+SYSTEMDDIR ?= $(LIBDIR)/systemd/system
 
 PKGS = libbsd-overlay jansson libxxhash libarchive libsodium libacl \
 	libmicrohttpd libjwt libcrypto
@@ -135,6 +136,10 @@ install: all
 	install -m 644 completions/mq.bash $(DESTDIR)$(BASHCOMPDIR)/mq
 	for t in $(TOOLS); do ln -sf mq $(DESTDIR)$(BASHCOMPDIR)/$$t; done
 	install -m 644 completions/_mq $(DESTDIR)$(ZSHCOMPDIR)/_mq
+	install -d $(DESTDIR)$(SYSTEMDDIR)
+	install -m 644 systemd/mq-http.socket $(DESTDIR)$(SYSTEMDDIR)
+	sed 's|/usr/local/bin/|$(BINDIR)/|' systemd/mq-http.service \
+		> $(DESTDIR)$(SYSTEMDDIR)/mq-http.service
 
 clean:
 	rm -f lib/*/*.o src/*.o lib/libmq.a lib/libmq.so.* $(UNIT_BIN)

@@ -1,5 +1,5 @@
 # bash completion for mq-pub, mq-sub, mq-ack, mq-topic, mq-dlq, mq-group,
-# mq-replicate, mq-stat and mq-req.
+# mq-replicate, mq-stat, mq-req and mq-http.
 #
 # Topics and groups are read from the spool: the value of -s on the command
 # line, else $MQ_SPOOL, else ${XDG_STATE_HOME:-$HOME/.local/state}/mq.  See
@@ -230,6 +230,26 @@ _mq_req()
 	elif ((${#_mq_args[@]} == 0)); then
 		_mq_reply "$(_mq_topics)" "$cur"
 	fi
+}
+
+_mq_http()
+{
+	local cur prev
+	_mq_cur_prev
+	case $prev in
+	-s)
+		_mq_dirs "$cur"
+		return ;;
+	--cert|--key|--jwt-secret|--jwt-key|--jwks)
+		local IFS=$'\n'
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
+	-l|--audience|--issuer|--leeway|--max-connections|--max-body|--rate|--max-wait|--allow-origin)
+		return ;;
+	esac
+	[[ $cur == -* ]] &&
+	    _mq_reply $'-l\n-q\n-s\n--cert\n--key\n--plain-anywhere\n--jwt-secret\n--jwt-key\n--jwks\n--audience\n--issuer\n--leeway\n--max-connections\n--max-body\n--rate\n--max-wait\n--allow-origin\n--syslog\n--help' "$cur"
 }
 
 _mq_sub()
@@ -552,3 +572,4 @@ complete -F _mq_group mq-group
 complete -F _mq_replicate mq-replicate
 complete -F _mq_stat mq-stat
 complete -F _mq_req mq-req
+complete -F _mq_http mq-http

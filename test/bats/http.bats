@@ -403,3 +403,13 @@ print((h + b"." + p + b"." + s).decode())' "$TD/rsa.pub") run api POST /v1/topic
 	grep -q 'serving the socket it was given over HTTP' "$TD/sa.err" || fail "$(cat "$TD/sa.err")"
 	assert_equal "$(mq-sub -g g t)" activated
 }
+
+@test "mq-http: bash completion offers its options, and files for its key options" {
+	run completions _mq_http mq-http --jw
+	assert_output $'--jwt-secret\n--jwt-key\n--jwks'
+	touch "$TD/key.pem"
+	run completions _mq_http mq-http --jwt-key "$TD/ke"
+	assert_output "$TD/key.pem"
+	run completions _mq_http mq-http --plain
+	assert_output --plain-anywhere
+}

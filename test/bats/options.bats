@@ -7,7 +7,7 @@
 
 load helper
 
-TOOLS="mq-pub mq-sub mq-ack mq-dlq mq-topic mq-group mq-stat mq-replicate"
+TOOLS="mq-pub mq-sub mq-ack mq-dlq mq-topic mq-group mq-stat mq-replicate mq-req mq-http"
 
 @test "every tool: --help is its usage on stdout, nothing on stderr, 0" {
 	local tool
