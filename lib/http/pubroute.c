@@ -273,12 +273,12 @@ answer(struct mq_http_req *r, char (*ids)[MQ_ID_LEN + 1], size_t n,
  * made by an admin (PUT), not by a publish. */
 static mq_pub *
 send_batch(mq_spool *sp, const char *topic, struct batch *b,
-    char (**ids)[MQ_ID_LEN + 1])
+    enum mq_sync sync, char (**ids)[MQ_ID_LEN + 1])
 {
 	mq_pub *p = mq_pub_open(sp, topic, 0);
 	if (p && !(*ids = calloc(b->n, sizeof **ids)))
 		mq_err_sys("malloc");
-	if (p && *ids && mq_pub_send(p, b->m, b->n, MQ_SYNC_BATCH, *ids) == b->n)
+	if (p && *ids && mq_pub_send(p, b->m, b->n, sync, *ids) == b->n)
 		return p;
 	mq_pub_close(p);
 	return NULL;
@@ -286,7 +286,7 @@ send_batch(mq_spool *sp, const char *topic, struct batch *b,
 
 int
 mq_http_publish_doc(mq_spool *sp, const char *topic, json_t *doc,
-    json_t **ids_out)
+    enum mq_sync sync, json_t **ids_out)
 {
 	struct batch b = { .now = mq_now() };
 	size_t *first_h = NULL;
@@ -295,7 +295,7 @@ mq_http_publish_doc(mq_spool *sp, const char *topic, json_t *doc,
 	if (rc == 0)
 		link_headers(&b, first_h);
 	free(first_h);
-	mq_pub *p = rc < 0 ? NULL : send_batch(sp, topic, &b, &ids);
+	mq_pub *p = rc < 0 ? NULL : send_batch(sp, topic, &b, sync, &ids);
 	if (p && !(*ids_out = ids_json(ids, b.n)))
 		rc = mq_err_sys("malloc");
 	rc = p ? rc : -1;
@@ -323,10 +323,15 @@ mq_http_publish(struct mq_http_req *r, const char *topic)
 		    "number from 1 to 64");
 	if (!mq_http_duration_arg(r, "replica_timeout", 600, &timeout))
 		return 0;
+	const char *sy = mq_http_arg(r, "sync");
+	enum mq_sync sync = MQ_SYNC_BATCH;
+	if (sy && mq_sync_parse(sy, &sync) < 0)
+		return mq_http_error(r, MHD_HTTP_BAD_REQUEST, "sync: each, batch "
+		    "or none");
 	struct batch b = { .now = mq_now() };
 	char (*ids)[MQ_ID_LEN + 1] = NULL;
 	int rc = json || ndjson ? read_json(r, &b, ndjson) : read_raw(r, &b);
-	mq_pub *p = rc < 0 ? NULL : send_batch(r->sp, topic, &b, &ids);
+	mq_pub *p = rc < 0 ? NULL : send_batch(r->sp, topic, &b, sync, &ids);
 	if (!p) {
 		rc = strstr(mq_errmsg(), "larger than the topic's limit") ?
 		    mq_http_error(r,

@@ -156,9 +156,14 @@ op_publish(struct ws *w, json_t *req, json_t *id)
 	if (!topic || mq_name_check("topic", topic) < 0 || !doc)
 		return send_error(w, id, MHD_HTTP_BAD_REQUEST, "publish takes a "
 		    "\"topic\" and a \"message\" or \"messages\"");
+	const char *sy = str(req, "sync");
+	enum mq_sync sync = MQ_SYNC_BATCH;
+	if (sy && mq_sync_parse(sy, &sync) < 0)
+		return send_error(w, id, MHD_HTTP_BAD_REQUEST, "sync: each, batch "
+		    "or none");
 	if (!mq_http_allowed(w->grant, MQ_HTTP_PUBLISH, topic, NULL))
 		return forbidden(w, id, "publish", topic);
-	if (mq_http_publish_doc(w->sp, topic, doc, &ids) < 0)
+	if (mq_http_publish_doc(w->sp, topic, doc, sync, &ids) < 0)
 		return send_failed(w, id);
 	json_t *o = answer("published", id);
 	json_object_set_new(o, "ids", ids);

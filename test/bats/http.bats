@@ -46,8 +46,13 @@ ALL='publish:* consume:* admin:*'
 	status_is 200
 	run --separate-stderr mq-sub -g g -F '%i %k|%s' t
 	assert_output "$id k1|line one"$'\n'"line two"
+	run api POST '/v1/topics/t/messages?sync=none' -d fast
+	status_is 200
+	assert_equal "$(mq-sub -g g t)" fast
 	assert_equal "$(count_delay t g 1)" 1
 	run api POST '/v1/topics/t/messages?delay=5s&ttl=1s' -d never
+	status_is 400
+	run api POST '/v1/topics/t/messages?sync=sometimes' -d never
 	status_is 400
 	run api POST '/v1/topics/nosuch/messages' -d x
 	status_is 403
