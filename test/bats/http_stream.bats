@@ -106,3 +106,28 @@ cur_is() { [[ $(count_cur t g) == "$1" ]]; }
 	wait_for cur_is 0
 	assert_equal "$(count_new t g)" 1
 }
+
+@test "a real browser (headless Chromium): a page of another origin publishes with fetch, follows a group with EventSource and another over a WebSocket, acks, and shows the messages" {
+	mkgroup t web
+	mkgroup t live
+	local page_port
+	page_port=$(free_port)
+	spawn "$TD/page" "$PY" -m http.server -b 127.0.0.1 -d "$BATS_TEST_DIRNAME/../browser" "$page_port"
+	http_start --allow-origin "http://127.0.0.1:$page_port"
+	wait_for curl -sf -o /dev/null "http://127.0.0.1:$page_port/page.html"
+	TOKEN=$(token 'publish:t consume:t/*')
+	run --separate-stderr "$PY" "$BATS_TEST_DIRNAME/../browser/drive.py" \
+	    "http://127.0.0.1:$page_port/page.html#base=$URL&token=$TOKEN" "$TD/page.png" 30
+	echo "# $output" >&3
+	assert_success
+	assert_equal "$(jq -c '[.status, .sse, .ws, .done]' <<<"$output")" '["published 200",["first","second"],["first","second"],"done"]'
+	# The screenshot is a PNG, kept beside the test's files.
+	assert_equal "$(head -c 8 "$TD/page.png" | od -An -tx1 | tr -d ' \n')" 89504e470d0a1a0a
+	# Every message was acked, by fetch and over the WebSocket.
+	wait_for empty_groups
+}
+
+empty_groups() {
+	[[ $(count_new t web) == 0 && $(count_cur t web) == 0 &&
+	    $(count_new t live) == 0 && $(count_cur t live) == 0 ]]
+}
