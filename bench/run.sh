@@ -25,7 +25,10 @@
 #   publisher signing each chunk and the consumer checking each message,
 #   verifying each chunk's signature once); `sealed`
 #   runs section 11 alone (bench/sealed.bash: publish and drain of a plain
-#   and of a sealed topic, in one run).
+#   and of a sealed topic, in one run); `req` section 12 alone (request
+#   and reply); `http` section 13 alone (bench/http.bash: mq-http's
+#   publish throughput beside mq_pub_send, and its WebSocket and SSE
+#   latency beside mosquitto's websockets listener).
 #
 # Environment:
 #   BENCH_DIR=DIR     where the scratch directory goes (default /var/tmp)
@@ -60,8 +63,8 @@ fi
 WARMUP=20
 SECTION=${1:-all}
 case $SECTION in
-all|fanout|replicate|stat|shared|signed|sealed|req) ;;
-*) echo "usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed | req]" >&2; exit 64 ;;
+all|fanout|replicate|stat|shared|signed|sealed|req|http) ;;
+*) echo "usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed | req | http]" >&2; exit 64 ;;
 esac
 # Section 6: messages per fan-out publish, and the group counts.
 FAN_N=$((N / 5)) FAN_GROUPS="1 10 100"
@@ -121,7 +124,7 @@ sealed) files=$seal_files ;;
 fanout) files=$(( REPEAT * 9 * FAN_N )) ;;
 replicate) files=$repl_files ;;
 stat) files=$STAT_MSGS ;;
-shared|req) files=0 ;;
+shared|req|http) files=0 ;;
 esac
 need_kb=$(( files * 5 + N * SIZE / 1024 + 100000 ))
 avail_kb=$(df -Pk "$BASE" | awk 'NR == 2 { print $4 }')
@@ -191,6 +194,9 @@ if [ "$have_lib" = 1 ]; then
 	# shellcheck disable=SC2086
 	$CC "${CF[@]}" -I"$ROOT/lib" -o "$W/bin/reqlat" "$ROOT/bench/reqlat.c" \
 	    $MQ_LIBS || die "bench/reqlat.c does not build"
+	# shellcheck disable=SC2086
+	$CC "${CF[@]}" -I"$ROOT/lib" -o "$W/bin/httppub" "$ROOT/bench/httppub.c" \
+	    $MQ_LIBS || die "bench/httppub.c does not build"
 fi
 if [ "$have_lib" = 0 ]; then
 	echo "bench: lib/libmq.a missing or not linkable: no mq latency" >&2
@@ -203,6 +209,7 @@ LAT=$W/bin/lat
 . "$ROOT/bench/shared.bash"
 . "$ROOT/bench/sealed.bash"
 . "$ROOT/bench/req.bash"
+. "$ROOT/bench/http.bash"
 
 # kv FILE KEY: a value from a key=value result line.
 kv() {
@@ -878,6 +885,12 @@ if [ "$SECTION" = req ]; then
 	req_table
 	exit 0
 fi
+if [ "$SECTION" = http ]; then
+	http_measure
+	alone_header "section 13 alone: one run"
+	http_table
+	exit 0
+fi
 
 # ---- 1. latency (first: it creates few files, nothing has been deleted) ----
 step "latency: $LATN messages, one in flight"
@@ -1034,6 +1047,9 @@ sealed_measure
 
 # ---- 12. request/reply (a few files) ----
 req_measure
+
+# ---- 13. mq-http (publishes: files) ----
+http_measure
 
 # ---- 4. deep backlog: DEEP pending vs SHALLOW pending ----
 step "deep backlog: publishing $DEEP messages (--sync=none)"
@@ -1229,3 +1245,4 @@ shared_table
 signed_table
 sealed_table
 req_table
+http_table

@@ -238,10 +238,10 @@ int mq_http_route(struct mq_http_req *);
 /* pubroute.c: POST /v1/topics/T/messages */
 int mq_http_publish(struct mq_http_req *, const char *topic);
 /* The messages of doc (an object, or an array of them, as the route
- * takes them) published to topic, all or none, synced as sync says: 0
+ * takes them) published with p, all or none, synced as sync says: 0
  * with their ids (a JSON array) in *ids, or -1. */
-int mq_http_publish_doc(mq_spool *, const char *topic, json_t *doc,
-    enum mq_sync sync, json_t **ids);
+int mq_http_publish_doc(mq_pub *p, json_t *doc, enum mq_sync sync,
+    json_t **ids);
 /* recvroute.c: GET .../groups/G/messages, POST .../ack, nack, extend */
 int mq_http_receive(struct mq_http_req *, const char *topic,
     const char *group);

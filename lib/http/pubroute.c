@@ -268,25 +268,19 @@ answer(struct mq_http_req *r, char (*ids)[MQ_ID_LEN + 1], size_t n,
 	return rc;
 }
 
-/* Publishes the batch, all or nothing: the publisher (for the replicas'
- * wait; the caller closes it) with the ids in *ids, or NULL.  A topic is
- * made by an admin (PUT), not by a publish. */
-static mq_pub *
-send_batch(mq_spool *sp, const char *topic, struct batch *b,
-    enum mq_sync sync, char (**ids)[MQ_ID_LEN + 1])
+/* Publishes the batch with p, all or nothing: 0 with the ids in *ids. */
+static int
+send_batch(mq_pub *p, struct batch *b, enum mq_sync sync,
+    char (**ids)[MQ_ID_LEN + 1])
 {
-	mq_pub *p = mq_pub_open(sp, topic, 0);
-	if (p && !(*ids = calloc(b->n, sizeof **ids)))
-		mq_err_sys("malloc");
-	if (p && *ids && mq_pub_send(p, b->m, b->n, sync, *ids) == b->n)
-		return p;
-	mq_pub_close(p);
-	return NULL;
+	if (!(*ids = calloc(b->n, sizeof **ids)))
+		return mq_err_sys("malloc");
+	return mq_pub_send(p, b->m, b->n, sync, *ids) == b->n ? 0 : -1;
 }
 
 int
-mq_http_publish_doc(mq_spool *sp, const char *topic, json_t *doc,
-    enum mq_sync sync, json_t **ids_out)
+mq_http_publish_doc(mq_pub *p, json_t *doc, enum mq_sync sync,
+    json_t **ids_out)
 {
 	struct batch b = { .now = mq_now() };
 	size_t *first_h = NULL;
@@ -295,11 +289,10 @@ mq_http_publish_doc(mq_spool *sp, const char *topic, json_t *doc,
 	if (rc == 0)
 		link_headers(&b, first_h);
 	free(first_h);
-	mq_pub *p = rc < 0 ? NULL : send_batch(sp, topic, &b, sync, &ids);
-	if (p && !(*ids_out = ids_json(ids, b.n)))
+	if (rc == 0)
+		rc = send_batch(p, &b, sync, &ids);
+	if (rc == 0 && !(*ids_out = ids_json(ids, b.n)))
 		rc = mq_err_sys("malloc");
-	rc = p ? rc : -1;
-	mq_pub_close(p);
 	free(ids);
 	batch_free(&b);
 	return rc;
@@ -331,8 +324,9 @@ mq_http_publish(struct mq_http_req *r, const char *topic)
 	struct batch b = { .now = mq_now() };
 	char (*ids)[MQ_ID_LEN + 1] = NULL;
 	int rc = json || ndjson ? read_json(r, &b, ndjson) : read_raw(r, &b);
-	mq_pub *p = rc < 0 ? NULL : send_batch(r->sp, topic, &b, sync, &ids);
-	if (!p) {
+	/* A topic is made by an admin (PUT), not by a publish. */
+	mq_pub *p = rc < 0 ? NULL : mq_pub_open(r->sp, topic, 0);
+	if (!p || send_batch(p, &b, sync, &ids) < 0) {
 		rc = strstr(mq_errmsg(), "larger than the topic's limit") ?
 		    mq_http_error(r,
 		    MHD_HTTP_CONTENT_TOO_LARGE, "%s", mq_errmsg()) :

@@ -21,7 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/time.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -41,6 +44,8 @@ struct ws {
 	mq_spool *sp;
 	struct mq_http_grant *grant;
 	struct mq_http_stream st;
+	mq_pub *pub;                    /* the last topic published to */
+	char pub_topic[MQ_NAME_MAX + 1];
 	bool subscribed, closing;
 	unsigned char *in;              /* read, not yet a whole frame */
 	size_t inlen, max;
@@ -54,6 +59,7 @@ ws_free(struct ws *w)
 {
 	if (w->subscribed)
 		mq_http_stream_close(&w->st);
+	mq_pub_close(w->pub);
 	mq_spool_close(w->sp);
 	mq_http_grant_free(w->grant);
 	free(w->spool);
@@ -62,28 +68,15 @@ ws_free(struct ws *w)
 	free(w);
 }
 
-static int
-send_all(int fd, const void *p, size_t n)
-{
-	while (n) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p = (const char *)p + k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
+/* A frame in one write: its header and payload apart would wait for
+ * each other under Nagle's algorithm. */
 static int
 send_frame(struct ws *w, int op, const void *data, size_t len)
 {
 	unsigned char h[10];
-	size_t hl = mq_ws_header(h, op, len);
-	return send_all(w->fd, h, hl) < 0 || send_all(w->fd, data, len) < 0 ?
-	    -1 : 0;
+	struct iovec v[2] = { { h, mq_ws_header(h, op, len) },
+	    { (void *)data, len } };
+	return mq_write_all(w->fd, v, 2);
 }
 
 static int
@@ -163,7 +156,13 @@ op_publish(struct ws *w, json_t *req, json_t *id)
 		    "or none");
 	if (!mq_http_allowed(w->grant, MQ_HTTP_PUBLISH, topic, NULL))
 		return forbidden(w, id, "publish", topic);
-	if (mq_http_publish_doc(w->sp, topic, doc, sync, &ids) < 0)
+	/* A session publishes to one topic mostly: its publisher is kept. */
+	if (!w->pub || strcmp(w->pub_topic, topic)) {
+		mq_pub_close(w->pub);
+		snprintf(w->pub_topic, sizeof w->pub_topic, "%s", topic);
+		w->pub = mq_pub_open(w->sp, topic, 0);
+	}
+	if (!w->pub || mq_http_publish_doc(w->pub, doc, sync, &ids) < 0)
 		return send_failed(w, id);
 	json_t *o = answer("published", id);
 	json_object_set_new(o, "ids", ids);
@@ -342,6 +341,8 @@ session(void *arg)
 	struct timeval tv = { 30, 0 };
 	/* A client that stops reading holds the session 30 s at most. */
 	setsockopt(w->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	/* (Over TLS the socket is a socketpair, where this does nothing.) */
+	setsockopt(w->fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
 	fcntl(w->fd, F_SETFL, fcntl(w->fd, F_GETFL) & ~O_NONBLOCK);
 	if (!(w->sp = mq_spool_open(w->spool, 0)))
 		send_close(w, 1011);
