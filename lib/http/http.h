@@ -8,6 +8,8 @@
 #define MQ_HTTP_H
 
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -125,9 +127,28 @@ ssize_t mq_ws_parse(unsigned char *buf, size_t n, size_t max,
  * of len bytes: its length, 2 to 10 bytes, written into out. */
 size_t mq_ws_header(unsigned char out[10], int opcode, size_t len);
 
-/* ---- server.c: the daemon, a request's life, responses ---- */
+/* ---- server.c: the daemon, a request's life; respond.c: answers ---- */
 struct MHD_Connection;
-struct mq_http_server;
+/* Requests a token may make: a bucket of rate tokens, refilled at rate
+ * a second up to rate. */
+struct mq_http_bucket {
+	char who[128];
+	double level, at;
+};
+
+/* The daemon: its configuration, verifier, limits and counts. */
+struct mq_http_server {
+	const struct mq_http_conf *conf;
+	struct mq_http_auth *auth;
+	int stop_fd;
+	size_t max_body;
+	double max_wait;
+	atomic_int active;              /* requests between start and end */
+	pthread_mutex_t lock;           /* buckets */
+	struct mq_http_bucket *b;
+	size_t nb;
+};
+
 /* A request, as the routes see it: its path cut at '/', its body read
  * whole (at most max_body), its token verified. */
 struct mq_http_req {
@@ -149,8 +170,9 @@ struct mq_http_req {
 	bool done;                       /* answered (or being answered) */
 	void *delivered;                 /* claims it hands out (recvroute.c) */
 };
-/* The CORS headers of a response, when the request's Origin is one the
- * configuration allows. */
+/* The request's Origin when the configuration lets pages of it call,
+ * else NULL; the CORS headers of a response for it. */
+const char *mq_http_origin(const struct mq_http_req *);
 struct MHD_Response;
 void mq_http_cors(const struct mq_http_req *, struct MHD_Response *);
 /* The server's --max-body; a session that outlives its request (a
