@@ -418,3 +418,60 @@ print((h + b"." + p + b"." + s).decode())' "$TD/rsa.pub") run api POST /v1/topic
 	run completions _mq_http mq-http --plain
 	assert_output --plain-anywhere
 }
+
+@test "mq-http publish ?replicas=1: answered once the peer has it; without a peer, 504 after replica_timeout, the messages published" {
+	load replicate_helper
+	pair
+	mq-group create t g
+	run -0 push_ab
+	spawn "$TD/follow" mq-replicate -s "$A" push --follow --rsh env --remote-spool "$B"
+	local follow=$SPAWNED
+	http_start
+	TOKEN=$(token 'publish:t')
+	run api POST '/v1/topics/t/messages?replicas=1' -d "kept twice"
+	status_is 200
+	assert_equal "$(jq .replicas <<<"$BODY")" 1
+	run -0 mq-sub -s "$B" -g g t -n 1 -t 0
+	assert_output "kept twice"
+	kill -- "-$follow"
+	wait_for exited "$follow"
+	run api POST '/v1/topics/t/messages?replicas=1&replica_timeout=0.5s' -d "kept once"
+	status_is 504
+	[[ $(jq -r .error <<<"$BODY") == "published, but only 0 of 1 replicas have it after 0.5 s" ]] || fail "$BODY"
+	run api POST '/v1/topics/t/messages?replicas=0' -d x
+	status_is 400
+	run -0 mq-sub -g g t -n 2 -t 0
+	assert_output $'kept twice\nkept once'
+}
+
+@test "mq-http: an exactly-once group over HTTP keeps its ledger as mq-sub does; --max-connections holds a third connection back until one goes" {
+	mq-group create --exactly-once t eo
+	local id
+	id=$(mq-pub t once)
+	http_start --max-connections 2
+	TOKEN=$(token 'consume:t/eo')
+	run api GET /v1/topics/t/groups/eo/messages
+	status_is 200
+	run api POST /v1/topics/t/groups/eo/ack -d "{\"receipt\": $(jq '.[0].receipt' <<<"$BODY")}"
+	status_is 200
+	[[ -e $MQ_SPOOL/topics/t/p0/g/eo/done/$id ]] || fail "no ledger entry"
+	# Two idle connections hold both places: a third waits, unserved and
+	# costing nothing, until one of them goes.
+	"$PY" - "$PORT" <<'PYEOF'
+import socket, sys, time
+port = int(sys.argv[1])
+idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+time.sleep(0.3)
+third = socket.create_connection(("127.0.0.1", port))
+third.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+third.settimeout(1.5)
+try:
+    got = third.recv(100)
+    raise SystemExit("served past the limit: %r" % got)
+except socket.timeout:
+    pass
+idle[0].close()
+third.settimeout(5)
+assert third.recv(100).startswith(b"HTTP/1.1 200"), "not served once one left"
+PYEOF
+}
