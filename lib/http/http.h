@@ -198,6 +198,8 @@ int mq_http_send(struct mq_http_req *, int status, const char *type,
     const void *data, size_t len);
 int mq_http_json(struct mq_http_req *, int status, const char *json,
     size_t len);
+/* o as the JSON answer (o is taken; NULL: 500). */
+int mq_http_object(struct mq_http_req *, int status, json_t *o);
 int mq_http_error(struct mq_http_req *, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int mq_http_failed(struct mq_http_req *);

@@ -260,12 +260,7 @@ answer(struct mq_http_req *r, char (*ids)[MQ_ID_LEN + 1], size_t n,
 	json_t *o = json_pack("{s:o}", "ids", ids_json(ids, n));
 	if (o && replicas)
 		json_object_set_new(o, "replicas", json_integer(got));
-	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	int rc = text ? mq_http_json(r, MHD_HTTP_OK, text, strlen(text)) :
-	    mq_http_error(r, 500, "out of memory");
-	free(text);
-	return rc;
+	return mq_http_object(r, MHD_HTTP_OK, o);
 }
 
 /* Publishes the batch with p, all or nothing: 0 with the ids in *ids. */

@@ -242,12 +242,6 @@ mq_http_settle(struct mq_http_req *r, const char *topic, const char *group,
 	/* One receipt: its own status; several: 200 and a result each. */
 	int status = n == 1 && first_code ? mq_http_status_of(first_code) :
 	    MHD_HTTP_OK;
-	json_t *o = json_pack("{s:i,s:o}", "settled", (json_int_t)ok, "results",
-	    res);
-	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	int rc = text ? mq_http_json(r, status, text, strlen(text)) :
-	    mq_http_error(r, 500, "out of memory");
-	free(text);
-	return rc;
+	return mq_http_object(r, status, json_pack("{s:i,s:o}", "settled",
+	    (json_int_t)ok, "results", res));
 }

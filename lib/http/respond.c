@@ -140,6 +140,18 @@ mq_http_json(struct mq_http_req *r, int status, const char *json, size_t len)
 }
 
 int
+mq_http_object(struct mq_http_req *r, int status, json_t *o)
+{
+	static const char nomem[] = "{\"error\":\"out of memory\"}";
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	int rc = text ? mq_http_json(r, status, text, strlen(text)) :
+	    mq_http_json(r, 500, nomem, sizeof nomem - 1);
+	free(text);
+	return rc;
+}
+
+int
 mq_http_error(struct mq_http_req *r, int status, const char *fmt, ...)
 {
 	char msg[1024];
@@ -147,12 +159,7 @@ mq_http_error(struct mq_http_req *r, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	json_t *o = json_pack("{s:s}", "error", msg);
-	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	int rc = text ? mq_http_json(r, status, text, strlen(text)) : -1;
-	free(text);
-	return rc;
+	return mq_http_object(r, status, json_pack("{s:s}", "error", msg));
 }
 
 int
