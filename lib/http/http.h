@@ -162,6 +162,7 @@ struct mq_http_req {
 	char *body;
 	size_t len;
 	struct mq_http_grant *grant;
+	char who[128];                   /* the token's subject, for the log */
 	mq_spool *sp;                    /* this connection's */
 	int status;                      /* of the response, for the log */
 	int stop_fd;                     /* readable once the server stops */

@@ -159,7 +159,13 @@ start(struct mq_http_req *r)
 		auth = bearer;
 	if (mq_http_auth_check(r->srv->auth, auth, mq_now(), &r->grant) < 0)
 		return mq_http_error(r, MHD_HTTP_UNAUTHORIZED, "%s", mq_errmsg());
-	if (!rate_ok(r->srv, mq_http_grant_subject(r->grant)))
+	/* Kept for the log (a WebSocket session takes the grant away), with
+	 * no control character to forge a line with. */
+	snprintf(r->who, sizeof r->who, "%s", mq_http_grant_subject(r->grant));
+	for (char *p = r->who; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	if (!rate_ok(r->srv, r->who))
 		return mq_http_error(r, MHD_HTTP_TOO_MANY_REQUESTS, "more than %g "
 		    "requests a second", r->srv->conf->rate);
 	return 1;
@@ -225,7 +231,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 	if (!r)
 		return;
 	say(srv, "%s %s %d %s %.1f ms%s", r->method, r->path,
-	    r->status, r->grant ? mq_http_grant_subject(r->grant) : "-",
+	    r->status, r->who[0] ? r->who : "-",
 	    (mq_mono() - r->t0) * 1e3, why == MHD_REQUEST_TERMINATED_COMPLETED_OK
 	    ? "" : " (not completed)");
 	mq_http_release(r, why == MHD_REQUEST_TERMINATED_COMPLETED_OK);
