@@ -12,18 +12,29 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 
 # http_start [OPTION...]: mq-http on 127.0.0.1:$PORT with the test's
 # secret and OPTIONs; HTTPD is its pid, URL its base.  Waits until it
-# answers /healthz.
+# answers /healthz.  A port taken between free_port and the daemon's
+# bind (a client's ephemeral port) is given up for another.
 http_start() {
+	local try
 	[[ -f $TD/secret ]] || head -c 32 /dev/urandom >"$TD/secret"
-	PORT=$(free_port)
-	URL=${URL_SCHEME:-http}://127.0.0.1:$PORT
-	spawn "$TD/httpd" mq-http -l "127.0.0.1:$PORT" --jwt-secret "$TD/secret" "$@"
-	HTTPD=$SPAWNED
-	wait_for healthy
+	for try in 1 2 3; do
+		PORT=$(free_port)
+		URL=${URL_SCHEME:-http}://127.0.0.1:$PORT
+		spawn "$TD/httpd" mq-http -l "127.0.0.1:$PORT" --jwt-secret "$TD/secret" "$@"
+		HTTPD=$SPAWNED
+		wait_for healthy_or_gone
+		healthy && return 0
+		grep -q 'Address already in use' "$TD/httpd.err" || break
+	done
+	fail "mq-http did not start: $(cat "$TD/httpd.err")"
 }
 
 healthy() {
 	curl -sf ${CURL_TLS:-} "$URL/healthz" >/dev/null
+}
+
+healthy_or_gone() {
+	healthy || exited "$HTTPD"
 }
 
 # token SCOPE [CLAIMS-JSON]: an HS256 token for SCOPE, valid 10 minutes,
