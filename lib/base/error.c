@@ -67,8 +67,9 @@ mq_err(int code, const char *fmt, ...)
 
 /* The spool's directory, asked when a write fails with ENOSPC: the
  * kernel says the same for a file system out of blocks and one out of
- * inodes, which want different remedies. */
-static int space_fd = -1;
+ * inodes, which want different remedies.  A thread's own, as its errors
+ * are (mq-http opens a spool per connection thread). */
+static _Thread_local int space_fd = -1;
 
 void
 mq_err_space_fd(int fd)

@@ -12,40 +12,52 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base.h"
 
-static uint64_t id_random;
-static uint32_t id_counter;
-static int id_ready;
+/* The random part of this process's ids (0: not drawn yet), and the
+ * counter after it: atomic, since threads (mq-http's connections) make
+ * ids at once, in the same microsecond too. */
+static _Atomic uint64_t id_random;
+static _Atomic uint32_t id_counter;
+static pthread_once_t id_once = PTHREAD_ONCE_INIT;
 
 /* A forked child must not reuse its parent's sequence of ids. */
 static void
 id_forget(void)
 {
-	id_ready = 0;
+	atomic_store(&id_random, 0);
+}
+
+static void
+id_register(void)
+{
+	pthread_atfork(NULL, NULL, id_forget);
 }
 
 void
 mq_id_new(char out[MQ_ID_LEN + 1])
 {
-	if (!id_ready) {
-		static int registered;
-		if (!registered && pthread_atfork(NULL, NULL, id_forget) == 0)
-			registered = 1;
-		arc4random_buf(&id_random, sizeof id_random);
-		id_random &= (UINT64_C(1) << 44) - 1;
-		id_counter = 0;
-		id_ready = 1;
+	uint64_t r = atomic_load(&id_random);
+	if (!r) {
+		uint64_t none = 0;
+		pthread_once(&id_once, id_register);
+		arc4random_buf(&r, sizeof r);
+		r = (r & ((UINT64_C(1) << 44) - 1)) | 1;    /* never 0 */
+		/* The first thread's draw wins; the counter goes on. */
+		if (!atomic_compare_exchange_strong(&id_random, &none, r))
+			r = none;
 	}
+	uint32_t c = atomic_fetch_add(&id_counter, 1);
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t us = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 	snprintf(out, MQ_ID_LEN + 1, "%013" PRIx64 "%011" PRIx64 "%08" PRIx32,
-	    us & ((UINT64_C(1) << 52) - 1), id_random, id_counter++);
+	    us & ((UINT64_C(1) << 52) - 1), r, c);
 }
 
 void

@@ -475,3 +475,22 @@ third.settimeout(5)
 assert third.recv(100).startswith(b"HTTP/1.1 200"), "not served once one left"
 PYEOF
 }
+
+@test "mq-http under concurrent clients: 8 publishers over their own connections, 400 messages, 400 distinct ids, each delivered once" {
+	mkgroup t g
+	http_start
+	TOKEN=$(token 'publish:t')
+	local c pids=()
+	for c in 1 2 3 4 5 6 7 8; do
+		(for n in $(seq 1 50); do
+			curl -s -H "Authorization: Bearer $TOKEN" -d "c$c-$n" "$URL/v1/topics/t/messages"
+			echo
+		done >"$TD/ids.$c") &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	assert_equal "$(cat "$TD"/ids.* | jq -r '.ids[0]' | sort -u | wc -l)" 400
+	run --separate-stderr mq-sub -g g t
+	assert_equal "$(sort <<<"$output" | uniq | wc -l)" 400
+	assert_equal "$(wc -l <<<"$output")" 400
+}
