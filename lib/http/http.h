@@ -144,6 +144,8 @@ struct mq_http_server {
 	size_t max_body;
 	double max_wait;
 	atomic_int active;              /* requests between start and end */
+	atomic_size_t bodies;           /* bytes of request bodies held */
+	size_t budget;                  /* bodies' most */
 	pthread_mutex_t lock;           /* buckets */
 	struct mq_http_bucket *b;
 	size_t nb;

@@ -32,6 +32,7 @@
 #include "http.h"
 
 #define STOP_GRACE 10.0                 /* seconds requests get to end */
+#define BODY_BUDGET ((size_t)256 << 20) /* bytes of bodies at once, at least */
 
 /* What a connection keeps across its requests. */
 struct conn {
@@ -205,6 +206,16 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 			return mq_http_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "a body "
 			    "over %zu bytes", srv->max_body) < 0 ? MHD_NO : MHD_YES;
 		}
+		/* The bodies of all requests at once: a client with many slow
+		 * uploads gets 503, not the memory. */
+		if (atomic_fetch_add(&srv->bodies, *size) + *size > srv->budget) {
+			atomic_fetch_sub(&srv->bodies, *size);
+			r->done = true;
+			*size = 0;
+			return mq_http_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "busy: "
+			    "request bodies hold %zu bytes already", srv->budget) < 0 ?
+			    MHD_NO : MHD_YES;
+		}
 		char *nb = realloc(r->body, r->len + *size + 1);
 		if (!nb)
 			return MHD_NO;
@@ -239,6 +250,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 	free(r->path);
 	free(r->cut);
 	free(r->body);
+	atomic_fetch_sub(&srv->bodies, r->len);
 	free(r);
 	*ctx = NULL;
 	atomic_fetch_sub(&srv->active, 1);
@@ -332,6 +344,7 @@ mq_http_serve(const struct mq_http_conf *c, int stop_fd)
 	struct mq_http_server srv = { .conf = c, .stop_fd = stop_fd,
 	    .max_body = c->max_body ? c->max_body : 16 << 20,
 	    .max_wait = c->max_wait > 0 ? c->max_wait : 60 };
+	srv.budget = srv.max_body > BODY_BUDGET ? srv.max_body : BODY_BUDGET;
 	struct mq_http_auth_conf ac = { c->secret_files, c->nsecret,
 	    c->key_files, c->nkey, c->jwks_files, c->njwks, c->audience,
 	    c->issuer, c->leeway };
