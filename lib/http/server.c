@@ -32,7 +32,7 @@
 #include "http.h"
 
 #define STOP_GRACE 10.0                 /* seconds requests get to end */
-#define BODY_BUDGET ((size_t)256 << 20) /* bytes of bodies at once, at least */
+#define BODY_BUDGET 16                  /* bodies at once, in --max-body */
 
 /* What a connection keeps across its requests. */
 struct conn {
@@ -344,7 +344,7 @@ mq_http_serve(const struct mq_http_conf *c, int stop_fd)
 	struct mq_http_server srv = { .conf = c, .stop_fd = stop_fd,
 	    .max_body = c->max_body ? c->max_body : 16 << 20,
 	    .max_wait = c->max_wait > 0 ? c->max_wait : 60 };
-	srv.budget = srv.max_body > BODY_BUDGET ? srv.max_body : BODY_BUDGET;
+	srv.budget = srv.max_body * BODY_BUDGET;
 	struct mq_http_auth_conf ac = { c->secret_files, c->nsecret,
 	    c->key_files, c->nkey, c->jwks_files, c->njwks, c->audience,
 	    c->issuer, c->leeway };

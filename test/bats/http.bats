@@ -494,3 +494,37 @@ PYEOF
 	assert_equal "$(sort <<<"$output" | uniq | wc -l)" 400
 	assert_equal "$(wc -l <<<"$output")" 400
 }
+
+@test "mq-http: slow uploads hold at most 16 bodies of --max-body at once: the next is refused; the held ones publish; the server goes on" {
+	mq-topic create t >/dev/null
+	http_start --max-body 2048
+	TOKEN=$(token 'publish:t')
+	"$PY" - "$PORT" "$TOKEN" <<'PYEOF'
+import socket, sys, time
+port, token = int(sys.argv[1]), sys.argv[2]
+head = ("POST /v1/topics/t/messages HTTP/1.1\r\nHost: x\r\n"
+        "Authorization: Bearer %s\r\nContent-Length: 2000\r\n\r\n" % token).encode()
+held, refused = [], 0
+for i in range(24):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(head + b"x" * 1990)          # 10 bytes short: it waits
+    s.settimeout(0.5)
+    try:
+        # Refused in the middle of its body: a 503, or the connection
+        # closed (libmicrohttpd may not send an answer before the body).
+        got = s.recv(200)
+        if got and b" 503 " not in got.split(b"\r\n")[0]:
+            raise SystemExit("unexpected: %r" % got[:60])
+        refused += 1
+    except socket.timeout:
+        held.append(s)
+assert len(held) == 16 and refused == 8, (len(held), refused)
+for s in held:
+    s.sendall(b"y" * 10)                    # they end: all published
+    s.settimeout(5)
+    assert s.recv(200).startswith(b"HTTP/1.1 200"), "not published"
+PYEOF
+	assert_equal "$(count_log t)" 16
+	run api POST /v1/topics/t/messages -d after
+	status_is 200
+}
