@@ -66,7 +66,7 @@ check: all $(UNIT_BIN)
 # built in a separate tree so the normal build is untouched.
 check-sanitize:
 	rm -rf build/san && mkdir -p build/san
-	cp -r Makefile lib src test completions man build/san/
+	cp -r Makefile lib src test completions man systemd build/san/
 	$(MAKE) -C build/san check \
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDFLAGS="-fsanitize=address,undefined"
