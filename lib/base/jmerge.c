@@ -57,6 +57,7 @@ struct host {
 	struct prec *v;                 /* what was read ahead */
 	size_t n, i;                    /* i: the next to merge */
 	bool blocked;                   /* waits for a held publish */
+	bool damaged;                   /* its first record is: left out */
 };
 
 /* Where a publish record waits to be merged: by its key. */
@@ -219,6 +220,12 @@ hosts_open(struct merge *m)
 		snprintf(path, sizeof path, "journals/%s", h->name);
 		h->to = h->from;
 		rc = mq_jreader_open_at(m->sp, &h->r, path, h->from);
+		/* One host's damaged journal does not stop the others': it
+		 * stays unmerged, for a human to look at. */
+		if (rc < 0 && mq_errcode() == EX_DATAERR) {
+			h->damaged = true;
+			rc = 0;
+		}
 	}
 	return rc;
 }
@@ -395,7 +402,7 @@ merge_locked(struct merge *m, uint64_t upto, uint64_t *size, uint64_t *held)
 	if (hosts_open(m) < 0)
 		return -1;
 	for (size_t i = 0; i < m->n; i++)
-		if (read_ahead(&m->v[i]) < 0)
+		if (!m->v[i].damaged && read_ahead(&m->v[i]) < 0)
 			return -1;
 	if (index_pubs(m) < 0)
 		return -1;
