@@ -112,6 +112,7 @@ receive(struct mq_http_req *r, FILE *fp, void *arg)
 	mq_sub_opts_default(&so);
 	so.lease = c->lease;
 	so.wake_fd = r->stop_fd;
+	so.create = 0;          /* a missing group is 404 (EX_NOINPUT) */
 	struct delivered *d = calloc(1, sizeof *d);
 	if (!d)
 		return mq_err_sys("malloc");
@@ -129,21 +130,6 @@ receive(struct mq_http_req *r, FILE *fp, void *arg)
 	return rc;
 }
 
-/* The group exists (404 if not: a consumer PUTs it first). */
-static bool
-group_there(struct mq_http_req *r, const char *topic, const char *group)
-{
-	int rc = mq_group_exists(r->sp, topic, group);
-	if (rc == 1)
-		return true;
-	if (rc == 0)
-		mq_http_error(r, MHD_HTTP_NOT_FOUND, "no group '%s' on topic "
-		    "'%s'", group, topic);
-	else
-		mq_http_failed(r);
-	return false;
-}
-
 int
 mq_http_receive(struct mq_http_req *r, const char *topic, const char *group)
 {
@@ -151,8 +137,7 @@ mq_http_receive(struct mq_http_req *r, const char *topic, const char *group)
 	const char *max = mq_http_arg(r, "max");
 	if (!mq_http_permit(r, MQ_HTTP_CONSUME, topic, group) ||
 	    !mq_http_duration_arg(r, "wait", r->max_wait, &c.wait) ||
-	    !mq_http_duration_arg(r, "lease", 12 * 3600, &c.lease) ||
-	    !group_there(r, topic, group))
+	    !mq_http_duration_arg(r, "lease", 12 * 3600, &c.lease))
 		return 0;
 	if (max) {
 		char *e;

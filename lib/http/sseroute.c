@@ -102,9 +102,6 @@ mq_http_events(struct mq_http_req *r, const char *topic, const char *group)
 	if (!mq_http_permit(r, MQ_HTTP_CONSUME, topic, group) ||
 	    !mq_http_duration_arg(r, "lease", 12 * 3600, &lease))
 		return 0;
-	if (mq_group_exists(r->sp, topic, group) != 1)
-		return mq_http_error(r, MHD_HTTP_NOT_FOUND, "no group '%s' on "
-		    "topic '%s'", group, topic);
 	struct sse *e = calloc(1, sizeof *e);
 	if (!e)
 		return mq_http_error(r, 500, "out of memory");

@@ -32,6 +32,9 @@ mq_http_stream_open(struct mq_http_stream *st, mq_spool *sp,
 	mq_sub_opts_default(&so);
 	so.lease = lease;
 	so.wake_fd = wake_fd;
+	/* A consumer makes its group with PUT: a missing one is 404 here
+	 * (EX_NOINPUT, "no group"), not made. */
+	so.create = 0;
 	st->sp = sp;
 	st->credit = credit;
 	snprintf(st->topic, sizeof st->topic, "%s", topic);

@@ -186,8 +186,6 @@ op_subscribe(struct ws *w, json_t *req, json_t *id)
 		return send_error(w, id, MHD_HTTP_BAD_REQUEST, "credit: a number");
 	if (!mq_http_allowed(w->grant, MQ_HTTP_CONSUME, topic, group))
 		return forbidden(w, id, "consume", topic);
-	if (mq_group_exists(w->sp, topic, group) != 1)
-		return send_error(w, id, MHD_HTTP_NOT_FOUND, "no such group");
 	json_int_t credit = cr ? json_integer_value(cr) : 10;
 	if (mq_http_seconds(req, "lease", &lease) < 0 || credit < 1 ||
 	    credit > 1000 || mq_http_stream_open(&w->st, w->sp, topic, group,

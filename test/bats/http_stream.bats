@@ -41,6 +41,10 @@ ws() {
 	status_is 403
 	run api GET '/v1/topics/t/groups/g/events?credit=0'
 	status_is 400
+	# A group is made by PUT, not by a stream of it.
+	TOKEN=$(token 'consume:t/*') run api GET /v1/topics/t/groups/nog/events
+	status_is 404
+	[[ ! -e $MQ_SPOOL/topics/t/groups/nog.conf ]] || fail "a group was made"
 }
 
 cur_is() { [[ $(count_cur t g) == "$1" ]]; }
