@@ -139,7 +139,7 @@ ALL='publish:* consume:* admin:*'
 	status_is 400
 }
 
-@test "mq-http: a client that goes away during a long poll: a message claimed for it comes back at once, not after its lease" {
+@test "mq-http: a client that goes away during a long poll: nothing is claimed for it, so the message is there at once, not after its 1 h lease" {
 	mkgroup t g
 	http_start
 	TOKEN=$(token 'consume:t/g')
