@@ -348,6 +348,16 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 	struct mq_msg *m = NULL;
 	if (mq_claim_read(p->t, p->d.curfd, cur, NULL, &m) < 0)
 		return unread(s, p, cur, e, "unreadable");
+	/* With roles, whoever consumes may place files in the queues:
+	 * deliver only what was published (msgread.c). */
+	int pub = p->logfd < 0 ? 1 : mq_claim_published(p->logfd, m, e->key);
+	if (pub <= 0) {
+		mq_msg_free(m);
+		if (pub < 0)
+			return unread(s, p, cur, e, "unreadable");
+		mq_err(EX_DATAERR, "%s has no log/ name: not published", e->key);
+		return dead_unseen(s, p, cur, e, "unpublished");
+	}
 	int ok = mq_msg_verify(p->t, ((struct msg_priv *)m->priv)->buf, m);
 	if (ok <= 0) {
 		mq_msg_free(m);

@@ -656,6 +656,29 @@ topic_end(const struct import *im, size_t from)
 	return to;
 }
 
+/* A topic with roles takes imported messages into log/ (place_letters),
+ * which its publishers and administrators alone may write: others are
+ * refused before anything changes. */
+static int
+may_write_logs(const struct import *im, size_t from, size_t to)
+{
+	struct mq_topic t;
+	if (mq_topic_open(im->sp, im->f[from].topic, &t) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = from; rc == 0 && i < to; i++) {
+		char path[32];
+		snprintf(path, sizeof path, "p%u/log", im->f[i].k);
+		if (faccessat(t.fd, path, W_OK, AT_EACCESS) < 0)
+			rc = mq_err(errno == EACCES ? EX_NOPERM : EX_IOERR,
+			    "%s: topic '%s': %s: %s (importing into a topic "
+			    "with roles publishes)", im->what, t.name, path,
+			    strerror(errno));
+	}
+	mq_topic_close(&t);
+	return rc;
+}
+
 /* Before anything changes: every topic can take its dead letters. */
 static int
 check_topics(const struct import *im)
@@ -670,7 +693,9 @@ check_topics(const struct import *im)
 			mq_topic_conf_default(&c);
 			missing = 1;
 		}
-		if (check_topic(im, &c, missing, from, to) < 0)
+		if (check_topic(im, &c, missing, from, to) < 0 ||
+		    (!missing && mq_roles_any(&c.roles) &&
+		    may_write_logs(im, from, to) < 0))
 			return -1;
 	}
 	return 0;
@@ -746,15 +771,27 @@ place_letters(const struct import *im, const struct mq_topic *t, size_t from,
 	int dfd = mq_dir_open(t->pfd[f0->k], dir);
 	if (dfd < 0)
 		return -1;
-	int rc = 0;
+	/* With roles, consumers deliver only what log/ names (msgread.c):
+	 * the message goes there first, and the dead letter is linked from
+	 * it (the log's file, when the KEY was published here already). */
+	int logfd = mq_roles_any(&t->conf.roles) ?
+	    mq_dir_open(t->pfd[f0->k], "log") : -2;
+	int rc = logfd == -1 ? -1 : 0;
 	for (size_t i = from; rc == 0 && i < to; i += 2) {
 		const struct file *m = &im->f[i], *r = m + 1;
 		if (mq_faccessat(dfd, m->name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 			continue;
+		char key[MQ_KEY_LEN + 1];
+		snprintf(key, sizeof key, "%.*s", MQ_KEY_LEN, m->name);
 		rc = mq_path(why, sizeof why, "%s.why", m->name);
+		if (rc == 0 && logfd >= 0 && place(im, m, logfd, key, 0) < 0)
+			rc = -1;
 		if (rc == 0)
 			rc = place(im, r, dfd, why, 1);
-		if (rc == 0)
+		if (rc == 0 && logfd >= 0) {
+			rc = mq_linkat(logfd, key, dfd, m->name, 0) == 0 ? 0 :
+			    errno == EEXIST ? 1 : mq_err_sys("import %s", m->name);
+		} else if (rc == 0)
 			rc = place(im, m, dfd, m->name, 0);
 		if (rc == 0) {
 			(*count)++;
@@ -764,8 +801,12 @@ place_letters(const struct import *im, const struct mq_topic *t, size_t from,
 		else if (rc == 1)
 			rc = 0;
 	}
+	if (rc == 0 && logfd >= 0)
+		rc = mq_fsync_fd(logfd);
 	if (rc == 0)
 		rc = mq_fsync_fd(dfd);
+	if (logfd >= 0)
+		close(logfd);
 	close(dfd);
 	return rc;
 }

@@ -5,7 +5,9 @@
  * from the message id (its first 13 hex digits are the publish time in
  * microseconds), so no file is opened or stat()ed.  Groups that have not
  * consumed the message still hold links to it: retention removes the
- * log's name only, never a group's pending message.  Unlinking is the
+ * log's name only, never a group's pending message.  In a topic with roles
+ * the log name of a message still held (a link count above one) stays
+ * too: consumers there deliver only what log/ names.  Unlinking is the
  * whole operation, so a crash leaves nothing to repair.  Idempotency
  * keys older than the topic's dedup window are dropped from the index,
  * and so are the ledger entries of exactly-once groups.  Dot-named
@@ -128,6 +130,17 @@ out:
 		close(gfd);
 }
 
+/* Whether a group or a dead letter still links to log/KEY: in a topic with
+ * roles its consumers check each claim against that name (msgread.c), so
+ * it stays until the last of them is settled. */
+static bool
+still_held(int lfd, const char *key)
+{
+	struct stat st;
+	return mq_fstatat(lfd, key, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && st.st_nlink > 1;
+}
+
 int
 mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 {
@@ -135,6 +148,7 @@ mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 	if (mq_topic_open(sp, topic, &t) < 0)
 		return -1;
 	double now = mq_now(), keep = t.conf.retention;
+	bool roles = mq_roles_any(&t.conf.roles);
 	int rc = 0;
 	*removed = 0;
 	int gfd = mq_dir_open(t.fd, "groups");
@@ -154,7 +168,8 @@ mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 		uint64_t seq;
 		for (size_t i = 0; rc == 0 && i < l.n; i++) {
 			if (mq_seq_of(l.v[i], &seq) < 0 || seq >= h.committed ||
-			    now - mq_key_time(l.v[i]) <= keep)
+			    now - mq_key_time(l.v[i]) <= keep ||
+			    (roles && still_held(lfd, l.v[i])))
 				continue;
 			if (mq_remove_entry(lfd, l.v[i]) == 0)
 				(*removed)++;

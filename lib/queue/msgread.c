@@ -1,6 +1,17 @@
 /*
  * msgread.c: a message file read whole into an mq_msg, as consumers,
  * backfills, dead-letter commands and mq-stat --message read it.
+ *
+ * In a topic with roles a consumer may write every group's new/, cur/ and
+ * dlq/ (it gives messages back there) but not log/, which only publishers
+ * and administrators write.  So a claim is taken for a published message
+ * only when it is the very file log/KEY names (same device and inode, the
+ * descriptor read compared, not a path looked at again): a file that a
+ * co-consumer made and linked into a queue under a committed KEY has no
+ * log/ name, and the link it could make to a log/ file is the message that
+ * was published there (fs.protected_hardlinks keeps it from linking files
+ * it may only read, in any case).  Retention keeps the log/ name of a
+ * message that a group or a dead letter still holds in such a topic (gc.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +58,8 @@ mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
 		return mq_err_sys("malloc");
 	}
 	m->priv = pv;
+	pv->dev = st.st_dev;
+	pv->ino = st.st_ino;
 	ssize_t len = mq_read_full(fd, pv->buf, size);
 	close(fd);
 	if (len < 0) {
@@ -64,4 +77,16 @@ mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
 	}
 	*out = m;
 	return 0;
+}
+
+int
+mq_claim_published(int logfd, const struct mq_msg *m, const char *key)
+{
+	const struct msg_priv *pv = m->priv;
+	struct stat st;
+	if (mq_fstatat(logfd, key, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 :
+		    mq_err_sys("log/%s", key);
+	return S_ISREG(st.st_mode) && st.st_dev == pv->dev &&
+	    st.st_ino == pv->ino;
 }

@@ -214,6 +214,8 @@ double mq_sub_beat_every(const mq_sub *);
 struct msg_priv {
 	size_t part;                    /* index into the subscription's parts */
 	char cur[MQ_KEY_LEN + 64];
+	dev_t dev;                      /* the file read, as opened */
+	ino_t ino;
 	char buf[];
 };
 /* Reads a message file, checked (EX_DATAERR when it is no whole message
@@ -221,6 +223,10 @@ struct msg_priv {
  * starts with when key is NULL). */
 int mq_claim_read(const struct mq_topic *, int curfd, const char *curname,
     const char *key, struct mq_msg **out);
+/* Whether m, read by mq_claim_read, is the file that log/KEY names in the
+ * log directory logfd: 1 it is, 0 it is not (placed, never published), -1
+ * an error.  See msgread.c. */
+int mq_claim_published(int logfd, const struct mq_msg *m, const char *key);
 
 /* wildcard.c: subscriptions to topic patterns. */
 int mq_wildcard_join(mq_spool *, const char *pattern, const char *group,

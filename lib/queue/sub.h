@@ -15,6 +15,7 @@ struct part {
 	struct mq_gdirs d;              /* new/, cur/ and delay/ */
 	int hfd;
 	int donefd;                     /* the exactly-once ledger, or -1 */
+	int logfd;                      /* log/ of a topic with roles, or -1 */
 	DIR *newdir, *curdir, *delaydir; /* their listings */
 	int wd_new, wd_cur, wd_head, wd_delay;
 	struct mq_names cand;           /* sorted names of new/ at last scan */

@@ -39,6 +39,10 @@ open_part(mq_sub *s, struct part *p)
 	if (s->gc.exactly_once && mq_ledger_dir(t->pfd[k], s->group,
 	    &p->donefd) < 0)
 		return -1;
+	/* Roles: each claim is checked against log/ (mq_claim_published). */
+	if (mq_roles_any(&t->conf.roles) &&
+	    (p->logfd = mq_dir_open(t->pfd[k], "log")) < 0)
+		return -1;
 	if (s->gc.ordered) {
 		/* A group made before a partition existed has no token. */
 		if (mq_owner_init(t, k, s->group) < 0 ||
@@ -68,6 +72,8 @@ close_part(struct part *p)
 		close(p->hfd);
 	if (p->donefd >= 0)
 		close(p->donefd);
+	if (p->logfd >= 0)
+		close(p->logfd);
 	if (p->ownfd >= 0)
 		close(p->ownfd);
 	if (p->newdir)
@@ -94,7 +100,7 @@ add_parts(mq_sub *s, struct mq_topic *t, unsigned from)
 		p->t = t;
 		p->k = from + i;
 		p->d.newfd = p->d.curfd = p->d.delayfd = -1;
-		p->hfd = p->donefd = p->ownfd = -1;
+		p->hfd = p->donefd = p->logfd = p->ownfd = -1;
 		p->wd_new = p->wd_cur = p->wd_head = p->wd_delay = p->wd_own = -1;
 		p->earliest = p->due = INFINITY;
 		s->np++;

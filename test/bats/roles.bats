@@ -5,6 +5,7 @@
 # mq-spool(5) asks of every user of a spool); out is in none.  Every
 # operation a role allows succeeds, and every one it does not fails with
 # exit 77, one line, and changes nothing.  Everyone works under umask 077.
+# mon is in the spool's group and in no role.
 #
 # Needs root (useradd); the users and groups are made here and removed in
 # teardown_file.  The tools are copied where those users can run them.
@@ -23,6 +24,8 @@ setup_file() {
 		useradd -M -N -g "$RT${u^^}" -G "${RT}ALL" -s /bin/sh "$RT$u"
 	done
 	useradd -M -N -s /bin/sh "${RT}out"
+	# In the spool's group, with no role on the topic.
+	useradd -M -N -g "${RT}ALL" -s /bin/sh "${RT}mon"
 	export USERS_DIR
 	USERS_DIR=$(users_dir mq-roles)
 }
@@ -30,7 +33,7 @@ setup_file() {
 teardown_file() {
 	[[ -n ${RT:-} ]] || return 0
 	local u g
-	for u in pub con adm out; do
+	for u in pub con adm out mon; do
 		userdel "$RT$u" 2>/dev/null || true
 	done
 	for g in PUB CON ADM ALL; do
@@ -236,4 +239,92 @@ assert o["publishers"] == {"gid": int(sys.argv[2]), "group": sys.argv[3]}, o
 	run grep -c -e --publishers -e --consumers -e --admins \
 	    "$BATS_TEST_DIRNAME/../../completions/_mq"
 	[[ $output -ge 3 ]] || fail "zsh completion: $output"
+}
+
+# forge USER GROUP SEQ BODY: USER writes a well-formed message file of
+# topic t, partition 0, under sequence number SEQ (a fresh id), in its own
+# group g's tmp/, and links it into GROUP's new/; its id on stdout.
+forge() {
+	local p=$S/topics/t/p0 id hash name
+	id=$(printf '%013x%019x' "$(date +%s%6N)" "$RANDOM")
+	hash=$("$PY" -c 'import sys, xxhash; print(xxhash.xxh3_128(sys.argv[1].encode()).hexdigest())' "$4")
+	name=$(printf '%020d.%s' "$3" "$id")
+	as "$1" sh -c "printf 'Message-Id: %s\nTopic: t\nPartition: 0\nSeq: %s\nPublished: 2026-01-01T00:00:00.000000Z\nContent-Length: %s\nContent-Hash: xxh3-128:%s\n\n%s' \
+	    '$id' '$3' '${#4}' '$hash' '$4' >'$p/g/g/tmp/forged' &&
+	    ln '$p/g/g/tmp/forged' '$p/g/$2/new/$name' && rm '$p/g/g/tmp/forged'" ||
+	    return 1
+	echo "$id"
+}
+
+@test "roles: a consumer that links a message file of its own into another group's queue does not get it delivered: it is dead-lettered as unpublished" {
+	roles_topic
+	as con mq-group create t other
+	forbidden con mq-pub -q t direct
+	local id
+	id=$(forge con other 1 forged) || fail "could not place the file"
+	# The placing worked (consumers write every group's new/), yet the
+	# group gets only what was published.
+	as pub mq-pub -q t real
+	run --separate-stderr as con mq-sub -g other -n 10 -t 0 t
+	assert_success
+	assert_output real
+	run --separate-stderr as con mq-dlq -g other list --json t
+	assert_success
+	assert_equal "$(jq -r '.[] | .id + " " + .reason' <<<"$output")" \
+	    "$id unpublished"
+	# Redriven, it is refused again, never delivered.
+	as con mq-dlq -g other redrive t
+	run --separate-stderr as con mq-sub -g other -n 10 -t 0 t
+	assert_equal "$status" 1
+	assert_output ""
+	# The published ones still go to g, which a plain message reached.
+	run --separate-stderr as con mq-sub -g g -n 10 -t 0 t
+	assert_success
+	assert_equal "$(tr '\n' ' ' <<<"$output")" "m1 m2 m3 real "
+}
+
+@test "roles: retention keeps the log name of a message a group still holds, so it is still delivered; gc removes the rest" {
+	mq-topic init --group "${RT}ALL" --mode 2775
+	as adm mq-topic create --mode 2755 --retention 1s --publishers "${RT}PUB" \
+	    --consumers "${RT}CON" --admins "${RT}ADM" t
+	as con mq-group create t g
+	as pub mq-pub -q t a b
+	run --separate-stderr as con mq-sub -g g -n 1 -t 0 t
+	assert_output a
+	# Wait (bounded) until gc has removed a's log name, whose message no
+	# group holds; b's stays while g holds it.
+	local n
+	for n in $(seq 100); do
+		as adm mq-topic gc t
+		[[ $(ls "$S/topics/t/p0/log" | wc -l) == 1 ]] && break
+		sleep 0.1
+	done
+	assert_equal "$(ls "$S/topics/t/p0/log" | wc -l)" 1
+	run --separate-stderr as con mq-sub -g g -n 1 -t 0 t
+	assert_success
+	assert_output b
+	# Settled, b goes at the next gc.
+	as adm mq-topic gc t
+	assert_equal "$(ls "$S/topics/t/p0/log")" ""
+}
+
+@test "roles: importing dead letters into a topic with roles publishes them: a consumer is refused, an administrator's import is delivered after a redrive" {
+	roles_topic
+	dead_letter
+	local a=$USERS_DIR/dead.$BATS_TEST_NUMBER
+	mkdir -m 1777 "$a"
+	as con mq-dlq export t "$a/dead.tar"
+	chmod 644 "$a/dead.tar"
+	as con mq-dlq -g g purge --all t
+	# Refused before anything is placed (only its staging in SPOOL/tmp,
+	# removed, was made).
+	run --separate-stderr as con mq-dlq import "$a/dead.tar"
+	assert_equal "$status" 77
+	assert_one_line_error mq-dlq
+	assert_equal "$(ls "$S/topics/t/p0/dlq/g")" ""
+	allowed adm mq-dlq import "$a/dead.tar"
+	as con mq-dlq -g g redrive t
+	run --separate-stderr as con mq-sub -g g -n 10 -t 0 t
+	assert_success
+	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "m1 m2 m3 "
 }
