@@ -318,6 +318,37 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 	status_is 404
 }
 
+@test "mq-http redrive into another topic takes publish there: a sandbox token cannot move its dead letter into payments (issue 26)" {
+	kill_two sandbox g
+	mkgroup payments p
+	http_start
+	local sandbox='publish:sandbox consume:sandbox admin:sandbox'
+	TOKEN=$(token "$sandbox")
+	run api POST /v1/topics/payments/messages -d forged
+	status_is 403
+	local snap
+	snap=$(spool_snapshot)
+	run api POST /v1/topics/sandbox/groups/g/dead/redrive -d '{"to_topic": "payments"}'
+	status_is 403
+	assert_equal "$(jq -r .error <<<"$BODY")" "the token does not allow publish on payments"
+	assert_equal "$(spool_snapshot)" "$snap"
+	assert_equal "$(count_new payments p)" 0
+	# Admin of payments is not publish there either.
+	TOKEN=$(token "$sandbox admin:payments") run api POST /v1/topics/sandbox/groups/g/dead/redrive -d '{"to_topic": "payments"}'
+	status_is 403
+	# Into its own topic, to_topic named, it is a publish there too.
+	TOKEN=$(token 'admin:sandbox') run api POST /v1/topics/sandbox/groups/g/dead/redrive -d '{"to_topic": "sandbox"}'
+	status_is 403
+	TOKEN=$(token "$sandbox publish:payments") run api POST /v1/topics/sandbox/groups/g/dead/redrive -d '{"to_topic": "payments", "max": 1}'
+	status_is 200
+	assert_equal "$BODY" '{"redriven":1}'
+	assert_equal "$(mq-sub -g p payments)" b
+	# Back into the group itself: admin of the topic, as before.
+	TOKEN=$(token 'admin:sandbox') run api POST /v1/topics/sandbox/groups/g/dead/redrive -d '{}'
+	status_is 200
+	assert_equal "$BODY" '{"redriven":1}'
+}
+
 # rs_token KEY ALG SCOPE [CLAIMS-JSON] [HEADERS-JSON]: a token signed with
 # the private key KEY (PEM) by ALG.
 signed_token() {
