@@ -413,6 +413,14 @@ mq_http_allowed(const struct mq_http_grant *g, int perm, const char *topic,
 }
 
 bool
+mq_http_allowed_group(const struct mq_http_grant *g, const char *topic,
+    const char *group)
+{
+	return mq_http_allowed(g, MQ_HTTP_CONSUME, topic, group) ||
+	    mq_http_allowed(g, MQ_HTTP_ADMIN, topic, NULL);
+}
+
+bool
 mq_http_allowed_any(const struct mq_http_grant *g, const char *topic)
 {
 	for (size_t i = 0; g && i < g->n; i++)

@@ -19,14 +19,6 @@
 
 #define DLQ_IDS_MAX 10000
 
-/* Reading dead letters: the group's consumer, or an admin. */
-static bool
-may_read(struct mq_http_req *r, const char *topic, const char *group)
-{
-	return mq_http_allowed(r->grant, MQ_HTTP_ADMIN, topic, NULL) ||
-	    mq_http_permit(r, MQ_HTTP_CONSUME, topic, group);
-}
-
 struct dlq_ctx {
 	const char *topic, *group, *id;
 };
@@ -75,7 +67,7 @@ int
 mq_http_dead(struct mq_http_req *r, const char *topic, const char *group)
 {
 	struct dlq_ctx c = { topic, group, NULL };
-	if (!may_read(r, topic, group))
+	if (!mq_http_permit_group(r, topic, group))
 		return 0;
 	return mq_http_stream_json(r, write_list, &c);
 }
@@ -85,7 +77,7 @@ mq_http_dead_one(struct mq_http_req *r, const char *topic,
     const char *group, const char *id)
 {
 	struct dlq_ctx c = { topic, group, id };
-	if (!may_read(r, topic, group))
+	if (!mq_http_permit_group(r, topic, group))
 		return 0;
 	return mq_http_stream_json(r, write_one, &c);
 }

@@ -69,6 +69,10 @@ int mq_http_auth_check(const struct mq_http_auth *, const char *authorization,
  * a whole) and, for MQ_HTTP_CONSUME, group (NULL: any one of them). */
 bool mq_http_allowed(const struct mq_http_grant *, int perm,
     const char *topic, const char *group);
+/* Whether g may see a group's settings, state and dead letters: it may
+ * consume from the group, or administer its topic. */
+bool mq_http_allowed_group(const struct mq_http_grant *, const char *topic,
+    const char *group);
 /* Whether g allows anything at all on topic: to see it listed. */
 bool mq_http_allowed_any(const struct mq_http_grant *, const char *topic);
 /* Who the token is for, for logs and rate limits: its "sub", else its
@@ -211,6 +215,10 @@ int mq_http_status_of(int code);
 /* Whether the token allows perm on topic (and group); if not, answers
  * 403 and returns false. */
 bool mq_http_permit(struct mq_http_req *, int perm, const char *topic,
+    const char *group);
+/* The same for a group's settings, state and dead letters
+ * (mq_http_allowed_group): if not, answers 403 and returns false. */
+bool mq_http_permit_group(struct mq_http_req *, const char *topic,
     const char *group);
 /* A response whose body is written by fn into a memory stream: sent as
  * JSON with status 200, or as the error fn left (-1). */

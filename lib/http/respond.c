@@ -1,9 +1,9 @@
 /*
  * respond.c: what every route uses: the request's arguments and headers,
  * answers (JSON, errors, the library's error as an HTTP status), the
- * token's permission, CORS headers, whether the client or the server is
- * going.  Below the routes; server.c, which calls the routes, is above
- * them.
+ * token's permission and rate, CORS headers, whether the client or the
+ * server is going.  Below the routes; server.c, which calls the routes,
+ * is above them.
  */
 #include <poll.h>
 #include <stdarg.h>
@@ -180,6 +180,14 @@ mq_http_permit(struct mq_http_req *r, int perm, const char *topic,
 	    MQ_HTTP_CONSUME ? "consume" : "admin", topic ? topic : "the spool",
 	    group ? "/" : "", group ? group : "");
 	return false;
+}
+
+bool
+mq_http_permit_group(struct mq_http_req *r, const char *topic,
+    const char *group)
+{
+	return mq_http_allowed_group(r->grant, topic, group) ||
+	    mq_http_permit(r, MQ_HTTP_CONSUME, topic, group);
 }
 
 int
