@@ -44,6 +44,7 @@ struct mq_http_grant {
 	struct item *v;
 	size_t n;
 	char *subject;                  /* NULL: "-" */
+	double until;                   /* exp, and the leeway after it */
 };
 
 static const struct alg {
@@ -333,13 +334,15 @@ scope_add(struct mq_http_grant *g, const char *s)
 }
 
 static struct mq_http_grant *
-grant_new(json_t *c)
+grant_new(json_t *c, double leeway)
 {
 	struct mq_http_grant *g = calloc(1, sizeof *g);
 	if (!g) {
 		mq_err_sys("malloc");
 		return NULL;
 	}
+	/* claims_check found exp a number. */
+	g->until = json_number_value(json_object_get(c, "exp")) + leeway;
 	json_t *scope = json_object_get(c, "scope"), *v;
 	size_t i;
 	int rc = 0;
@@ -376,7 +379,7 @@ mq_http_auth_check(const struct mq_http_auth *a, const char *authorization,
 		rc = verify(a, &t);
 	if (rc == 0)
 		rc = claims_check(a, t.claims, now);
-	if (rc == 0 && !(*g = grant_new(t.claims)))
+	if (rc == 0 && !(*g = grant_new(t.claims, a->leeway)))
 		rc = -1;
 	json_decref(t.head);
 	json_decref(t.claims);
@@ -413,6 +416,14 @@ mq_http_allowed(const struct mq_http_grant *g, int perm, const char *topic,
 }
 
 bool
+mq_http_allowed_group(const struct mq_http_grant *g, const char *topic,
+    const char *group)
+{
+	return mq_http_allowed(g, MQ_HTTP_CONSUME, topic, group) ||
+	    mq_http_allowed(g, MQ_HTTP_ADMIN, topic, NULL);
+}
+
+bool
 mq_http_allowed_any(const struct mq_http_grant *g, const char *topic)
 {
 	for (size_t i = 0; g && i < g->n; i++)
@@ -425,6 +436,12 @@ const char *
 mq_http_grant_subject(const struct mq_http_grant *g)
 {
 	return g && g->subject ? g->subject : "-";
+}
+
+double
+mq_http_grant_until(const struct mq_http_grant *g)
+{
+	return g ? g->until : 0;
 }
 
 void

@@ -1,7 +1,12 @@
 /*
  * dlqroute.c: a group's dead letters over HTTP (mq-http(1), Dead
  * letters): list and show for its consumers and the topic's admins,
- * redrive and purge for the admins, each as mq-dlq(1) does it.
+ * redrive and purge for the admins, each as mq-dlq(1) does it.  A
+ * redrive into another topic (to_topic) publishes there, to every group
+ * of it: it takes the right to publish to that topic as well, which
+ * admin of the first does not give (nor does admin of the second: an
+ * admin makes topics and handles their dead letters, it does not
+ * publish).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,14 +18,6 @@
 #include "http.h"
 
 #define DLQ_IDS_MAX 10000
-
-/* Reading dead letters: the group's consumer, or an admin. */
-static bool
-may_read(struct mq_http_req *r, const char *topic, const char *group)
-{
-	return mq_http_allowed(r->grant, MQ_HTTP_ADMIN, topic, NULL) ||
-	    mq_http_permit(r, MQ_HTTP_CONSUME, topic, group);
-}
 
 struct dlq_ctx {
 	const char *topic, *group, *id;
@@ -70,7 +67,7 @@ int
 mq_http_dead(struct mq_http_req *r, const char *topic, const char *group)
 {
 	struct dlq_ctx c = { topic, group, NULL };
-	if (!may_read(r, topic, group))
+	if (!mq_http_permit_group(r, topic, group))
 		return 0;
 	return mq_http_stream_json(r, write_list, &c);
 }
@@ -80,7 +77,7 @@ mq_http_dead_one(struct mq_http_req *r, const char *topic,
     const char *group, const char *id)
 {
 	struct dlq_ctx c = { topic, group, id };
-	if (!may_read(r, topic, group))
+	if (!mq_http_permit_group(r, topic, group))
 		return 0;
 	return mq_http_stream_json(r, write_one, &c);
 }
@@ -151,6 +148,11 @@ mq_http_dead_act(struct mq_http_req *r, const char *topic, const char *group,
 	int rc = !doc || !json_is_object(doc) ? mq_err(EX_DATAERR, "the body is "
 	    "a JSON object: ids, older_than, max, to_topic, all") :
 	    choice_read(doc, redrive, &ch);
+	if (rc == 0 && ch.to && !mq_http_permit(r, MQ_HTTP_PUBLISH, ch.to,
+	    NULL)) {
+		json_decref(doc);
+		return 0;
+	}
 	if (rc == 0)
 		rc = mq_dlq_list(r->sp, topic, group, &v, &n);
 	for (size_t i = 0; rc == 0 && i < n && (!ch.max || done < ch.max); i++) {

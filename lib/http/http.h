@@ -69,11 +69,19 @@ int mq_http_auth_check(const struct mq_http_auth *, const char *authorization,
  * a whole) and, for MQ_HTTP_CONSUME, group (NULL: any one of them). */
 bool mq_http_allowed(const struct mq_http_grant *, int perm,
     const char *topic, const char *group);
+/* Whether g may see a group's settings, state and dead letters: it may
+ * consume from the group, or administer its topic. */
+bool mq_http_allowed_group(const struct mq_http_grant *, const char *topic,
+    const char *group);
 /* Whether g allows anything at all on topic: to see it listed. */
 bool mq_http_allowed_any(const struct mq_http_grant *, const char *topic);
 /* Who the token is for, for logs and rate limits: its "sub", else its
  * "jti", else "-". */
 const char *mq_http_grant_subject(const struct mq_http_grant *);
+/* When (as mq_now()) the token stops holding: its "exp" and the leeway.
+ * A request is checked when it comes; a stream or a WebSocket, which
+ * outlives it, ends then (sseroute.c, wsroute.c). */
+double mq_http_grant_until(const struct mq_http_grant *);
 void mq_http_grant_free(struct mq_http_grant *);
 
 /* jwk.c, for auth.c: the keys of a verifier, read from conf's files. */
@@ -212,6 +220,14 @@ int mq_http_status_of(int code);
  * 403 and returns false. */
 bool mq_http_permit(struct mq_http_req *, int perm, const char *topic,
     const char *group);
+/* The same for a group's settings, state and dead letters
+ * (mq_http_allowed_group): if not, answers 403 and returns false. */
+bool mq_http_permit_group(struct mq_http_req *, const char *topic,
+    const char *group);
+/* One request of the token who (its subject) taken from its bucket:
+ * 0, or -1 (EX_TEMPFAIL: answered 429) when the bucket is empty.  Every
+ * request counts, a WebSocket's as well as an HTTP one. */
+int mq_http_rate_take(struct mq_http_server *, const char *who);
 /* A response whose body is written by fn into a memory stream: sent as
  * JSON with status 200, or as the error fn left (-1). */
 int mq_http_stream_json(struct mq_http_req *,

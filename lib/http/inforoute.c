@@ -5,6 +5,14 @@
  * --prometheus), written by the same out/ function.  A token sees the
  * topics it has a scope on; creating a topic is an admin's, creating a
  * group its consumer's (as mq-sub does), /metrics the spool admin's.
+ *
+ * A group's settings (its filter and match conditions, lease, ...) and
+ * where a message is in it are its consumers' and the topic's admins'
+ * to see: a filter may say what a consumer looks for.  The list of a
+ * topic's groups holds those the token may see; any other group is 403,
+ * there or not; a message's place lists those groups only.  The topic's
+ * information still names every group with its counts, as mq-topic info
+ * does.
  */
 #include <fnmatch.h>
 #include <stdio.h>
@@ -155,7 +163,8 @@ write_groups(struct mq_http_req *r, FILE *fp, void *arg)
 	int rc = infos ? 0 : mq_err_sys("calloc");
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		if (refs[i].wildcard || strcmp(refs[i].topic, c->topic) ||
-		    (c->group && strcmp(refs[i].group, c->group)))
+		    (c->group && strcmp(refs[i].group, c->group)) ||
+		    !mq_http_allowed_group(r->grant, c->topic, refs[i].group))
 			continue;
 		if (mq_group_info(r->sp, c->topic, refs[i].group,
 		    &infos[shown]) == 0)
@@ -188,7 +197,7 @@ int
 mq_http_group(struct mq_http_req *r, const char *topic, const char *group)
 {
 	struct groups_ctx c = { topic, group };
-	if (!visible(r, topic))
+	if (!mq_http_permit_group(r, topic, group))
 		return 0;
 	return mq_http_stream_json(r, write_groups, &c);
 }
@@ -265,10 +274,24 @@ write_where(struct mq_http_req *r, FILE *fp, void *arg)
 {
 	struct where_ctx *c = arg;
 	struct mq_msg_where *w;
-	size_t n;
+	size_t n, shown = 1;
 	if (mq_msg_locate(r->sp, c->topic, c->id, &w, &n) < 0)
 		return -1;
-	int rc = mq_msg_where_write_json(c->id, w, n, fp);
+	/* The groups the token may see, after the first place without its
+	 * group: where the message is in the topic. */
+	struct mq_msg_where *keep = calloc(n + 1, sizeof *keep);
+	int rc = keep ? 0 : mq_err_sys("calloc");
+	if (keep && n) {
+		keep[0] = w[0];
+		keep[0].group = NULL;
+	}
+	for (size_t i = 0; keep && i < n; i++)
+		if (w[i].group && mq_http_allowed_group(r->grant, c->topic,
+		    w[i].group))
+			keep[shown++] = w[i];
+	if (rc == 0)
+		rc = mq_msg_where_write_json(c->id, keep, n ? shown : 0, fp);
+	free(keep);
 	mq_msg_where_free(w, n);
 	return rc;
 }

@@ -1,11 +1,13 @@
 /*
  * respond.c: what every route uses: the request's arguments and headers,
  * answers (JSON, errors, the library's error as an HTTP status), the
- * token's permission, CORS headers, whether the client or the server is
- * going.  Below the routes; server.c, which calls the routes, is above
- * them.
+ * token's permission and rate, CORS headers, whether the client or the
+ * server is going.  Below the routes; server.c, which calls the routes,
+ * is above them.
  */
+#include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -180,6 +182,49 @@ mq_http_permit(struct mq_http_req *r, int perm, const char *topic,
 	    MQ_HTTP_CONSUME ? "consume" : "admin", topic ? topic : "the spool",
 	    group ? "/" : "", group ? group : "");
 	return false;
+}
+
+bool
+mq_http_permit_group(struct mq_http_req *r, const char *topic,
+    const char *group)
+{
+	return mq_http_allowed_group(r->grant, topic, group) ||
+	    mq_http_permit(r, MQ_HTTP_CONSUME, topic, group);
+}
+
+int
+mq_http_rate_take(struct mq_http_server *srv, const char *who)
+{
+	double rate = srv->conf->rate, now = mq_mono();
+	if (rate <= 0)
+		return 0;
+	pthread_mutex_lock(&srv->lock);
+	struct mq_http_bucket *b = NULL;
+	for (size_t i = 0; i < srv->nb && !b; i++)
+		if (!strcmp(srv->b[i].who, who))
+			b = &srv->b[i];
+	if (!b) {
+		/* The bucket of the longest idle token makes room. */
+		if (srv->nb == 1024) {
+			b = &srv->b[0];
+			for (size_t i = 1; i < srv->nb; i++)
+				if (srv->b[i].at < b->at)
+					b = &srv->b[i];
+		} else {
+			b = &srv->b[srv->nb++];
+		}
+		snprintf(b->who, sizeof b->who, "%s", who);
+		b->level = rate;
+		b->at = now;
+	}
+	b->level = fmin(rate, b->level + (now - b->at) * rate);
+	b->at = now;
+	bool ok = b->level >= 1;
+	if (ok)
+		b->level -= 1;
+	pthread_mutex_unlock(&srv->lock);
+	return ok ? 0 : mq_err(EX_TEMPFAIL, "more than %g requests a second",
+	    rate);
 }
 
 int

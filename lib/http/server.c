@@ -12,7 +12,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -73,41 +72,6 @@ preflight(struct mq_http_req *r)
 	return ok == MHD_YES ? 0 : -1;
 }
 
-/* Whether the token's bucket has a request left: else 429. */
-static bool
-rate_ok(struct mq_http_server *srv, const char *who)
-{
-	double rate = srv->conf->rate, now = mq_mono();
-	if (rate <= 0)
-		return true;
-	pthread_mutex_lock(&srv->lock);
-	struct mq_http_bucket *b = NULL;
-	for (size_t i = 0; i < srv->nb && !b; i++)
-		if (!strcmp(srv->b[i].who, who))
-			b = &srv->b[i];
-	if (!b) {
-		/* The bucket of the longest idle token makes room. */
-		if (srv->nb == 1024) {
-			b = &srv->b[0];
-			for (size_t i = 1; i < srv->nb; i++)
-				if (srv->b[i].at < b->at)
-					b = &srv->b[i];
-		} else {
-			b = &srv->b[srv->nb++];
-		}
-		snprintf(b->who, sizeof b->who, "%s", who);
-		b->level = rate;
-		b->at = now;
-	}
-	b->level = fmin(rate, b->level + (now - b->at) * rate);
-	b->at = now;
-	bool ok = b->level >= 1;
-	if (ok)
-		b->level -= 1;
-	pthread_mutex_unlock(&srv->lock);
-	return ok;
-}
-
 static mq_spool *
 conn_spool(struct mq_http_server *srv, struct MHD_Connection *conn)
 {
@@ -166,9 +130,9 @@ start(struct mq_http_req *r)
 	for (char *p = r->who; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
-	if (!rate_ok(r->srv, r->who))
-		return mq_http_error(r, MHD_HTTP_TOO_MANY_REQUESTS, "more than %g "
-		    "requests a second", r->srv->conf->rate);
+	if (mq_http_rate_take(r->srv, r->who) < 0)
+		return mq_http_error(r, MHD_HTTP_TOO_MANY_REQUESTS, "%s",
+		    mq_errmsg());
 	return 1;
 }
 

@@ -10,7 +10,13 @@
  * libmicrohttpd's content callback, called in the connection's thread,
  * where it may block; it has a spool handle of its own, since it
  * outlives the request's.
+ *
+ * A stream lasts no longer than its token: once the token's "exp" (and
+ * the leeway) has passed, it ends with an event "error" saying "token
+ * expired", looked at between the slices of its waits and before each
+ * message goes out (one claimed as the token ran out is given back).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +33,7 @@ struct sse {
 	mq_spool *sp;
 	struct MHD_Connection *conn;
 	int stop_fd;
+	double until;                   /* when its token ends */
 	char *out;                      /* what is to be written, from pos */
 	size_t len, pos;
 	bool ended;
@@ -42,6 +49,13 @@ sse_free(void *arg)
 	free(e);
 }
 
+/* Whether the token has run out: the error then says so. */
+static bool
+expired(const struct sse *e)
+{
+	return mq_now() >= e->until && mq_err(EX_NOPERM, "token expired") < 0;
+}
+
 /* The next thing to write: an event, a comment, or the end. */
 static int
 next_chunk(struct sse *e)
@@ -50,11 +64,20 @@ next_chunk(struct sse *e)
 	struct mq_msg *m = NULL;
 	int rc = 0;
 	/* In slices: a client gone is noticed before anything is claimed
-	 * for it. */
+	 * for it, and a slice ends when the token does. */
 	while (rc == 0 && mq_mono() < until) {
 		if (mq_http_stopped(e->stop_fd) || mq_http_client_gone(e->conn))
 			return -1;
-		rc = mq_http_stream_next(&e->st, MQ_HTTP_SLICE, &m);
+		if (expired(e)) {
+			rc = -1;
+			break;
+		}
+		rc = mq_http_stream_next(&e->st, fmax(0, fmin(MQ_HTTP_SLICE,
+		    e->until - mq_now())), &m);
+	}
+	if (rc == 1 && expired(e)) {
+		mq_msg_free(m);         /* held: given back when it closes */
+		rc = -1;
 	}
 	free(e->out);
 	e->out = NULL;
@@ -106,6 +129,7 @@ mq_http_events(struct mq_http_req *r, const char *topic, const char *group)
 	if (!e)
 		return mq_http_error(r, 500, "out of memory");
 	e->stop_fd = r->stop_fd;
+	e->until = mq_http_grant_until(r->grant);
 	e->conn = r->conn;
 	/* A first comment: the client sees the stream open at once, and
 	 * reconnects a second after it ends. */

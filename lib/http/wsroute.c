@@ -12,9 +12,17 @@
  * subscription's waits end when the client sends (the socket is their
  * wake fd), so its frames are answered at once; they end each second as
  * well, to see whether the server is stopping.
+ *
+ * The session holds the grant of the token it was opened with, and no
+ * longer than that token: once its "exp" (and the leeway) has passed, the
+ * session is closed with 1008 and the reason "token expired", when a
+ * frame comes and, while it is idle, by its waits, which end then at the
+ * latest.  Each request counts against the token's --rate as an HTTP
+ * request does; one over it is answered 429 and not done.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -43,6 +51,8 @@ struct ws {
 	char *spool;
 	mq_spool *sp;
 	struct mq_http_grant *grant;
+	char who[128];                  /* its subject, as its bucket's */
+	double until;                   /* when the grant ends */
 	struct mq_http_stream st;
 	mq_pub *pub;                    /* the last topic published to */
 	char pub_topic[MQ_NAME_MAX + 1];
@@ -79,13 +89,27 @@ send_frame(struct ws *w, int op, const void *data, size_t len)
 	return mq_write_all(w->fd, v, 2);
 }
 
+/* A close frame: its code and, if given, a reason (at most 123 bytes,
+ * as a control frame's payload is at most 125). */
 static int
-send_close(struct ws *w, int code)
+send_close(struct ws *w, int code, const char *reason)
 {
-	unsigned char c[2] = { (unsigned char)(code >> 8),
+	unsigned char c[125] = { (unsigned char)(code >> 8),
 	    (unsigned char)code };
+	size_t n = reason ? strnlen(reason, sizeof c - 2) : 0;
+	memcpy(c + 2, reason ? reason : "", n);
 	w->closing = true;
-	return send_frame(w, MQ_WS_CLOSE, c, 2);
+	return send_frame(w, MQ_WS_CLOSE, c, 2 + n);
+}
+
+/* Whether the token has run out: the session is then closed. */
+static bool
+expired(struct ws *w)
+{
+	if (mq_now() < w->until)
+		return false;
+	send_close(w, 1008, "token expired");
+	return true;
 }
 
 /* o as a text frame (o is taken). */
@@ -227,14 +251,14 @@ request(struct ws *w, const char *text, size_t len)
 {
 	json_error_t e;
 	json_t *req = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
-	if (!req || !json_is_object(req)) {
-		json_decref(req);
-		return send_error(w, NULL, MHD_HTTP_BAD_REQUEST, "a request is a "
-		    "JSON object with an \"op\"");
-	}
 	json_t *id = json_object_get(req, "id");
 	const char *op = str(req, "op");
-	int rc = !op ? send_error(w, id, MHD_HTTP_BAD_REQUEST, "no \"op\"") :
+	/* Every message counts against the rate, a bad one too. */
+	int rc = mq_http_rate_take(w->srv, w->who) < 0 ? send_error(w, id,
+	    MHD_HTTP_TOO_MANY_REQUESTS, mq_errmsg()) :
+	    !json_is_object(req) ? send_error(w, NULL, MHD_HTTP_BAD_REQUEST,
+	    "a request is a JSON object with an \"op\"") :
+	    !op ? send_error(w, id, MHD_HTTP_BAD_REQUEST, "no \"op\"") :
 	    !strcmp(op, "publish") ? op_publish(w, req, id) :
 	    !strcmp(op, "subscribe") ? op_subscribe(w, req, id) :
 	    !strcmp(op, "ack") || !strcmp(op, "nack") || !strcmp(op, "extend") ?
@@ -259,12 +283,12 @@ frame(struct ws *w, const struct mq_ws_frame *f)
 			    2);
 		return -1;
 	case MQ_WS_BINARY:
-		send_close(w, 1003);    /* the requests are text */
+		send_close(w, 1003, NULL);      /* the requests are text */
 		return -1;
 	}
 	if ((f->opcode == MQ_WS_CONT) != w->in_msg || w->msglen + f->len >
 	    w->max) {
-		send_close(w, w->msglen + f->len > w->max ? 1009 : 1002);
+		send_close(w, w->msglen + f->len > w->max ? 1009 : 1002, NULL);
 		return -1;
 	}
 	char *m = realloc(w->msg, w->msglen + f->len + 1);
@@ -298,12 +322,12 @@ read_frames(struct ws *w)
 		ssize_t took = mq_ws_parse(w->in, w->inlen, w->max, &f,
 		    &close_code);
 		if (took < 0) {
-			send_close(w, close_code);
+			send_close(w, close_code, NULL);
 			return -1;
 		}
 		if (took == 0)
 			return 0;
-		int rc = frame(w, &f);
+		int rc = expired(w) ? -1 : frame(w, &f);
 		memmove(w->in, w->in + took, w->inlen - (size_t)took);
 		w->inlen -= (size_t)took;
 		if (rc < 0)
@@ -343,22 +367,31 @@ session(void *arg)
 	setsockopt(w->fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
 	fcntl(w->fd, F_SETFL, fcntl(w->fd, F_GETFL) & ~O_NONBLOCK);
 	if (!(w->sp = mq_spool_open(w->spool, 0)))
-		send_close(w, 1011);
+		send_close(w, 1011, NULL);
 	while (w->sp && !w->closing) {
 		if (mq_http_stopped(w->stop_fd)) {
-			send_close(w, 1001);
+			send_close(w, 1001, NULL);
 			break;
 		}
+		if (expired(w))
+			break;
 		if (w->inlen && read_frames(w) < 0)   /* what came with the upgrade */
 			break;
 		struct mq_msg *m;
 		struct pollfd p[2] = { { .fd = w->fd, .events = POLLIN },
 		    { .fd = w->stop_fd, .events = POLLIN } };
+		/* A second, or until the token ends if that is sooner. */
+		double wait = fmax(0, fmin(1.0, w->until - mq_now()));
 		int got = 0;
 		if (w->subscribed)
-			got = mq_http_stream_next(&w->st, 1.0, &m);
+			got = mq_http_stream_next(&w->st, wait, &m);
 		else
-			poll(p, 2, 1000);
+			poll(p, 2, (int)ceil(wait * 1000));
+		/* One claimed as the token ran out is given back, not sent. */
+		if (got == 1 && expired(w)) {
+			mq_msg_free(m);
+			break;
+		}
 		if (got == 1 && deliver(w, m) < 0)
 			break;
 		if (got < 0 && send_failed(w, NULL) < 0)
@@ -447,7 +480,9 @@ mq_http_websocket(struct mq_http_req *r)
 	w->stop_fd = r->stop_fd;
 	w->fd = -1;
 	w->grant = r->grant;            /* the session's from now on */
+	w->until = mq_http_grant_until(r->grant);
 	r->grant = NULL;
+	snprintf(w->who, sizeof w->who, "%s", r->who);
 	struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade,
 	    w);
 	if (!resp) {

@@ -185,6 +185,8 @@ ALL='publish:* consume:* admin:*'
 	run api GET /v1/topics/a/groups/g
 	status_is 200
 	run api GET /v1/topics/a/groups/nog
+	status_is 403
+	TOKEN=$(token 'consume:a') run api GET /v1/topics/a/groups/nog
 	status_is 404
 	run api PUT /v1/topics/c -d '{"partitions": 3}'
 	status_is 403
@@ -316,6 +318,75 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 	assert_output b
 	run api GET "/v1/topics/t/groups/g/dead/$d"
 	status_is 404
+}
+
+@test "mq-http redrive into another topic takes publish there: a sandbox token cannot move its dead letter into payments (issue 26)" {
+	kill_two sandbox g
+	mkgroup payments p
+	http_start
+	local sandbox='publish:sandbox consume:sandbox admin:sandbox'
+	TOKEN=$(token "$sandbox")
+	run api POST /v1/topics/payments/messages -d forged
+	status_is 403
+	local snap
+	snap=$(spool_snapshot)
+	run api POST /v1/topics/sandbox/groups/g/dead/redrive -d '{"to_topic": "payments"}'
+	status_is 403
+	assert_equal "$(jq -r .error <<<"$BODY")" "the token does not allow publish on payments"
+	assert_equal "$(spool_snapshot)" "$snap"
+	assert_equal "$(count_new payments p)" 0
+	# Admin of payments is not publish there either.
+	TOKEN=$(token "$sandbox admin:payments") run api POST /v1/topics/sandbox/groups/g/dead/redrive -d '{"to_topic": "payments"}'
+	status_is 403
+	# Into its own topic, to_topic named, it is a publish there too.
+	TOKEN=$(token 'admin:sandbox') run api POST /v1/topics/sandbox/groups/g/dead/redrive -d '{"to_topic": "sandbox"}'
+	status_is 403
+	TOKEN=$(token "$sandbox publish:payments") run api POST /v1/topics/sandbox/groups/g/dead/redrive -d '{"to_topic": "payments", "max": 1}'
+	status_is 200
+	assert_equal "$BODY" '{"redriven":1}'
+	assert_equal "$(mq-sub -g p payments)" b
+	# Back into the group itself: admin of the topic, as before.
+	TOKEN=$(token 'admin:sandbox') run api POST /v1/topics/sandbox/groups/g/dead/redrive -d '{}'
+	status_is 200
+	assert_equal "$BODY" '{"redriven":1}'
+}
+
+@test "mq-http: a group's settings are its consumers' and the topic's admins': the list shows those groups only, another group is 403, a message's place names them only (issue 26)" {
+	mq-group create --filter '.body | test("vip")' --match 'X-Tier=gold*' a mine >/dev/null
+	mq-group create --filter '.body | test("secret-plan")' a theirs >/dev/null
+	local id
+	id=$(mq-pub a hello)
+	http_start
+	TOKEN=$(token 'consume:a/mine')
+	run api GET /v1/topics/a/groups
+	status_is 200
+	assert_equal "$(jq -c '[.[] | [.group, .filter, .match]]' <<<"$BODY")" '[["mine",".body | test(\"vip\")",["X-Tier=gold*"]]]'
+	run api GET /v1/topics/a/groups/mine
+	status_is 200
+	run api GET /v1/topics/a/groups/theirs
+	status_is 403
+	[[ $BODY != *secret-plan* ]] || fail "$BODY"
+	run api GET /v1/topics/a/groups/nosuch
+	status_is 403
+	run api GET "/v1/topics/a/messages/$id"
+	status_is 200
+	assert_equal "$(jq -c '[.topic, [.groups[].group]]' <<<"$BODY")" '["a",["mine"]]'
+	# A publisher sees where its message went in the topic, no group.
+	TOKEN=$(token 'publish:a') run api GET /v1/topics/a/groups
+	status_is 200
+	assert_equal "$(jq -c . <<<"$BODY")" '[]'
+	TOKEN=$(token 'publish:a') run api GET "/v1/topics/a/messages/$id"
+	status_is 200
+	assert_equal "$(jq -c '[.topic, .partition, .groups]' <<<"$BODY")" '["a",0,[]]'
+	# The topic's admin, and a consumer of every group, see them all.
+	for scope in 'admin:a' 'consume:a'; do
+		TOKEN=$(token "$scope") run api GET /v1/topics/a/groups
+		status_is 200
+		assert_equal "$(jq -r '[.[].group] | sort | join(",")' <<<"$BODY")" mine,theirs
+		TOKEN=$(token "$scope") run api GET /v1/topics/a/groups/theirs
+		status_is 200
+		assert_equal "$(jq -r '.[0].filter' <<<"$BODY")" '.body | test("secret-plan")'
+	done
 }
 
 # rs_token KEY ALG SCOPE [CLAIMS-JSON] [HEADERS-JSON]: a token signed with

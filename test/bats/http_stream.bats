@@ -17,7 +17,8 @@ ws() {
 	http_start
 	TOKEN=$(token 'consume:t/g')
 	(sleep 0.5; mq-pub -q t three) &
-	run --separate-stderr "$PY" "$CLIENTS" sse "$URL/v1/topics/t/groups/g/events" "$TOKEN" 3
+	# The acks go late, as on a loaded machine, while the stream is open.
+	ACK_DELAY=0.5 run --separate-stderr "$PY" "$CLIENTS" sse "$URL/v1/topics/t/groups/g/events" "$TOKEN" 3
 	assert_success
 	assert_output $'one\ntwo\nthree\nacked 200 3'
 	assert_equal "$(count_new t g)" 0
@@ -109,6 +110,71 @@ cur_is() { [[ $(count_cur t g) == "$1" ]]; }
 	assert_equal "$(cat "$TD/ws.out")" $'subscribed s\nmessage held\nclosed by the server 1001'
 	wait_for cur_is 0
 	assert_equal "$(count_new t g)" 1
+}
+
+# A token for SCOPE that expires in 3 seconds; EXP is when.  (The server
+# runs with --leeway 0: the token holds until EXP exactly.)
+short_token() {
+	EXP=$(( $(date +%s) + 3 ))
+	TOKEN=$(token "$1" "{\"exp\": $EXP}")
+}
+
+# ended_by_exp: now is no later than a couple of seconds after EXP.
+ended_by_exp() {
+	(( $(date +%s) <= EXP + 2 )) || fail "ended at $(date +%s), the token expired at $EXP"
+}
+
+@test "WebSocket: a session ends when its token expires, subscribed or idle: close 1008 \"token expired\"; what it held is given back (issue 26)" {
+	mkgroup t g
+	mq-pub -q t held
+	http_start --leeway 0
+	short_token 'publish:t consume:t/g'
+	run --separate-stderr ws '[
+	    {"send": {"op": "subscribe", "id": "s", "topic": "t", "group": "g", "lease": "1h"}},
+	    {"recv": 2}, {"recv": 1}]'
+	assert_success
+	assert_output $'subscribed s\nmessage held\nclosed by the server 1008 token expired'
+	ended_by_exp
+	wait_for cur_is 0
+	assert_equal "$(count_new t g)" 1
+	short_token 'publish:t'
+	run --separate-stderr ws '[
+	    {"send": {"op": "publish", "id": "p", "topic": "t", "message": {"body": "b"}}},
+	    {"recv": 1}, {"recv": 1}]'
+	assert_success
+	assert_output $'published p 1\nclosed by the server 1008 token expired'
+	ended_by_exp
+}
+
+@test "SSE: a stream ends when its token expires, with an event saying so; what it held is given back (issue 26)" {
+	mkgroup t g
+	mq-pub -q t held
+	http_start --leeway 0
+	short_token 'consume:t/g'
+	run --separate-stderr timeout 10 curl -sN "$URL/v1/topics/t/groups/g/events?lease=1h&access_token=$TOKEN"
+	assert_success
+	ended_by_exp
+	assert_equal "$(grep -c '^event: message' <<<"$output")" 1
+	assert_equal "$(tail -2 <<<"$output")" $'event: error\ndata: {"error":"token expired"}'
+	wait_for cur_is 0
+	assert_equal "$(count_new t g)" 1
+}
+
+@test "WebSocket: --rate counts each request; one over it is answered 429 with its id, and not done (issue 26)" {
+	mq-topic create t >/dev/null
+	http_start --rate 1
+	TOKEN=$(token 'publish:t')
+	local n script='['
+	for n in 1 2 3 4 5 6 7 8; do
+		script+="{\"send\": {\"op\": \"publish\", \"id\": \"p$n\", \"topic\": \"t\", \"message\": {\"body\": \"m$n\"}}},"
+	done
+	run --separate-stderr ws "$script"'{"recv": 8}, {"close": true}]'
+	assert_success
+	local refused
+	refused=$(grep -c '^error p[1-8] 429$' <<<"$output")
+	(( refused >= 4 )) || fail "$refused refused: $output"
+	assert_equal "$(grep -c '^published p[1-8] 1$' <<<"$output")" $(( 8 - refused ))
+	assert_equal "$(count_log t)" $(( 8 - refused ))
 }
 
 @test "a real browser (headless Chromium): a page of another origin publishes with fetch, follows a group with EventSource and another over a WebSocket, acks, and shows the messages" {

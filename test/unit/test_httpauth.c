@@ -6,6 +6,12 @@
  * refused (an RS256 key's PEM as an HS256 secret, "none", a curve not the
  * alg's), the claims checked, the scopes' grants, the Authorization
  * header's forms, and the configurations refused.  The clock is NOW.
+ *
+ * test_scope_property: random scopes (seeded: MQ_TEST_SEED, else a fixed
+ * seed, printed) asked about random topics and groups, each answer
+ * compared with a model of what the scope's items allow, built from the
+ * items as they were made (not parsed back) with a glob matcher of its
+ * own.
  */
 #include <jwt.h>
 #include <openssl/bio.h>
@@ -13,6 +19,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <sodium.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -533,6 +540,212 @@ test_scopes(const struct keys *k)
 	mq_http_auth_free(a);
 }
 
+/* ---- the model of test_scope_property ---- */
+
+static uint64_t rng;
+
+static unsigned
+pick(unsigned n)
+{
+	rng ^= rng << 13;                       /* xorshift64 */
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (unsigned)(rng % n);
+}
+
+/* fnmatch(3) without flags for patterns of literals, '*' and '?'. */
+static bool
+glob(const char *p, const char *s)
+{
+	if (!*p)
+		return !*s;
+	if (*p == '*')
+		return glob(p + 1, s) || (*s && glob(p, s + 1));
+	return *s && (*p == '?' || *p == *s) && glob(p + 1, s + 1);
+}
+
+static const char *const topics[] = { "a", "b", "ab", "a.b", "payments",
+    "x.y.z" };
+static const char *const groups[] = { "g", "h", "g1", "gg" };
+#define NTOPICS (sizeof topics / sizeof *topics)
+#define NGROUPS (sizeof groups / sizeof *groups)
+
+/* A pattern: a name, a glob of the usual kinds, or random characters of
+ * names and globs. */
+static void
+pattern(char *out, size_t size, const char *const *names, size_t n)
+{
+	static const char *const globs[] = { "*", "?", "a*", "*b", "a.*",
+	    "g?", "*.*", "?*", "" };
+	static const char chars[] = "abgh1.*?";
+	switch (pick(3)) {
+	case 0:
+		snprintf(out, size, "%s", names[pick((unsigned)n)]);
+		break;
+	case 1:
+		snprintf(out, size, "%s", globs[pick(sizeof globs /
+		    sizeof *globs)]);
+		break;
+	default: {
+		size_t len = 1 + pick(4);
+		for (size_t i = 0; i < len && i + 1 < size; i++)
+			out[i] = chars[pick(sizeof chars - 1)];
+		out[len < size ? len : size - 1] = 0;
+	}
+	}
+}
+
+struct model_item {
+	int perm;                               /* 0: an item not ours */
+	char topic[16], group[16];
+	bool has_group;
+};
+
+/* What the model says an item allows: perm on topic (NULL: the spool)
+ * and group (NULL: every group). */
+static bool
+item_allows(const struct model_item *it, int perm, const char *topic,
+    const char *group)
+{
+	if (!it->perm || (perm && it->perm != perm))
+		return false;
+	if (topic ? !glob(it->topic, topic) : strcmp(it->topic, "*"))
+		return false;
+	if (!it->has_group || !perm)
+		return true;
+	return group ? glob(it->group, group) : !strcmp(it->group, "*");
+}
+
+static bool
+model_allowed(const struct model_item *v, size_t n, int perm,
+    const char *topic, const char *group)
+{
+	for (size_t i = 0; i < n; i++)
+		if (item_allows(&v[i], perm, topic, group))
+			return true;
+	return false;
+}
+
+/* A random item, written as the scope says it into out. */
+static void
+item_make(struct model_item *it, char *out, size_t size)
+{
+	static const struct { const char *prefix; int perm; } kinds[] = {
+		{ "publish:", MQ_HTTP_PUBLISH }, { "consume:", MQ_HTTP_CONSUME },
+		{ "admin:", MQ_HTTP_ADMIN }, { "read:", 0 }, { "Publish:", 0 },
+		{ "publish", 0 }, { "consume-", 0 },
+	};
+	unsigned k = pick(sizeof kinds / sizeof *kinds);
+	memset(it, 0, sizeof *it);
+	pattern(it->topic, sizeof it->topic, topics, NTOPICS);
+	it->perm = kinds[k].perm;
+	/* Only a consume item names groups; another keeps "/..." in its
+	 * topic, which no topic name matches. */
+	bool slash = pick(3) == 0;
+	char grp[16] = "";
+	if (slash)
+		pattern(grp, sizeof grp, groups, NGROUPS);
+	if (slash && it->perm == MQ_HTTP_CONSUME) {
+		it->has_group = true;
+		snprintf(it->group, sizeof it->group, "%s", grp);
+	} else if (slash) {
+		size_t l = strlen(it->topic);
+		snprintf(it->topic + l, sizeof it->topic - l, "/%s", grp);
+	}
+	if (!it->perm)
+		it->topic[0] = 0;
+	snprintf(out, size, "%s%s%s%s", kinds[k].prefix, it->perm ?
+	    it->topic : "a", it->has_group ? "/" : "", it->group);
+	/* The model of an item not ours allows nothing at all. */
+}
+
+static void
+test_scope_property(const struct keys *k)
+{
+	const char *seed = getenv("MQ_TEST_SEED");
+	rng = seed ? strtoull(seed, NULL, 10) : 20260126;
+	if (!rng)
+		rng = 1;
+	printf("# seed %llu (MQ_TEST_SEED)\n", (unsigned long long)rng);
+	struct mq_http_auth *a = auth(k->secret, NULL, NULL, NULL, NULL, 0);
+	if (!a)
+		exit(1);
+	static const int perms[] = { MQ_HTTP_PUBLISH, MQ_HTTP_CONSUME,
+	    MQ_HTTP_ADMIN };
+	size_t scopes = 0, asked = 0, wrong = 0;
+	for (; scopes < 3000; scopes++) {
+		struct model_item v[5];
+		size_t n = pick(6);
+		bool array = pick(2);
+		char scope[512] = "", one[64], *claims, *tok;
+		size_t at = 0;
+		for (size_t i = 0; i < n; i++) {
+			item_make(&v[i], one, sizeof one);
+			at += (size_t)snprintf(scope + at, sizeof scope - at, array ?
+			    "%s\"%s\"" : "%s%s", i == 0 ? "" : array ? "," :
+			    pick(2) ? " " : "  ", one);
+		}
+		if (asprintf(&claims, array ? "{" EXP ",\"scope\":[%s]}" :
+		    "{" EXP ",\"scope\":\" %s\"}", scope) < 0)
+			exit(1);
+		tok = hs(claims);
+		struct mq_http_grant *g = NULL;
+		if (check(a, tok, NOW, &g) < 0) {
+			printf("# %s: %s\n", claims, mq_errmsg());
+			exit(1);
+		}
+		for (int q = 0; q < 20; q++, asked++) {
+			int perm = perms[pick(3)];
+			const char *topic = pick(8) ? topics[pick(NTOPICS)] : NULL,
+			    *group = pick(4) ? groups[pick(NGROUPS)] : NULL;
+			bool want = model_allowed(v, n, perm, topic, group),
+			    got = mq_http_allowed(g, perm, topic, group);
+			bool want_any = topic && model_allowed(v, n, 0, topic, NULL),
+			    got_any = topic && mq_http_allowed_any(g, topic);
+			bool want_group = topic && group && (model_allowed(v, n,
+			    MQ_HTTP_CONSUME, topic, group) || model_allowed(v, n,
+			    MQ_HTTP_ADMIN, topic, NULL)),
+			    got_group = topic && group &&
+			    mq_http_allowed_group(g, topic, group);
+			if (want != got || want_any != got_any ||
+			    want_group != got_group) {
+				if (wrong++ < 5)
+					printf("# scope %s: perm %d on %s/%s: allowed %d "
+					    "(model %d), any %d (%d), group %d (%d)\n",
+					    scope, perm, topic ? topic : "(spool)",
+					    group ? group : "(any)", got, want, got_any,
+					    want_any, got_group, want_group);
+			}
+		}
+		mq_http_grant_free(g);
+		free(tok);
+		free(claims);
+	}
+	ok(wrong == 0, "%zu random scopes, %zu questions each of allowed, "
+	    "allowed_any and allowed_group: as the model says (%zu differ)",
+	    scopes, asked, wrong);
+	mq_http_auth_free(a);
+}
+
+static void
+test_until(const struct keys *k)
+{
+	struct mq_http_auth *a = auth(k->secret, NULL, NULL, NULL, NULL, 0),
+	    *l = auth(k->secret, NULL, NULL, NULL, NULL, 30);
+	struct mq_http_grant *g = NULL, *gl = NULL;
+	char *t1 = hs("{" EXP "}"), *t2 = hs("{" EXP "}");
+	ok(a && l && check(a, t1, NOW, &g) == 0 && check(l, t2, NOW, &gl) == 0 &&
+	    mq_http_grant_until(g) == 1700000600.0 &&
+	    mq_http_grant_until(gl) == 1700000630.0,
+	    "a grant holds until exp, and the leeway after it");
+	free(t1);
+	free(t2);
+	mq_http_grant_free(g);
+	mq_http_grant_free(gl);
+	mq_http_auth_free(a);
+	mq_http_auth_free(l);
+}
+
 static void
 test_header(const struct keys *k)
 {
@@ -650,6 +863,8 @@ main(void)
 	test_algs(&k);
 	test_claims(&k);
 	test_scopes(&k);
+	test_scope_property(&k);
+	test_until(&k);
 	test_header(&k);
 	test_conf(&k);
 	keys_free(&k);
