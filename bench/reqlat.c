@@ -49,13 +49,13 @@ report(int64_t *v, size_t n)
 }
 
 static int64_t
-lib_call(mq_spool *sp, mq_pub *p)
+lib_call(mq_spool *sp, const char *topic, mq_pub *p)
 {
 	int64_t t0 = now_ns();
 	struct mq_reply_box box;
 	char id[1][MQ_ID_LEN + 1], *buf;
 	size_t len;
-	if (mq_reply_box_open(sp, 10, &box) < 0)
+	if (mq_reply_box_open(sp, topic, 10, &box) < 0)
 		goto fail;
 	struct mq_header h[2] = { { "Reply-To", box.name },
 	    { "Correlation-Id", box.correlation } };
@@ -111,7 +111,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	for (size_t i = 0; i < warm + n; i++) {
-		int64_t t = cli ? cli_call(cmd) : lib_call(sp, p);
+		int64_t t = cli ? cli_call(cmd) : lib_call(sp, argv[3], p);
 		if (i >= warm)
 			v[i - warm] = t;
 	}

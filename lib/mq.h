@@ -772,7 +772,12 @@ struct mq_reply {
 	size_t len;
 };
 bool mq_is_reply_box(const char *name);
-int mq_reply_box_open(mq_spool *, double timeout, struct mq_reply_box *);
+/* The box is writable by its caller and by those who may consume topic
+ * (which exists), no one else; a reply in it whose Correlation-Id is not
+ * the box's is refused: removed, counted as a line in replies/.refused,
+ * and waited past. */
+int mq_reply_box_open(mq_spool *, const char *topic, double timeout,
+    struct mq_reply_box *);
 /* 1 with the reply file's bytes (the caller frees them), 0 when none came
  * within timeout seconds. */
 int mq_reply_wait(struct mq_reply_box *, double timeout, char **buf,

@@ -142,15 +142,15 @@ main(int argc, char *argv[])
 	tool_strict_topic(sp, argv[0], 0);
 	struct mq_reply_box box;
 	char id[1][MQ_ID_LEN + 1];
-	if (mq_reply_box_open(sp, timeout, &box) < 0)
+	/* The topic first: the box is made writable by its consumers. */
+	mq_pub *p = mq_pub_open(sp, argv[0], MQ_CREATE);
+	if (!p || mq_reply_box_open(sp, argv[0], timeout, &box) < 0)
 		tool_fail();
 	h[m.nheaders++] = (struct mq_header){ "Reply-To", box.name };
 	h[m.nheaders++] = (struct mq_header){ "Correlation-Id",
 	    box.correlation };
-	mq_pub *p = mq_pub_open(sp, argv[0], MQ_CREATE);
-	if (p)
-		mq_pub_on_repeat(p, repeat, NULL);
-	if (!p || mq_pub_send(p, &m, 1, MQ_SYNC_NONE, id) != 1) {
+	mq_pub_on_repeat(p, repeat, NULL);
+	if (mq_pub_send(p, &m, 1, MQ_SYNC_NONE, id) != 1) {
 		mq_reply_box_close(&box);
 		tool_fail();
 	}

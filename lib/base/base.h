@@ -81,6 +81,12 @@ struct mq_dir_spec {
 int mq_perm_mkdirs(int dirfd, const char *dir, const struct mq_dir_spec *v,
     size_t n, const struct mq_roles *r);
 struct mq_conf;
+/* Directory dfd, made 0700 by the caller, writable by it and by whoever
+ * may write directory fromfd and by no one else, and what is made in it
+ * readable and writable by those (a reply box, writable by the topic's
+ * consumers: reply.c).  Without ACLs the mode bits alone, with fromfd's
+ * group when the caller may give it. */
+int mq_perm_writers(int dfd, int fromfd, const char *what);
 /* topic.conf's role keys: added to kv, or read from it. */
 int mq_roles_conf_add(struct mq_conf *kv, const struct mq_roles *);
 int mq_roles_conf_get(const struct mq_conf *kv, struct mq_roles *);

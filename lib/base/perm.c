@@ -424,3 +424,91 @@ mq_perm_topic(int dfd, const char *what, const struct mq_perm *p,
 	return chgrp_chmod(dfd, what, p) < 0 ? -1 :
 	    roles_set(dfd, what, r, MQ_DIR_TOPIC, p->mode);
 }
+
+/* Appends "tag:id:rwx," for each named entry of fromfd's ACL that may
+ * write (its rights within the mask): the writers of that directory;
+ * *group says whether its owning group may (with an ACL the mode's group
+ * bits are the mask, not the owning group's rights). */
+static int
+named_writers(int fromfd, char *buf, size_t len, size_t *at, bool *group)
+{
+	acl_t acl = acl_get_fd(fromfd);
+	if (!acl)
+		return errno == EOPNOTSUPP || errno == ENOTSUP ? 0 : -1;
+	acl_entry_t e;
+	acl_tag_t tag;
+	acl_permset_t ps;
+	int mask_w = 1;
+	for (int w = ACL_FIRST_ENTRY; acl_get_entry(acl, w, &e) == 1;
+	    w = ACL_NEXT_ENTRY)
+		if (acl_get_tag_type(e, &tag) == 0 && tag == ACL_MASK &&
+		    acl_get_permset(e, &ps) == 0)
+			mask_w = acl_get_perm(ps, ACL_WRITE) == 1;
+	for (int w = ACL_FIRST_ENTRY; acl_get_entry(acl, w, &e) == 1;
+	    w = ACL_NEXT_ENTRY)
+		if (acl_get_tag_type(e, &tag) == 0 && tag == ACL_GROUP_OBJ &&
+		    acl_get_permset(e, &ps) == 0)
+			*group = mask_w && acl_get_perm(ps, ACL_WRITE) == 1;
+	int rc = 0;
+	for (int w = ACL_FIRST_ENTRY; rc == 0 && mask_w &&
+	    acl_get_entry(acl, w, &e) == 1; w = ACL_NEXT_ENTRY) {
+		if (acl_get_tag_type(e, &tag) < 0 || (tag != ACL_USER &&
+		    tag != ACL_GROUP) || acl_get_permset(e, &ps) < 0 ||
+		    acl_get_perm(ps, ACL_WRITE) != 1)
+			continue;
+		void *q = acl_get_qualifier(e);
+		unsigned long id = !q ? 0 : tag == ACL_USER ?
+		    (unsigned long)*(uid_t *)q : (unsigned long)*(gid_t *)q;
+		int n = q ? snprintf(buf + *at, len - *at, "%s:%lu:rwx,",
+		    tag == ACL_USER ? "u" : "g", id) : -1;
+		acl_free(q);
+		if (n < 0 || (size_t)n >= len - *at)
+			rc = mq_err(EX_SOFTWARE, "too many ACL entries");
+		else
+			*at += (size_t)n;
+	}
+	acl_free(acl);
+	return rc;
+}
+
+int
+mq_perm_writers(int dfd, int fromfd, const char *what)
+{
+	struct stat from, self;
+	if (fstat(fromfd, &from) < 0 || fstat(dfd, &self) < 0)
+		return mq_err_sys("%s", what);
+	/* The group and others get all or nothing: whoever may write
+	 * fromfd, or no one (not even to read what comes in). */
+	char named[2048] = "";
+	size_t at = 0;
+	bool gw = from.st_mode & S_IWGRP;
+	if (named_writers(fromfd, named, sizeof named, &at, &gw) < 0)
+		return mq_err_sys("%s", what);
+	mode_t g = gw ? 7 : 0, o = from.st_mode & S_IWOTH ? 7 : 0;
+	if (g && from.st_gid != self.st_gid &&
+	    fchown(dfd, (uid_t)-1, from.st_gid) < 0)
+		g = 0;
+	if (fchmod(dfd, 0700 | g << 3 | o) < 0)
+		return mq_err_sys("%s: chmod", what);
+	/* What is made inside (the reply, the FIFO) is theirs to read and
+	 * write too, and the maker's, whoever made it. */
+	char access[2200], dflt[2300];
+	const char *gs = g ? "rwx" : "---", *os = o ? "rwx" : "---";
+	snprintf(access, sizeof access, "u::rwx,%sg::%s,m::rwx,o::%s", named,
+	    gs, os);
+	snprintf(dflt, sizeof dflt, "u::rwx,u:%lu:rwx,%sg::%s,m::rwx,o::%s",
+	    (unsigned long)self.st_uid, named, gs, os);
+	acl_t a = acl_from_text(access), d = acl_from_text(dflt);
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", dfd);
+	int rc = !a || !d ? -1 : acl_set_fd(dfd, a) < 0 ? -1 :
+	    acl_set_file(path, ACL_TYPE_DEFAULT, d);
+	int e = errno;
+	acl_free(a);
+	acl_free(d);
+	if (rc < 0 && e != EOPNOTSUPP && e != ENOTSUP) {
+		errno = e;
+		return mq_err_sys("%s: ACL", what);
+	}
+	return 0;
+}

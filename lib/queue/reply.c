@@ -67,8 +67,31 @@ reap(int dfd)
 	mq_names_free(&l);
 }
 
+/* The box: made 0700, then open to the topic's consumers alone, those
+ * who may write its first partition's g/ (mq_perm_writers). */
+static int
+box_make(mq_spool *sp, const char *topic, struct mq_reply_box *b)
+{
+	struct mq_topic t;
+	if (mq_topic_open(sp, topic, &t) < 0)
+		return -1;
+	int gfd = mq_dir_open(t.pfd[0], "g");
+	int rc = gfd < 0 ? -1 : 0;
+	if (rc == 0 && mkdirat(b->dfd, b->name, 0700) < 0)
+		rc = mq_err_sys("reply box %s", b->name);
+	if (rc == 0 && (b->fd = mq_dir_open(b->dfd, b->name)) < 0)
+		rc = -1;
+	if (rc == 0)
+		rc = mq_perm_writers(b->fd, gfd, b->name);
+	if (gfd >= 0)
+		close(gfd);
+	mq_topic_close(&t);
+	return rc;
+}
+
 int
-mq_reply_box_open(mq_spool *sp, double timeout, struct mq_reply_box *b)
+mq_reply_box_open(mq_spool *sp, const char *topic, double timeout,
+    struct mq_reply_box *b)
 {
 	memset(b, 0, sizeof *b);
 	b->fd = b->dfd = b->ifd = b->wfd = -1;
@@ -82,8 +105,7 @@ mq_reply_box_open(mq_spool *sp, double timeout, struct mq_reply_box *b)
 	mq_hex_random(b->correlation, 32);
 	snprintf(b->name, sizeof b->name, "%" PRIu64 ".%s",
 	    (uint64_t)((mq_now() + timeout) * 1000) + 1, rnd);
-	if (mq_mkdir(b->dfd, b->name) < 0 ||
-	    (b->fd = mq_dir_open(b->dfd, b->name)) < 0) {
+	if (box_make(sp, topic, b) < 0) {
 		mq_reply_box_close(b);
 		return -1;
 	}
@@ -106,6 +128,46 @@ mq_reply_box_open(mq_spool *sp, double timeout, struct mq_reply_box *b)
 	return 0;
 }
 
+/* Whether the reply's header says the box's Correlation-Id. */
+static bool
+ours(const struct mq_reply_box *b, const char *buf, size_t len)
+{
+	char line[64];
+	int n = snprintf(line, sizeof line, "Correlation-Id: %s\n",
+	    b->correlation);
+	const char *end = memmem(buf, len, "\n\n", 2);
+	for (const char *l = buf; end && l <= end; ) {
+		if ((size_t)(end + 1 - l) >= (size_t)n && !memcmp(l, line, (size_t)n))
+			return true;
+		const char *nl = memchr(l, '\n', (size_t)(end + 1 - l));
+		if (!nl)
+			break;
+		l = nl + 1;
+	}
+	return false;
+}
+
+/* A reply that is not for this call (a consumer's mistake or malice):
+ * removed unread, and a line in replies/.refused. */
+static int
+refuse(struct mq_reply_box *b)
+{
+	if (mq_unlinkat(b->fd, "reply", 0) < 0 && errno != ENOENT)
+		return mq_err_sys("reply box %s: reply", b->name);
+	char line[128];
+	int n = snprintf(line, sizeof line, "%" PRIu64 " %s\n",
+	    (uint64_t)(mq_now() * 1000), b->name);
+	int fd = mq_file_open(b->dfd, ".refused", O_WRONLY | O_APPEND |
+	    O_CREAT, 0666, NULL);
+	ssize_t w = fd >= 0 ? write(fd, line, (size_t)n) : -1;
+	if (fd >= 0)
+		close(fd);
+	fprintf(stderr, "%s: refused a reply in box %s that is not this "
+	    "call's (Correlation-Id)\n", program_invocation_short_name,
+	    b->name);
+	return w == n ? 0 : mq_err_sys("replies/.refused");
+}
+
 int
 mq_reply_wait(struct mq_reply_box *b, double timeout, char **buf,
     size_t *len)
@@ -113,8 +175,14 @@ mq_reply_wait(struct mq_reply_box *b, double timeout, char **buf,
 	double until = mq_mono() + timeout;
 	for (;;) {
 		int rc = mq_read_at(b->fd, "reply", MQ_REPLY_MAX, buf, len);
-		if (rc == 0)
+		if (rc == 0 && ours(b, *buf, *len))
 			return 1;
+		if (rc == 0) {
+			free(*buf);
+			if (refuse(b) < 0)
+				return -1;
+			continue;
+		}
 		if (mq_errcode() != EX_NOINPUT)
 			return -1;
 		double left = until - mq_mono();

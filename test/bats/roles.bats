@@ -328,3 +328,41 @@ forge() {
 	assert_success
 	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "m1 m2 m3 "
 }
+
+@test "roles: a user of the spool with no role cannot answer another user's mq-req; a reply with another Correlation-Id is refused and counted; the consumer's reply is printed" {
+	mq-topic init --group "${RT}ALL" --mode 2775
+	as adm mq-topic create --mode 2755 --publishers "${RT}PUB" \
+	    --consumers "${RT}CON" --admins "${RT}ADM" t
+	as con mq-group create t srv
+	as pub mq-req -t 60 t hello >"$TD/out" 2>"$TD/err" &
+	local caller=$! f n box corr
+	for n in $(seq 200); do
+		f=$(find "$S/topics/t/p0/log" -type f | head -1)
+		[[ -n $f ]] && break
+		sleep 0.05
+	done
+	[[ -n $f ]] || fail "no request"
+	# mon, in the spool's group, reads the request as anyone may ...
+	box=$(as mon sed -n 's/^Reply-To: //p' "$f")
+	corr=$(as mon sed -n 's/^Correlation-Id: //p' "$f")
+	[[ -n $box && -n $corr ]] || fail "request without Reply-To: $(cat "$f")"
+	# ... but may not write the caller's box.
+	run --separate-stderr as mon sh -c "printf 'Correlation-Id: %s\nIn-Reply-To: x\nMq-Reply-Status: 0\n\nforged' '$corr' >'$S/replies/$box/reply'"
+	assert_failure
+	[[ ! -e $S/replies/$box/reply ]] || fail "mon wrote a reply"
+	# A consumer's reply that names another call is refused, removed
+	# and counted, and the caller goes on waiting.
+	as con sh -c "printf 'Correlation-Id: %032d\nIn-Reply-To: x\nMq-Reply-Status: 0\n\nwrong' 0 >'$S/replies/$box/.t' && mv '$S/replies/$box/.t' '$S/replies/$box/reply' && echo >'$S/replies/$box/wake'"
+	for n in $(seq 200); do
+		[[ -s $S/replies/.refused ]] && break
+		sleep 0.05
+	done
+	assert_equal "$(wc -l <"$S/replies/.refused")" 1
+	grep -q " $box\$" "$S/replies/.refused"
+	run --separate-stderr as con mq-sub -g srv -n 1 -t 10 --exec 'echo real' --reply t
+	assert_success
+	wait "$caller" || fail "mq-req: exit $?: $(cat "$TD/err")"
+	assert_equal "$(cat "$TD/out")" real
+	grep -q "refused a reply" "$TD/err"
+	refute grep -q forged "$TD/out"
+}
