@@ -139,6 +139,11 @@ mq_http_receive(struct mq_http_req *r, const char *topic, const char *group)
 	    !mq_http_duration_arg(r, "wait", r->max_wait, &c.wait) ||
 	    !mq_http_duration_arg(r, "lease", 12 * 3600, &c.lease))
 		return 0;
+	/* A long poll ends with its token, as a stream does. */
+	double left = r->grant ? mq_http_grant_until(r->grant) - mq_now() :
+	    c.wait;
+	if (c.wait > left)
+		c.wait = left > 0 ? left : 0;
 	if (max) {
 		char *e;
 		c.max = strtoul(max, &e, 10);
