@@ -1041,6 +1041,11 @@ struct mq_repl_opts {
 	 * our errors (an ERROR frame) and reports them itself, so a server
 	 * on ssh's standard error need not print them twice. */
 	int *hello_done;
+	/* Set, if not NULL, once the session moved replication on: the
+	 * peer confirmed more (sending) or a batch was applied and made
+	 * durable (receiving), however the session ended.  A retry loop
+	 * starts its backoff again after such a session. */
+	int *advanced;
 	/* mq-replicate demote (a pull): first the peer's vector, then this
 	 * spool's own messages the peer lacks are quarantined and its epoch
 	 * adopted (mq-protocol(5), Demote); *demoted, if not NULL, says so. */

@@ -26,6 +26,7 @@ enum {
 
 #define MAX_SESSIONS 64
 #define HANDSHAKE_TIMEOUT 10.0
+#define RETRY_MAX 30.0
 
 static struct {
 	int force, stdio, inetd, follow, progress, verbose, use_syslog, json;
@@ -134,14 +135,19 @@ serve(mq_spool *sp)
 	return rc;
 }
 
+/* With --follow, the delay before the next session grows with the
+ * sessions in a row that failed without moving anything on (failed):
+ * one that did, on a link that cuts every session, starts it again. */
 static int
 push_pull(mq_spool *sp, const char *dest, enum mq_repl_role role)
 {
-	double delay = opt.retry;
 	struct mq_repl_peer peer = { .address = dest, .rsh = opt.rsh,
 	    .command = opt.remote_command, .spool = opt.remote_spool };
 	struct mq_repl_opts o = repl_opts(opt.follow);
+	unsigned failed = 0;
 	for (;;) {
+		int advanced = 0;
+		o.advanced = &advanced;
 		int rc = mq_repl_connect(sp, &peer, role, &o);
 		if (rc < 0 && (!opt.follow || stop)) {
 			if (opt.use_syslog)
@@ -158,9 +164,11 @@ push_pull(mq_spool *sp, const char *dest, enum mq_repl_role role)
 			    mq_errmsg());
 			log_line(LOG_ERR, msg, NULL);
 		}
+		failed = rc < 0 && !advanced ? failed + 1 : 0;
+		double delay = failed ? mq_backoff(opt.retry, RETRY_MAX, failed) :
+		    opt.retry;
 		for (double t = 0; t < delay && !stop; t += 0.1)
 			usleep(100000);
-		delay = rc < 0 ? (delay * 2 > 30 ? 30 : delay * 2) : opt.retry;
 	}
 }
 

@@ -12,6 +12,11 @@
 
 #define REPL_BATCH_RECORDS 1024
 #define REPL_BATCH_BYTES (4u << 20)
+/* Toward each peer a batch holds at most a number of records, from 1 to
+ * REPL_BATCH_RECORDS, and REPL_BATCH_BYTES / REPL_BATCH_RECORDS bytes for
+ * each: fewer after a session cut with a batch unconfirmed, twice as many
+ * after REPL_BATCH_GROW full batches confirmed in a row (replsend.c). */
+#define REPL_BATCH_GROW 4
 #define REPL_WINDOW 16                  /* batches sent before an answer */
 #define REPL_GROUP 8                    /* batches a receiver syncs at once */
 #define REPL_PING 5.0                   /* seconds between pings when idle */
@@ -58,10 +63,14 @@ bool repl_next_group(const char **g, const char **name, size_t *len);
 int repl_spool_id(mq_spool *, char id[MQ_ID_LEN + 1]);
 int repl_dir(mq_spool *, const char *sub);      /* made when missing */
 
-/* What a sender records of a peer after each confirmation. */
+/* What a sender records of a peer after each confirmation: where it
+ * stands, and the records a batch toward it holds at most. */
 int repl_peer_save(mq_spool *, const char *peer_id, const char *name,
-    const char *address, uint64_t confirmed, int connected);
-int repl_peer_confirmed(mq_spool *, const char *peer_id, uint64_t *pos);
+    const char *address, uint64_t confirmed, unsigned batch, int connected);
+/* What was saved; a peer never saved is at 0, with batches of
+ * REPL_BATCH_RECORDS. */
+int repl_peer_confirmed(mq_spool *, const char *peer_id, uint64_t *pos,
+    unsigned *batch);
 /* replicate/peers/ opened to read, never made: 1 with *dfd, 0 when the
  * spool never sent to a peer, -1 on error. */
 int repl_peers_open(mq_spool *, int *dfd);

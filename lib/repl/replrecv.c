@@ -794,11 +794,14 @@ finish(struct receiver *r)
 	r->jb.len = 0;
 	r->wrote = 0;
 	r->ns = 0;
+	size_t done = r->pending;
 	r->batches += r->pending;
 	r->groups += r->pending > 0;
 	r->pending = 0;
 	if (rc == 0)
 		rc = repl_seen_save(r->sp, &r->seen);
+	if (rc == 0 && done && r->o->advanced)
+		*r->o->advanced = 1;
 	/* What seen covers now, and every peer confirmed, may go. */
 	if (rc == 0)
 		repl_trim_every(r->sp, r->o, &r->trimmed, false);

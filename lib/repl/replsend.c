@@ -8,6 +8,15 @@
  * confirmed only once the peer has them durably, and the confirmed
  * offset is recorded in replicate/peers/<peer>, where mq-pub --replicas
  * looks.  Nothing lists the spool: a reconnect costs what changed.
+ *
+ * A batch is confirmed whole or not at all, so on a link that damages
+ * frames (each one cuts the session) a batch larger than what gets
+ * through between two damaged bytes never does.  The size of a batch
+ * toward a peer is therefore kept with it in peers/<peer>: a session cut
+ * with batches unconfirmed (or a RESEND) halves it for what follows, or
+ * quarters it when the session had nothing confirmed at all, down to one
+ * record; REPL_BATCH_GROW full batches confirmed in a row double it, up
+ * to REPL_BATCH_RECORDS.  What the peer confirmed stays confirmed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +59,12 @@ struct sender {
 	size_t len, cap, nrec;
 	uint64_t start, pos;            /* the batch's range in our journal */
 	unsigned out;                   /* batches not yet answered */
+	uint32_t full;                  /* which of them were full (bit 0:
+					 * the oldest) */
+	unsigned batch;                 /* records a batch holds at most */
+	unsigned grown;                 /* full batches confirmed since */
 	uint64_t confirmed;
+	int advanced;                   /* the peer confirmed more of it */
 	int blocked;                    /* a publish not yet committed */
 	int drained;                    /* every whole line of the journal
 					 * is in a batch sent */
@@ -73,6 +87,40 @@ trim(struct sender *s, bool now)
 	if (passed)
 		s->trim_at = s->confirmed + mq_journal_segment_max();
 	repl_trim_every(s->sp, s->o, &s->trimmed, now || passed);
+}
+
+/* The batch being built holds what a batch toward this peer may. */
+static bool
+batch_full(const struct sender *s)
+{
+	return s->nrec >= s->batch || s->len >= (size_t)s->batch *
+	    (REPL_BATCH_BYTES / REPL_BATCH_RECORDS);
+}
+
+/* A batch did not come through: smaller ones from now on. */
+static void
+shrink(struct sender *s)
+{
+	unsigned was = s->batch;
+	s->batch = s->batch / (s->advanced ? 2 : 4);
+	if (s->batch < 1)
+		s->batch = 1;
+	s->grown = 0;
+	if (s->batch != was)
+		repl_log(s->o, LOG_INFO, "peer %s: a batch did not come "
+		    "through: batches of at most %u records", s->peer_name,
+		    s->batch);
+}
+
+/* A full batch came through. */
+static void
+grow(struct sender *s)
+{
+	if (++s->grown < REPL_BATCH_GROW || s->batch >= REPL_BATCH_RECORDS)
+		return;
+	s->grown = 0;
+	s->batch = s->batch * 2 > REPL_BATCH_RECORDS ? REPL_BATCH_RECORDS :
+	    s->batch * 2;
 }
 
 static int
@@ -549,7 +597,7 @@ fill(struct sender *s)
 {
 	struct mq_jrec rec;
 	int rc = 1;                     /* full before it read anything */
-	while (s->nrec < REPL_BATCH_RECORDS && s->len < REPL_BATCH_BYTES) {
+	while (!batch_full(s)) {
 		if ((rc = mq_jreader_next(&s->r, &rec)) != 1)
 			break;
 		rc = add_record(s, &rec);
@@ -604,9 +652,11 @@ send_batch(struct sender *s)
 		s->len = 0;
 		return 1;
 	}
+	/* Out from now: one cut while it goes is unconfirmed too. */
+	s->full |= (uint32_t)batch_full(s) << s->out;
+	s->out++;
 	if (ship(s, "") < 0)
 		return -1;
-	s->out++;
 	progress(s, 0);
 	return 0;
 }
@@ -656,10 +706,16 @@ answer(struct sender *s)
 	if (answer_parse(buf, len, s->pos, word, &v) < 0)
 		return mq_err(EX_PROTOCOL, "peer: bad answer");
 	s->out--;
+	bool full = s->full & 1;
+	s->full >>= 1;
 	if (!strcmp(word, "OK")) {
+		if (v > s->confirmed)
+			s->advanced = 1;
 		s->confirmed = v;
+		if (full)
+			grow(s);
 		if (repl_peer_save(s->sp, s->peer, s->peer_name,
-		    s->o->address, v, 1) < 0)
+		    s->o->address, v, s->batch, 1) < 0)
 			return -1;
 		trim(s, false);
 		return 0;
@@ -672,6 +728,9 @@ answer(struct sender *s)
 	while (s->out > 0)
 		if (answer(s) < 0)
 			return -1;
+	if (v > s->confirmed)
+		s->advanced = 1;        /* what came before it is applied */
+	shrink(s);
 	s->confirmed = v;
 	s->pos = v;
 	mq_jreader_seek(&s->r, v);
@@ -729,8 +788,7 @@ add_made_up(struct sender *s, char type, const char *fmt, ...)
 		rc = add_record(s, &rec);
 	if (rc == 2)
 		rc = 0;                 /* not committed yet: the journal has it */
-	if (rc == 0 && (s->nrec >= REPL_BATCH_RECORDS ||
-	    s->len >= REPL_BATCH_BYTES))
+	if (rc == 0 && batch_full(s))
 		rc = ship_compare(s);
 	return rc;
 }
@@ -932,7 +990,8 @@ int
 repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
     const struct repl_epoch *ep, const struct mq_repl_opts *o)
 {
-	struct sender s = { .sp = sp, .l = l, .o = o, .ep = ep };
+	struct sender s = { .sp = sp, .l = l, .o = o, .ep = ep,
+	    .batch = REPL_BATCH_RECORDS };
 	s.r.fd = -1;
 	snprintf(s.peer, sizeof s.peer, "%s", peer);
 	snprintf(s.peer_name, sizeof s.peer_name, "%s", peer_name);
@@ -945,7 +1004,7 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		rc = repl_seen_parse(rest, len, &s.seen);
 	uint64_t from = 0;
 	if (rc == 0)
-		rc = repl_peer_confirmed(sp, peer, &from);
+		rc = repl_peer_confirmed(sp, peer, &from, &s.batch);
 	/* A peer that has less of ours than it confirmed lost its state
 	 * (restored from a backup): start again, sending what it lacks. */
 	uint64_t has = repl_seen_get(&s.seen, s.me);
@@ -1024,7 +1083,7 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			rc = repl_send_text(l, "PING");
 			if (rc == 0)
 				rc = repl_peer_save(sp, s.peer, s.peer_name,
-				    o->address, s.confirmed, 1);
+				    o->address, s.confirmed, s.batch, 1);
 			if (rc == 0)
 				trim(&s, false);
 			idle = mq_mono();
@@ -1052,8 +1111,14 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		    " messages, %" PRIu64 " bytes)", s.peer_name, s.records,
 		    s.messages, s.bytes);
 	}
+	/* Cut with batches unconfirmed: smaller ones next time. */
+	if (rc < 0 && s.out > 0)
+		shrink(&s);
+	if (s.advanced && o->advanced)
+		*o->advanced = 1;
 	/* Not connected any more, whatever the reason. */
-	repl_peer_save(sp, s.peer, s.peer_name, o->address, s.confirmed, 0);
+	repl_peer_save(sp, s.peer, s.peer_name, o->address, s.confirmed,
+	    s.batch, 0);
 	if (rc == 0)
 		trim(&s, true);
 	if (ifd >= 0)

@@ -316,7 +316,7 @@ repl_seen_save(mq_spool *sp, const struct repl_seen *s)
  * by the session, for its log lines; the file then has no name. */
 int
 repl_peer_save(mq_spool *sp, const char *peer_id, const char *name,
-    const char *address, uint64_t confirmed, int connected)
+    const char *address, uint64_t confirmed, unsigned batch, int connected)
 {
 	int dfd = repl_dir(sp, "peers");
 	if (dfd < 0)
@@ -331,8 +331,8 @@ repl_peer_save(mq_spool *sp, const char *peer_id, const char *name,
 			*p = ' ';
 	char text[1024];
 	int n = snprintf(text, sizeof text, "name=%s\naddress=%s\nconfirmed=%"
-	    PRIu64 "\ncontact=%.3f\nstate=%s\n", name, addr, confirmed,
-	    mq_now(), connected ? "connected" : "idle");
+	    PRIu64 "\ncontact=%.3f\nstate=%s\nbatch=%u\n", name, addr,
+	    confirmed, mq_now(), connected ? "connected" : "idle", batch);
 	int rc = mq_write_file(dfd, peer_id, text, (size_t)n, 0, 1);
 	close(dfd);
 	return rc < 0 ? -1 : 0;
@@ -394,9 +394,12 @@ peer_live(int dfd, const char *id, bool locks_local)
 	return fl.l_type != F_UNLCK ? 1 : locks_local ? -1 : 0;
 }
 
+/* peers/<id> into p; and into *batch, if not NULL, its batch (one out
+ * of range, as a version without it, is REPL_BATCH_RECORDS: only a
+ * slower start). */
 static int
 peer_read(int dfd, const char *id, bool locks_local,
-    struct mq_peer_status *p)
+    struct mq_peer_status *p, unsigned *batch)
 {
 	struct mq_conf kv;
 	if (mq_conf_read(dfd, id, &kv) < 0)
@@ -411,6 +414,11 @@ peer_read(int dfd, const char *id, bool locks_local,
 	int rc = mq_conf_get_u64(&kv, "confirmed", 0, &p->confirmed, id);
 	if (rc == 0)
 		rc = mq_conf_get_double(&kv, "contact", 0, &p->contact, id);
+	uint64_t b;
+	if (batch)
+		*batch = mq_conf_get_u64(&kv, "batch", REPL_BATCH_RECORDS, &b,
+		    id) == 0 && b >= 1 && b <= REPL_BATCH_RECORDS ? (unsigned)b :
+		    REPL_BATCH_RECORDS;
 	int live = peer_live(dfd, id, locks_local);
 	p->connected = live >= 0 ? live : v && !strcmp(v, "connected") &&
 	    mq_now() - p->contact < 15;
@@ -435,16 +443,18 @@ repl_peers_open(mq_spool *sp, int *dfd)
 }
 
 int
-repl_peer_confirmed(mq_spool *sp, const char *peer_id, uint64_t *pos)
+repl_peer_confirmed(mq_spool *sp, const char *peer_id, uint64_t *pos,
+    unsigned *batch)
 {
 	*pos = 0;
+	*batch = REPL_BATCH_RECORDS;
 	int dfd, rc = repl_peers_open(sp, &dfd);
 	if (rc <= 0)
 		return rc;
 	struct mq_peer_status p;
 	rc = 0;
 	if (mq_faccessat(dfd, peer_id, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-		rc = peer_read(dfd, peer_id, false, &p);
+		rc = peer_read(dfd, peer_id, false, &p, batch);
 		if (rc == 0)
 			*pos = p.confirmed;
 	}
@@ -470,7 +480,7 @@ mq_repl_peers(mq_spool *sp, struct mq_peer_status **out, size_t *n)
 	size_t m = 0;
 	bool local = l.n && mq_fs_locks_local(dfd);
 	for (size_t i = 0; rc == 0 && i < l.n; i++)
-		if (peer_read(dfd, l.v[i], local, &v[m]) == 0)
+		if (peer_read(dfd, l.v[i], local, &v[m], NULL) == 0)
 			m++;
 		else if (mq_errcode() != EX_NOINPUT)
 			rc = -1;        /* a peer file replaced meanwhile is fine */

@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
-"""flip_relay.py: a TCP relay for the replication tests that damages one byte.
+"""flip_relay.py: a TCP relay for the replication tests that damages bytes.
 
     flip_relay.py LISTEN_ADDR LISTEN_PORT TARGET_ADDR TARGET_PORT FLIP_AT
+    flip_relay.py --every N SEED LISTEN_ADDR LISTEN_PORT TARGET_ADDR TARGET_PORT
 
 Accepts connections on LISTEN_ADDR:LISTEN_PORT and relays each to
-TARGET_ADDR:TARGET_PORT, both ways.  On the first connection only, in the
-direction from the client to the target, the first payload byte at or after
-stream offset FLIP_AT is XORed with 0x40, once: the stream is read as the
-frames of mq-replicate's link (a 4-byte big-endian length, then that many
-bytes), and the byte is chosen inside a frame's payload past the three
-frames of the handshake, so that the damage is to the encrypted data, never
-to a frame's length or to the handshake.  Everything else is relayed as it
-is, and later connections are relayed faithfully.
+TARGET_ADDR:TARGET_PORT, both ways.  The direction from the client to the
+target is read as the frames of mq-replicate's link (a 4-byte big-endian
+length, then that many bytes), and a damaged byte (XORed with 0x40) is
+always inside a frame's payload past the three frames of the handshake,
+so that the damage is to the encrypted data, never to a frame's length or
+to the handshake.
+
+With FLIP_AT, on the first connection only, the first payload byte at or
+after stream offset FLIP_AT is damaged, once; later connections are
+relayed faithfully.  With --every N, on every connection, each payload
+byte is damaged with probability 1/N: the gaps between damaged bytes are
+drawn from a generator seeded with SEED and the connection's number, so
+where a connection is damaged depends on its offsets only, not on how the
+stream was cut into reads.  Everything else is relayed as it is.
 
 What happens is written to standard output, one line each, flushed:
 "listening", "conn N open", "conn N flipped offset X frame F",
@@ -19,6 +26,7 @@ What happens is written to standard output, one line each, flushed:
 still delivered before the relay closes its end: the client gets whatever
 the target said (such as an error frame) before the end of the stream.
 """
+import random
 import socket
 import sys
 import threading
@@ -33,17 +41,20 @@ def say(text):
 
 
 class Flipper:
-    """Follows the frames of one direction and flips one payload byte."""
+    """Follows the frames of one direction and damages payload bytes: the
+    first at or after offset first (None: a gap after the handshake),
+    then each after a gap that gap() draws (None: no more)."""
 
-    def __init__(self, conn, flip_at):
+    def __init__(self, conn, first, gap=lambda: None):
         self.conn = conn
-        self.flip_at = flip_at
+        self.flip_at = first
+        self.gap = gap
+        self.relative = first is None
         self.offset = 0         # stream offset of the next byte fed
         self.frame = 0          # index of the current frame
         self.hdr = b""
         self.hdr_left = 4
         self.payload_left = 0
-        self.done = False
 
     def feed(self, data):
         buf = bytearray(data)
@@ -64,13 +75,17 @@ class Flipper:
                         self.hdr_left = 4
                 continue
             take = min(self.payload_left, n - i)
-            if not self.done and self.frame >= 3 and \
+            if self.relative and self.frame >= 3:
+                self.relative = False
+                self.flip_at = base + i + self.gap()
+            while self.flip_at is not None and self.frame >= 3 and \
                     base + i + take > self.flip_at:
                 at = max(i, self.flip_at - base)
                 buf[at] ^= 0x40
-                self.done = True
                 say("conn %d flipped offset %d frame %d" %
                     (self.conn, base + at, self.frame))
+                gap = self.gap()
+                self.flip_at = None if gap is None else base + at + 1 + gap
             self.payload_left -= take
             i += take
             if not self.payload_left:
@@ -108,7 +123,7 @@ def pump(src, dst, flipper):
                     return
 
 
-def relay(conn, client, target, flip_at):
+def relay(conn, client, target, flipper):
     say("conn %d open" % conn)
     try:
         server = socket.create_connection(target)
@@ -116,7 +131,6 @@ def relay(conn, client, target, flip_at):
         say("conn %d cannot connect: %s" % (conn, e))
         client.close()
         return
-    flipper = Flipper(conn, flip_at) if conn == 1 else None
     up = threading.Thread(target=pump, args=(client, server, flipper))
     down = threading.Thread(target=pump, args=(server, client, None))
     up.start()
@@ -128,8 +142,22 @@ def relay(conn, client, target, flip_at):
     say("conn %d closed" % conn)
 
 
+def flipper_for(conn, args):
+    """The damage for connection conn, as the arguments say (or None)."""
+    if args[0] != "--every":
+        return Flipper(conn, int(args[4])) if conn == 1 else None
+    every = float(args[1])
+    rng = random.Random("%s.%d" % (args[2], conn))
+
+    def gap():
+        return int(rng.expovariate(1.0 / every))
+    return Flipper(conn, None, gap)
+
+
 def main():
-    laddr, lport, taddr, tport, flip_at = sys.argv[1:6]
+    args = sys.argv[1:]
+    laddr, lport, taddr, tport = args[3:7] if args[0] == "--every" else \
+        args[0:4]
     ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind((laddr, int(lport)))
@@ -141,7 +169,7 @@ def main():
         conn += 1
         threading.Thread(target=relay, daemon=True,
                          args=(conn, client, (taddr, int(tport)),
-                               int(flip_at))).start()
+                               flipper_for(conn, args))).start()
 
 
 if __name__ == "__main__":

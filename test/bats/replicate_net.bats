@@ -588,6 +588,7 @@ retransmitting() {
 	assert_line --regexp '^contact=[0-9]+\.[0-9]{3}$'
 	assert_line state=connected
 	assert_line --regexp "^address=.*$IPB"
+	assert_line batch=1024
 }
 
 # idle_peers A|B OUT HOLD KIND:N...: from that host, connections to the
@@ -750,4 +751,52 @@ closed_count() {
 	assert_equal "$(pending "$SB" t g)" 61440
 	assert_same t g
 	assert_unique_bodies 61440 "$SB"/topics/t/p*/g/g/new
+}
+
+# lossy N EVERY SEED BOUND: hosts N; A holds a backlog of 900 records
+# (450 messages pending in group g, and the acks of group done) and
+# pushes --follow to B's daemon through a relay on A's loopback that
+# damages one byte in EVERY of the stream from A (flip_relay.py --every,
+# seeded with SEED); B must hold exactly A's messages within BOUND
+# seconds, everything confirmed.  How long it took is in $TD/took.
+lossy() {
+	hosts "$1"
+	trust
+	mq-topic -s "$SA" create t
+	subscribe "$SA" t g
+	subscribe "$SA" t done
+	pubs "$SA" t m 1 450
+	mq-sub -s "$SA" -g done t -n 450 >/dev/null
+	serve B "$TD/servB"
+	spawn "$TD/relay" ip netns exec "$NSA" "$PY" "$BATS_TEST_DIRNAME/flip_relay.py" \
+	    --every "$2" "$3" 127.0.0.1 7469 "$IPB" 7468
+	wait_for grep -qx listening "$TD/relay"
+	local t0=$EPOCHREALTIME
+	spawn "$TD/push" ip netns exec "$NSA" mq-replicate -s "$SA" push --follow --retry 0.2 \
+	    --no-progress -v 127.0.0.1:7469
+	wait_for -t "$4" pending_is "$SB" t g 450
+	wait_for -t "$4" lag_zero "$SA"
+	echo "$t0 $EPOCHREALTIME" | awk '{ printf "%.1f\n", $2 - $1 }' >"$TD/took"
+	assert_equal "$(logged "$SB" t)" 450
+	assert_equal "$(pending "$SB" t done)" 0
+	assert_same t g done
+	assert_unique_bodies 450 "$SB"/topics/t/p*/g/g/new
+}
+
+@test "net: a link that damages about 5% of packets: each session is cut, yet a backlog of 900 records gets through in smaller batches within 60 s" {
+	# One byte in 30,000: a batch of the whole backlog (330 KB) all but
+	# never comes through whole, a batch of a few messages nearly always.
+	# (It takes about 10 s; before batches shrank, it never converged.)
+	lossy 15 30000 1 60
+	(($(grep -c flipped "$TD/relay") >= 5)) || fail "the relay damaged little: $(cat "$TD/relay")"
+	run cat "$TD/push.err"
+	assert_output --partial "authentication"
+	assert_output --regexp "a batch did not come through: batches of at most [0-9]+ records"
+	# The size toward B is kept, between 1 and 1024.
+	run cat "$SA/replicate/peers/$(cat "$SB/ID")"
+	assert_line --regexp '^batch=[0-9]+$'
+}
+
+@test "net: a link that damages about 0.1% of packets: a backlog of 900 records gets through within 10 s" {
+	lossy 16 1500000 2 10
 }
