@@ -93,6 +93,12 @@ int mq_group_topic_exists(mq_spool *, const char *topic, const char *group);
 int mq_group_dirs_make(const struct mq_topic *, unsigned k, const char *group,
     int ordered);
 
+/* jqlex.c: whether a jq filter's text may be run: -1 (EX_USAGE, the
+ * error naming it) when it calls what reads or shows anything but its
+ * message; else 0, and broken[0] is 0 when the text is whole (its
+ * brackets balance, no string is left open), else says why not. */
+int mq_jqlex_check(const char *expr, char *broken, size_t size);
+
 /* filter.c: a message as filters see it; the body is parsed (as JSON)
  * at most once, by the first jq program that needs it.  Zero parsed and
  * json; mq_fmsg_done frees what evaluating kept. */
