@@ -583,6 +583,12 @@ typedef struct mq_filter mq_filter;
  * EX_USAGE, with jq's message. */
 mq_filter *mq_filter_compile(const char *expr, const char *const *match,
     size_t nmatch);
+/* The filter of a group to be made (c's filter and match), checked as
+ * publishers will run it: 0, or -1 (EX_USAGE) with jq's message, what
+ * is wrong with a condition, or what the expression may not do (read
+ * the environment, files or other input: mq-sub(1), Filters).  The
+ * subscribe calls check it too. */
+int mq_filter_check(const struct mq_group_conf *c);
 /* 1 if the message matches, else 0 (-1 when out of memory or no worker
  * could be started). */
 int mq_filter_match(mq_filter *, const struct mq_msg *);

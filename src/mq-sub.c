@@ -259,16 +259,12 @@ main(int argc, char *argv[])
 	if ((e = getenv("MQ_POLL")) && *e)
 		so.poll = tool_duration("MQ_POLL", e);
 	/* Both filters are checked before anything is made. */
-	mq_filter *g = NULL;
-	if (((flt.expr || flt.nmatch) && !(flt.f = mq_filter_compile(flt.expr,
-	    flt.match, flt.nmatch))) || ((flt.group_expr || flt.ngroup_match) &&
-	    !(g = mq_filter_compile(flt.group_expr, flt.group_match,
-	    flt.ngroup_match))))
-		tool_fail();
-	mq_filter_free(g);
 	so.group.filter = flt.group_expr;
 	so.group.match = flt.group_match;
 	so.group.nmatch = flt.ngroup_match;
+	if (((flt.expr || flt.nmatch) && !(flt.f = mq_filter_compile(flt.expr,
+	    flt.match, flt.nmatch))) || mq_filter_check(&so.group) < 0)
+		tool_fail();
 
 	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		err(EX_OSERR, "pipe");

@@ -19,20 +19,29 @@
  * jq (1.6) spends some 20 ms compiling any program, most of it on its
  * builtins, so the publisher compiles the jq filters of all of a chunk's
  * groups as one program that yields an array of booleans, one per
- * filter (struct mq_filterset): one compile per process and one jq run
- * per message, whatever the number of groups.  Programs run in a worker
- * process, bounded in time and memory (jqrun.c): a filter is code from
- * whoever may write a group's conf.  Each filter sits on lines
- * of its own inside [try ... catch null] | .[0], so it keeps its meaning
- * (first output; an error is no match) and cannot reach its neighbours.
+ * filter (struct mq_filterset): one compile per worker and one jq run
+ * per message, whatever the number of groups.  Programs are compiled and
+ * run in a worker process, bounded in time and memory, that sees nothing
+ * of the publisher (jqrun.c): a filter is code from whoever may write a
+ * group's conf.  Each filter sits inside ([try (...\n) catch null] |
+ * .[0]), so it keeps its meaning (first output; an error is no match).
  * Not first(): in jq 1.6 a try also catches the break that first() uses
  * to stop, which makes it several times slower; the price is that every
- * output is computed.  A result that is not that array (a filter that
- * halts) falls back to running the filters one by one.
+ * output is computed.  A result that is not that array (a worker that
+ * broke a bound) falls back to running the filters one by one.
+ *
+ * A group's filter runs exactly as it was checked: the check (at
+ * subscribe, and of a replication peer's conf) compiles the program of
+ * that filter alone, the set's program with one filter, and jqlex.c
+ * says it is whole, so that set among others it is the same bracketed
+ * term.  jqlex.c also refuses what would read anything but the message.
+ * A conf on disk that holds a filter refused so (written by hand, or
+ * before this check) is never run: its group gets no message and each
+ * process says so once.  One that does not compile stops the publish
+ * (78), as a bad conf does.
  */
 #include <errno.h>
 #include <fnmatch.h>
-#include <jq.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,40 +53,18 @@
 #include "queue.h"
 
 struct mq_filter {
-	char *expr;                     /* the jq program; NULL: none */
+	char *expr;                     /* the jq expression; NULL: none */
+	char *program;                  /* what runs for it alone */
+	bool group;                     /* a group's: bracketed as in a set */
 	char *what;                     /* where it came from, for errors */
-	jq_state *jq;                   /* compiled when first run alone */
-	struct mq_jqrun run;            /* and run there */
+	char *refused;                  /* why it is never run; NULL: it may */
+	char *broken;                   /* why its text is not whole */
+	struct mq_jqrun run;            /* its worker, started when first run
+	                                 * alone */
 	bool warned;                    /* it broke a bound: said once */
 	char **name, **glob;            /* header conditions */
 	size_t n;
 };
-
-/* Keeps the first line of jq's first compile error. */
-struct jq_errbuf {
-	char msg[512];
-	int have;
-};
-
-static void
-on_error(void *data, jv msg)
-{
-	struct jq_errbuf *e = data;
-	if (e && !e->have) {
-		jv s = jv_get_kind(msg) == JV_KIND_STRING ? jv_copy(msg) :
-		    jq_format_error(jv_copy(msg));
-		if (jv_get_kind(s) == JV_KIND_STRING) {
-			const char *t = jv_string_value(s);
-			size_t l = strcspn(t, "\n");
-			while (l > 0 && (t[l - 1] == ':' || t[l - 1] == ' '))
-				l--;
-			snprintf(e->msg, sizeof e->msg, "%.*s", (int)l, t);
-			e->have = 1;
-		}
-		jv_free(s);
-	}
-	jv_free(msg);
-}
 
 /* Prefixes the current error's message, keeping its code. */
 static int
@@ -130,33 +117,33 @@ match_split(const char *cond, char **name, char **glob)
 	return 0;
 }
 
-/* Compiles a jq program into a new state; EX_USAGE with jq's message if
- * it does not compile. */
-static jq_state *
-jq_program(const char *expr)
+/* The text of the program of the filters f[0..n), one after another in
+ * an array. */
+static char *
+set_program(mq_filter *const *f, size_t n)
 {
-	struct jq_errbuf e = { .have = 0 };
-	jq_state *jq = jq_init();
-	if (!jq) {
-		mq_err_sys("jq_init");
+	size_t len = 16;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(f[i]->expr) + 128;
+	char *text = malloc(len), *o = text;
+	if (!text) {
+		mq_err_sys("malloc");
 		return NULL;
 	}
-	jq_set_error_cb(jq, on_error, &e);
-	/* No modules: without a search path jq 1.6 asserts on import. */
-	jq_set_attr(jq, jv_string("JQ_LIBRARY_PATH"), jv_array());
-	if (!jq_compile(jq, expr)) {
-		mq_err(EX_USAGE, "bad filter: %s", e.have ? e.msg :
-		    "jq cannot compile it");
-		jq_teardown(&jq);
-		return NULL;
-	}
-	jq_set_error_cb(jq, on_error, NULL);
-	return jq;
+	o += sprintf(o, "[");
+	for (size_t i = 0; i < n; i++)
+		o += sprintf(o, "%s([try (%s\n) catch null] | .[0])\n",
+		    i ? "," : "", f[i]->expr);
+	sprintf(o, "]");
+	return text;
 }
 
-/* A filter whose jq program is compiled when first needed. */
+/* A filter whose jq program is compiled when first needed: a group's
+ * (group) bracketed as a set's program, one of mq-sub --filter as it is.
+ * One that jqlex.c refuses has the reason in refused. */
 static mq_filter *
-filter_parse(const char *expr, const char *const *match, size_t nmatch)
+filter_parse(const char *expr, const char *const *match, size_t nmatch,
+    bool group)
 {
 	mq_filter *f = calloc(1, sizeof *f);
 	if (!f || (nmatch && (!(f->name = calloc(nmatch, sizeof *f->name)) ||
@@ -171,28 +158,65 @@ filter_parse(const char *expr, const char *const *match, size_t nmatch)
 			mq_filter_free(f);
 			return NULL;
 		}
+	if (!expr)
+		return f;
+	f->group = group;
+	char broken[256];
+	bool ok = mq_jqlex_check(expr, broken, sizeof broken) == 0;
+	if ((!ok && !(f->refused = strdup(mq_errmsg()))) ||
+	    (group && broken[0] && !(f->broken = strdup(broken))) ||
+	    !(f->program = group ? set_program(&f, 1) : strdup(expr))) {
+		mq_err_sys("malloc");
+		mq_filter_free(f);
+		return NULL;
+	}
 	return f;
 }
 
-/* The filter's jq program, compiled once and given to its runner: 0, or
- * -1 (EX_USAGE with jq's message) if it does not compile. */
+/* Whose filter it is, for errors. */
+static const char *
+whose(const mq_filter *f)
+{
+	return f->what ? f->what : f->group ? "--group-filter" : "--filter";
+}
+
+/* The filter's program compiled in its worker: 0; MQ_JQ_BROKE (the
+ * compile broke a bound: the error says which); or -1, EX_USAGE: it does
+ * not compile (jq's message) or it compiles but is not whole, which
+ * makes it refused; or no worker. */
 static int
 compiled(mq_filter *f)
 {
-	if (f->jq)
-		return 0;
-	if (!(f->jq = jq_program(f->expr)))
+	f->run.program = f->program;
+	f->run.n = f->group;
+	f->run.what = whose(f);
+	int rc = mq_jqrun_start(&f->run);
+	if (rc == 0 && f->broken) {
+		mq_jqrun_stop(&f->run);
+		mq_err(EX_USAGE, "bad filter: %s", f->broken);
+		if (!(f->refused = strdup(mq_errmsg())))
+			return mq_err_sys("malloc");
 		return -1;
-	f->run = (struct mq_jqrun){ .jq = f->jq,
-	    .what = f->what ? f->what : "--filter" };
-	return 0;
+	}
+	return rc;
+}
+
+/* A filter that is refused, or whose program does not compile in its
+ * bounds: -1, and the error says why. */
+static int
+checked(mq_filter *f)
+{
+	if (f->refused)
+		return mq_err(EX_USAGE, "%s", f->refused);
+	int rc = f->expr ? compiled(f) : 0;
+	return rc == MQ_JQ_BROKE ? -1 : rc;
 }
 
 mq_filter *
 mq_filter_compile(const char *expr, const char *const *match, size_t nmatch)
 {
-	mq_filter *f = filter_parse(expr, match, nmatch);
-	if (f && expr && compiled(f) < 0) {
+	mq_filter *f = filter_parse(expr, match, nmatch, false);
+	if (f && checked(f) < 0) {
 		mq_filter_free(f);
 		return NULL;
 	}
@@ -205,10 +229,11 @@ mq_filter_free(mq_filter *f)
 	if (!f)
 		return;
 	mq_jqrun_stop(&f->run);
-	if (f->jq)
-		jq_teardown(&f->jq);
 	free(f->expr);
+	free(f->program);
 	free(f->what);
+	free(f->refused);
+	free(f->broken);
 	for (size_t i = 0; f->name && f->glob && i < f->n; i++) {
 		free(f->name[i]);
 		free(f->glob[i]);
@@ -265,6 +290,18 @@ broke(mq_filter *f)
 	f->warned = true;
 }
 
+/* A stored filter that is refused matches nothing, said once. */
+static void
+never(mq_filter *f, bool *match, size_t n)
+{
+	if (!f->warned)
+		fprintf(stderr, "%s: %s: filter: %s; it is not run and the "
+		    "group gets no message\n", program_invocation_short_name,
+		    whose(f), f->refused);
+	f->warned = true;
+	memset(match, 0, n * sizeof *match);
+}
+
 int
 mq_filter_eval(mq_filter *f, const struct mq_fmsg *m, size_t n, bool *match)
 {
@@ -273,14 +310,24 @@ mq_filter_eval(mq_filter *f, const struct mq_fmsg *m, size_t n, bool *match)
 		nj += match[i] = headers_hold(f, &m[i]);
 	if (!f->expr || !nj)
 		return 0;
-	if (compiled(f) < 0)
+	int rc = f->refused ? -1 : compiled(f);
+	if (rc < 0 && !f->refused)
 		return compile_failed(f);
+	if (f->refused) {
+		never(f, match, n);
+		return 0;
+	}
+	if (rc == MQ_JQ_BROKE) {
+		broke(f);
+		memset(match, 0, n * sizeof *match);
+		return 0;
+	}
 	/* The bodies of the messages the headers let through. */
 	struct iovec *body = calloc(nj, sizeof *body);
 	size_t *at = calloc(nj, sizeof *at);
 	int *st = calloc(nj, sizeof *st);
 	bool *yes = calloc(nj, sizeof *yes);
-	int rc = body && at && st && yes ? 0 : mq_err_sys("malloc");
+	rc = body && at && st && yes ? 0 : mq_err_sys("malloc");
 	for (size_t i = 0, j = 0; rc == 0 && i < n; i++)
 		if (match[i]) {
 			body[j] = (struct iovec){ (void *)m[i].body, m[i].len };
@@ -300,34 +347,21 @@ mq_filter_eval(mq_filter *f, const struct mq_fmsg *m, size_t n, bool *match)
 	return rc;
 }
 
-/* The text of the combined program of the set's filters. */
-static char *
-set_program(mq_filter *const *f, size_t n)
-{
-	size_t len = 16;
-	for (size_t i = 0; i < n; i++)
-		len += strlen(f[i]->expr) + 128;
-	char *text = malloc(len), *o = text;
-	if (!text) {
-		mq_err_sys("malloc");
-		return NULL;
-	}
-	o += sprintf(o, "[");
-	for (size_t i = 0; i < n; i++)
-		o += sprintf(o, "%s([try (\n%s\n) catch null] | .[0])\n",
-		    i ? "," : "", f[i]->expr);
-	sprintf(o, "]");
-	return text;
-}
-
 void
 mq_filterset_free(struct mq_filterset *s)
 {
 	mq_jqrun_stop(&s->run);
-	if (s->jq)
-		jq_teardown(&s->jq);
+	free(s->program);
 	free(s->f);
 	memset(s, 0, sizeof *s);
+}
+
+/* A jq filter that may go in a set: one refused, or not whole, is judged
+ * alone (mq_filter_eval), which says what is wrong with it. */
+static bool
+in_set(const mq_filter *f)
+{
+	return f && f->expr && !f->refused && !f->broken;
 }
 
 /* Makes the set's program the one for the jq filters among f[0..n),
@@ -338,7 +372,7 @@ mq_filterset_use(struct mq_filterset *s, mq_filter *const *f, size_t n)
 	size_t nj = 0;
 	bool same = true;
 	for (size_t i = 0; i < n; i++)
-		if (f[i] && f[i]->expr) {
+		if (in_set(f[i])) {
 			same = same && nj < s->n && s->f[nj] == f[i];
 			nj++;
 		}
@@ -350,25 +384,29 @@ mq_filterset_use(struct mq_filterset *s, mq_filter *const *f, size_t n)
 	if (!(s->f = calloc(nj, sizeof *s->f)))
 		return mq_err_sys("malloc");
 	for (size_t i = 0; i < n; i++)
-		if (f[i] && f[i]->expr)
+		if (in_set(f[i]))
 			s->f[s->n++] = f[i];
-	char *text = set_program(s->f, s->n);
-	if (text && !(s->jq = jq_program(text))) {
-		/* Name the filter that does not compile. */
+	int rc = -1;
+	if ((s->program = set_program(s->f, s->n))) {
+		s->run = (struct mq_jqrun){ .program = s->program, .n = s->n,
+		    .what = "the groups" };
+		/* A compile that broke a bound leaves each message to the
+		 * filters alone (mq_filterset_eval). */
+		rc = mq_jqrun_start(&s->run) < 0 ? -1 : 0;
+	}
+	if (rc < 0 && mq_errcode() == EX_USAGE) {
+		/* Name the filter that does not compile, in its own
+		 * worker; if each does alone, the set is the bad conf. */
+		err_prefix(EX_CONFIG, "the groups: filter: ");
 		for (size_t i = 0; i < s->n; i++)
 			if (compiled(s->f[i]) < 0) {
 				compile_failed(s->f[i]);
 				break;
 			}
 	}
-	free(text);
-	if (!s->jq) {
+	if (rc < 0)
 		mq_filterset_free(s);
-		return -1;
-	}
-	s->run = (struct mq_jqrun){ .jq = s->jq, .n = s->n,
-	    .what = "the groups" };
-	return 0;
+	return rc;
 }
 
 /* out[i * nf + g]: whether f[g] (NULL: no filter) lets message i in; f
@@ -380,10 +418,10 @@ mq_filterset_eval(struct mq_filterset *s, mq_filter *const *f, size_t nf,
     const struct mq_fmsg *m, size_t n, bool *out)
 {
 	int *st = calloc(n ? n : 1, sizeof *st);
-	bool *yes = s->jq ? calloc(n ? n * s->n : 1, sizeof *yes) : NULL;
-	struct iovec *body = s->jq ? calloc(n ? n : 1, sizeof *body) : NULL;
-	int rc = st && (!s->jq || (yes && body)) ? 0 : mq_err_sys("malloc");
-	if (rc == 0 && s->jq) {
+	bool *yes = s->n ? calloc(n ? n * s->n : 1, sizeof *yes) : NULL;
+	struct iovec *body = s->n ? calloc(n ? n : 1, sizeof *body) : NULL;
+	int rc = st && (!s->n || (yes && body)) ? 0 : mq_err_sys("malloc");
+	if (rc == 0 && s->n) {
 		for (size_t i = 0; i < n; i++)
 			body[i] = (struct iovec){ (void *)m[i].body, m[i].len };
 		rc = mq_jqrun_eval(&s->run, body, n, yes, st);
@@ -397,6 +435,11 @@ mq_filterset_eval(struct mq_filterset *s, mq_filter *const *f, size_t nf,
 				continue;
 			if (!f[g]->expr) {
 				*o = headers_hold(f[g], &m[i]);
+				continue;
+			}
+			if (!in_set(f[g])) {
+				if (mq_filter_eval(f[g], &m[i], 1, o) < 0)
+					rc = -1;
 				continue;
 			}
 			if (st[i] == MQ_JQ_NOT_JSON)
@@ -464,7 +507,7 @@ mq_filter_from_conf(const struct mq_conf *kv, const char *what,
 	for (size_t i = 0; i < kv->n; i++)
 		if (!strcmp(kv->keys[i], "match"))
 			match[n++] = kv->vals[i];
-	*out = filter_parse(expr, match, n);
+	*out = filter_parse(expr, match, n, true);
 	free(match);
 	free(expr);
 	if (*out && !((*out)->what = strdup(what))) {
@@ -480,28 +523,29 @@ mq_filter_from_conf(const struct mq_conf *kv, const char *what,
 	return 0;
 }
 
-/* The same for a group conf as a file holds it. */
+/* The same for a group conf as a file holds it (a replication peer's):
+ * as mq_filter_check, with the error EX_CONFIG. */
 int
 mq_filter_conf_check(const struct mq_conf *kv, const char *what)
 {
 	mq_filter *f;
 	if (mq_filter_from_conf(kv, what, &f) < 0)
 		return -1;
-	int rc = f && f->expr && compiled(f) < 0 ? compile_failed(f) : 0;
+	int rc = f && checked(f) < 0 ? compile_failed(f) : 0;
 	mq_filter_free(f);
 	return rc;
 }
 
-/* Checks the filter of a group to be made: -1 with jq's message (or what
- * is wrong with a header condition) if it does not compile. */
+/* Checks the filter of a group to be made, as publishers will run it:
+ * -1 (EX_USAGE) with what jqlex.c refuses, jq's message, or what is
+ * wrong with a header condition. */
 int
 mq_filter_check(const struct mq_group_conf *c)
 {
 	if (!c->filter && !c->nmatch)
 		return 0;
-	mq_filter *f = mq_filter_compile(c->filter, c->match, c->nmatch);
-	if (!f)
-		return -1;
+	mq_filter *f = filter_parse(c->filter, c->match, c->nmatch, true);
+	int rc = f ? checked(f) : -1;
 	mq_filter_free(f);
-	return 0;
+	return rc < 0 ? mq_err_recode(EX_UNAVAILABLE, EX_USAGE) : 0;
 }

@@ -7,13 +7,21 @@
  * while it holds the partition lock.  libjq has no way to stop a program
  * that never ends (`def f: f; f`), one that allocates without end
  * (`[range(1e12)]`), or one that trips one of jq 1.6's assertions.  So the
- * program runs in a worker forked from the process that compiled it: one
- * per program, started when first needed, kept for the messages that
- * follow (a round trip on a socket per message, not a fork).  The worker
- * has MQ_FILTER_MEMORY of data (RLIMIT_DATA) and each run MQ_FILTER_TIMEOUT
- * of wall-clock time; one that takes longer is killed, one that dies is
- * reaped, and the next run forks a new one.  A run that breaks a bound is
- * an error the caller turns into "no match" (mq-sub(1), FILTERS).
+ * program is compiled and run in a worker forked for it: one per
+ * program, started when first needed, kept for the messages that follow
+ * (a round trip on a socket per message, not a fork).  The worker has
+ * MQ_FILTER_MEMORY of data (RLIMIT_DATA), its compile and each run
+ * MQ_FILTER_TIMEOUT of wall-clock time; one that takes longer is killed,
+ * one that dies is reaped, and the next run forks a new one.  A run that
+ * breaks a bound is an error the caller turns into "no match" (mq-sub(1),
+ * FILTERS).
+ *
+ * Nothing is compiled in the caller: jq reads the environment into $ENV
+ * when it compiles, and a compile that loads modules opens files (a FIFO
+ * would block it for good).  The worker has an empty environment, no
+ * module search path, no input or debug callback, /dev/null for its
+ * standard streams: a program sees its message and nothing of the
+ * process (jqlex.c refuses the parts of jq that would look).
  *
  * The worker sees the body's bytes and answers with truthiness only: for
  * a single program, whether its first output is neither false nor null;
@@ -36,6 +44,7 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <sysexits.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "queue.h"
@@ -66,6 +75,56 @@ filter_memory(void)
 	    bytes < 1e15 ? bytes : 256 << 20;
 }
 #endif
+
+/* Keeps the first line of jq's first compile error. */
+struct jq_errbuf {
+	char msg[512];
+	int have;
+};
+
+static void
+on_error(void *data, jv msg)
+{
+	struct jq_errbuf *e = data;
+	if (e && !e->have) {
+		jv s = jv_get_kind(msg) == JV_KIND_STRING ? jv_copy(msg) :
+		    jq_format_error(jv_copy(msg));
+		if (jv_get_kind(s) == JV_KIND_STRING) {
+			const char *t = jv_string_value(s);
+			size_t l = strcspn(t, "\n");
+			while (l > 0 && (t[l - 1] == ':' || t[l - 1] == ' '))
+				l--;
+			snprintf(e->msg, sizeof e->msg, "%.*s", (int)l, t);
+			e->have = 1;
+		}
+		jv_free(s);
+	}
+	jv_free(msg);
+}
+
+/* In the worker: the program compiled, and 'c' sent; or 'e' and jq's
+ * message, and the worker ends. */
+static jq_state *
+compile(const char *program)
+{
+	struct jq_errbuf e = { .have = 0 };
+	jq_state *jq = jq_init();
+	if (!jq)
+		_exit(EX_OSERR);
+	jq_set_error_cb(jq, on_error, &e);
+	/* No modules: without a search path jq 1.6 asserts on import. */
+	jq_set_attr(jq, jv_string("JQ_LIBRARY_PATH"), jv_array());
+	bool ok = jq_compile(jq, program);
+	char msg[1 + sizeof e.msg];
+	int len = snprintf(msg, sizeof msg, "%c%s", ok ? 'c' : 'e', ok ? "" :
+	    e.have ? e.msg : "jq cannot compile it");
+	struct iovec a = { msg, len < (int)sizeof msg ? (size_t)len :
+	    sizeof msg - 1 };
+	if (mq_write_all(WORKER_FD, &a, 1) < 0 || !ok)
+		_exit(0);
+	jq_set_error_cb(jq, on_error, NULL);
+	return jq;
+}
 
 static bool
 truthy(jv r)
@@ -106,10 +165,12 @@ answer(jq_state *jq, size_t n, const char *body, size_t len, char *out)
 	return 1 + n;
 }
 
-/* The worker: a body in (its length first), an answer out, until EOF. */
+/* The worker: the program compiled, then a body in (its length first),
+ * an answer out, until EOF. */
 static _Noreturn void
-worker(jq_state *jq, size_t n)
+worker(const char *program, size_t n)
 {
+	jq_state *jq = compile(program);
 	char *buf = NULL, *out = malloc(n + 2);
 	size_t cap = 0;
 	for (;;) {
@@ -131,8 +192,8 @@ worker(jq_state *jq, size_t n)
 	}
 }
 
-/* In the child: nothing of the parent's but the socket, no terminal, the
- * memory bound; dies with its parent. */
+/* In the child: nothing of the parent's but the socket, no terminal, no
+ * environment, the memory bound; dies with its parent. */
 static void
 worker_setup(int fd, pid_t parent)
 {
@@ -149,6 +210,13 @@ worker_setup(int fd, pid_t parent)
 	signal(SIGPIPE, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
+	/* Not NULL, as clearenv leaves it: jq 1.6's env walks environ
+	 * without looking.  tzset: the zone (localtime) is the system's,
+	 * not one the parent may have read from its TZ. */
+	static char *none[] = { NULL };
+	clearenv();
+	environ = none;
+	tzset();
 #ifndef UNDER_ASAN
 	/* ASan reserves terabytes of shadow memory: there, time is the
 	 * only bound. */
@@ -175,7 +243,7 @@ spawn(struct mq_jqrun *w)
 	}
 	if (pid == 0) {
 		worker_setup(sv[1], parent);
-		worker(w->jq, w->n);
+		worker(w->program, w->n);
 	}
 	close(sv[1]);
 	w->pid = pid;
@@ -199,8 +267,8 @@ reap(struct mq_jqrun *w)
 	return status;
 }
 
-/* A run that broke a bound or a worker that died: MQ_JQ_BROKE, and the
- * error says which. */
+/* A run (or compile) that broke a bound or a worker that died:
+ * MQ_JQ_BROKE, and the error says which. */
 static int
 failed(struct mq_jqrun *w, bool timed_out)
 {
@@ -218,6 +286,58 @@ failed(struct mq_jqrun *w, bool timed_out)
 	return MQ_JQ_BROKE;
 }
 
+/* The milliseconds until deadline (a mq_mono time), -1 once it passed. */
+static int
+ms_until(double deadline)
+{
+	double left = deadline - mq_mono();
+	if (left <= 0)
+		return -1;
+	return left * 1000 < INT_MAX ? (int)(left * 1000) + 1 : INT_MAX;
+}
+
+/* Forks the worker and waits for its compile: 0; MQ_JQ_BROKE when the
+ * compile broke a bound (the error says which); -1 when there is no
+ * worker, or the program does not compile (EX_USAGE, jq's message). */
+static int
+start(struct mq_jqrun *w)
+{
+	if (spawn(w) < 0)
+		return -1;
+	char msg[1 + sizeof ((struct jq_errbuf *)0)->msg + 1];
+	size_t got = 0;
+	double deadline = mq_mono() + mq_filter_timeout();
+	for (;;) {
+		struct pollfd p = { w->fd, POLLIN, 0 };
+		int ms = ms_until(deadline);
+		if (ms < 0)
+			return failed(w, true);
+		if (poll(&p, 1, ms) < 0 && errno != EINTR)
+			return failed(w, false);
+		if (!p.revents)
+			continue;
+		ssize_t r = recv(w->fd, msg + got, sizeof msg - 1 - got,
+		    MSG_DONTWAIT);
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (r > 0 && msg[0] == 'c')
+			return 0;
+		if (r > 0 && (got += (size_t)r) < sizeof msg - 1)
+			continue;
+		if (got == 0 || msg[0] != 'e')
+			return failed(w, false);
+		reap(w);
+		msg[got] = 0;
+		return mq_err(EX_USAGE, "bad filter: %s", msg + 1);
+	}
+}
+
+int
+mq_jqrun_start(struct mq_jqrun *w)
+{
+	return w->pid > 0 ? 0 : start(w);
+}
+
 /* One run of the worker over bodies [*done, n): sends them ahead,
  * reads the answers as they come, each within MQ_FILTER_TIMEOUT of the
  * one before.  A break marks the body in hand MQ_JQ_BROKE and stops. */
@@ -233,10 +353,9 @@ exchange(struct mq_jqrun *w, const struct iovec *body, size_t n, size_t *done,
 	int left_n = 0;
 	while (*done < n) {
 		struct pollfd p = { w->fd, POLLIN | (sent < n ? POLLOUT : 0), 0 };
-		double left = deadline - mq_mono();
-		if (left <= 0)
+		int ms = ms_until(deadline);
+		if (ms < 0)
 			break;
-		int ms = left * 1000 < INT_MAX ? (int)(left * 1000) + 1 : INT_MAX;
 		if (poll(&p, 1, ms) < 0 && errno != EINTR)
 			break;
 		if (p.revents & POLLOUT) {
@@ -293,9 +412,14 @@ mq_jqrun_eval(struct mq_jqrun *w, const struct iovec *body, size_t n,
 	if (!w->reply && !(w->reply = malloc(1 + (w->n ? w->n : 1))))
 		return mq_err_sys("malloc");
 	for (size_t done = 0; done < n; ) {
-		if (w->pid <= 0 && spawn(w) < 0)
+		int rc = mq_jqrun_start(w);
+		if (rc < 0)
 			return -1;
-		exchange(w, body, n, &done, out, st);
+		/* A compile that broke a bound would break it again. */
+		while (rc == MQ_JQ_BROKE && done < n)
+			st[done++] = MQ_JQ_BROKE;
+		if (done < n)
+			exchange(w, body, n, &done, out, st);
 	}
 	return 0;
 }

@@ -93,6 +93,12 @@ int mq_group_topic_exists(mq_spool *, const char *topic, const char *group);
 int mq_group_dirs_make(const struct mq_topic *, unsigned k, const char *group,
     int ordered);
 
+/* jqlex.c: whether a jq filter's text may be run: -1 (EX_USAGE, the
+ * error naming it) when it calls what reads or shows anything but its
+ * message; else 0, and broken[0] is 0 when the text is whole (its
+ * brackets balance, no string is left open), else says why not. */
+int mq_jqlex_check(const char *expr, char *broken, size_t size);
+
 /* filter.c: a message as filters see it; the body is parsed (as JSON)
  * at most once, by the first jq program that needs it.  Zero parsed and
  * json; mq_fmsg_done frees what evaluating kept. */
@@ -107,17 +113,20 @@ struct mq_fmsg {
 int mq_filter_eval(mq_filter *, const struct mq_fmsg *m, size_t n,
     bool *match);
 bool mq_filter_has_jq(const mq_filter *);
+/* A group conf's filter, as publishers run it.  One jqlex.c refuses (or
+ * whose text is not whole and that compiles) is kept but never run: it
+ * matches nothing, and the first mq_filter_eval says so on stderr. */
 int mq_filter_from_conf(const struct mq_conf *, const char *what,
     mq_filter **out);
-int mq_filter_check(const struct mq_group_conf *);
-/* The filter of a group conf (its keys in kv) compiles: 0, or -1 (78). */
+/* The filter of a group conf (its keys in kv) passes mq_filter_check:
+ * 0, or -1 (78). */
 int mq_filter_conf_check(const struct mq_conf *, const char *what);
-/* jqrun.c: a compiled jq program run in a worker process, bounded by
+/* jqrun.c: a jq program compiled and run in a worker process, bounded by
  * MQ_FILTER_TIMEOUT and MQ_FILTER_MEMORY.  A zeroed struct has no worker;
- * jq, n and what are the caller's to set before a run. */
-struct jq_state;
+ * program (the caller's, kept while the struct is used), n and what are
+ * the caller's to set before a run. */
 struct mq_jqrun {
-	struct jq_state *jq;
+	const char *program;
 	size_t n;                           /* 0: one program, else a set's */
 	const char *what;                   /* whose filter, for errors */
 	pid_t pid;                          /* the worker; 0: none */
@@ -125,12 +134,18 @@ struct mq_jqrun {
 	char *reply;
 };
 enum { MQ_JQ_OK, MQ_JQ_NOT_JSON, MQ_JQ_NOT_ARRAY, MQ_JQ_BROKE };
+/* Starts the worker, unless it runs, and waits for its compile: 0;
+ * MQ_JQ_BROKE when the compile broke a bound (the error says which); -1
+ * when no worker could be started or the program does not compile
+ * (EX_USAGE, "bad filter: " and jq's message). */
+int mq_jqrun_start(struct mq_jqrun *);
 /* Runs the program on each of n bodies; st[i] says how it went with body
  * i: MQ_JQ_OK with out[i * k .. i * k + k) the truthiness of its output
  * (k = max(n, 1) of the struct), MQ_JQ_NOT_JSON (the body is not one
  * JSON value), MQ_JQ_NOT_ARRAY (a set's output is not its array: one of
  * its programs halted), or MQ_JQ_BROKE (it ran past a bound or jq died:
- * the error says which).  -1 when no worker could be started. */
+ * the error says which; a compile that does so leaves every body so).
+ * -1 when no worker could be started. */
 struct iovec;
 int mq_jqrun_eval(struct mq_jqrun *, const struct iovec *body, size_t n,
     bool *out, int *st);
@@ -139,7 +154,7 @@ double mq_filter_timeout(void);
 
 /* The jq filters of several groups, run as one program. */
 struct mq_filterset {
-	struct jq_state *jq;
+	char *program;
 	mq_filter **f;                      /* its filters, in program order */
 	size_t n;
 	struct mq_jqrun run;

@@ -321,7 +321,10 @@ EOF
 	mkgroup t defs --group-filter 'def big: .n > 2; big'
 	mkgroup t none --group-filter 'empty'
 	mkgroup t fails --group-filter 'error("no")'
-	mkgroup t halts --group-filter 'halt'
+	# halt would end the program of every group's filter: refused now, and
+	# a conf from before that holds it is never run (hostile_filter.bats).
+	mkgroup t halts --group-filter 'true'
+	sed -i 's/^filter=.*/filter=halt/' "$MQ_SPOOL/topics/t/groups/halts.conf"
 	mkgroup t two --group-filter '.n == 2, true'
 	mkgroup t hdr --group-filter '.n >= 1' --group-match 'Region=eu*'
 	local n

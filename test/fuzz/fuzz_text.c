@@ -3,7 +3,7 @@
  * peers: durations and times, offsets, --check thresholds, headers, sync
  * modes, public keys, receipts, a partition's head line and the seen
  * vector of replication (mq-spool(5), The head line; mq-protocol(5),
- * REPLICATION STATE).
+ * REPLICATION STATE); the text of a jq filter as jqlex.c reads it.
  * Any string is parsed whole or refused.
  */
 #define _GNU_SOURCE
@@ -55,6 +55,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	mq_sync_parse(s, &sync);
 	mq_pubkey_parse(s, pk);
+	char broken[256];
+	mq_jqlex_check(s, broken, sizeof broken);
 	mq_spool *sp = fuzz_scratch("text");
 	if (sp)
 		mq_receipt_ack(sp, "t", "g", s);
