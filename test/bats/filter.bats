@@ -252,7 +252,8 @@ EOF
 	local pid=$SPAWNED
 	wait_for sleeping "$pid"
 	mq-pub -q t '{"ok":false}'
-	wait_for test "$(count_new t g)" = 0
+	# Evaluated at each try (a $(...) argument would be read once).
+	wait_for group_empty t g
 	run exited "$pid"
 	assert_failure
 	mq-pub -q t '{"ok":true}'
