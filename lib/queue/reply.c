@@ -128,6 +128,25 @@ mq_reply_box_open(mq_spool *sp, const char *topic, double timeout,
 	return 0;
 }
 
+/* Counts a reply as a line "<ms> <what>" appended to replies/NAME, whole
+ * (O_APPEND, one write): .late for one no one waits for, .refused for one
+ * its caller refused. */
+static int
+count_reply(int dfd, const char *name, const char *what)
+{
+	char line[MQ_NAME_MAX + MQ_ID_LEN + 64];
+	int n = snprintf(line, sizeof line, "%" PRIu64 " %s\n",
+	    (uint64_t)(mq_now() * 1000), what);
+	if (n < 0 || (size_t)n >= sizeof line)
+		return mq_err(EX_SOFTWARE, "replies/%s: line too long", name);
+	int fd = mq_file_open(dfd, name, O_WRONLY | O_APPEND | O_CREAT, 0666,
+	    NULL);
+	ssize_t w = fd >= 0 ? write(fd, line, (size_t)n) : -1;
+	if (fd >= 0)
+		close(fd);
+	return w == n ? 0 : mq_err_sys("replies/%s", name);
+}
+
 /* Whether the reply's header says the box's Correlation-Id. */
 static bool
 ours(const struct mq_reply_box *b, const char *buf, size_t len)
@@ -154,18 +173,10 @@ refuse(struct mq_reply_box *b)
 {
 	if (mq_unlinkat(b->fd, "reply", 0) < 0 && errno != ENOENT)
 		return mq_err_sys("reply box %s: reply", b->name);
-	char line[128];
-	int n = snprintf(line, sizeof line, "%" PRIu64 " %s\n",
-	    (uint64_t)(mq_now() * 1000), b->name);
-	int fd = mq_file_open(b->dfd, ".refused", O_WRONLY | O_APPEND |
-	    O_CREAT, 0666, NULL);
-	ssize_t w = fd >= 0 ? write(fd, line, (size_t)n) : -1;
-	if (fd >= 0)
-		close(fd);
 	fprintf(stderr, "%s: refused a reply in box %s that is not this "
 	    "call's (Correlation-Id)\n", program_invocation_short_name,
 	    b->name);
-	return w == n ? 0 : mq_err_sys("replies/.refused");
+	return count_reply(b->dfd, ".refused", b->name);
 }
 
 int
@@ -233,20 +244,13 @@ wake(int bfd)
 	close(fd);
 }
 
-/* A reply no one waits for: a line in replies/.late (appended whole:
- * O_APPEND, one write). */
+/* A reply no one waits for: 2, counted in replies/.late. */
 static int
 late(int dfd, const char *group, const char *request)
 {
-	char line[MQ_NAME_MAX + MQ_ID_LEN + 64];
-	int n = snprintf(line, sizeof line, "%" PRIu64 " %s %s\n",
-	    (uint64_t)(mq_now() * 1000), group, request);
-	int fd = mq_file_open(dfd, ".late", O_WRONLY | O_APPEND | O_CREAT, 0666,
-	    NULL);
-	ssize_t w = fd >= 0 ? write(fd, line, (size_t)n) : -1;
-	if (fd >= 0)
-		close(fd);
-	return w == n ? 2 : mq_err_sys("replies/.late");
+	char what[MQ_NAME_MAX + MQ_ID_LEN + 2];
+	snprintf(what, sizeof what, "%s %s", group, request);
+	return count_reply(dfd, ".late", what) < 0 ? -1 : 2;
 }
 
 int
