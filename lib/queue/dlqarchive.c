@@ -667,6 +667,8 @@ may_write_logs(const struct import *im, size_t from, size_t to)
 		return -1;
 	int rc = 0;
 	for (size_t i = from; rc == 0 && i < to; i++) {
+		if (i > from && im->f[i].k == im->f[i - 1].k)
+			continue;       /* sorted: once a partition of a group */
 		char path[32];
 		snprintf(path, sizeof path, "p%u/log", im->f[i].k);
 		if (faccessat(t.fd, path, W_OK, AT_EACCESS) < 0)
