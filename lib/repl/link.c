@@ -29,6 +29,15 @@
  * may take a deadline: one point in time for all of it, not a timeout
  * per read, so that a peer sending a byte now and then (a partial frame)
  * cannot keep the connection, and the process serving it, for longer.
+ *
+ * After it, a frame once begun must end: its bytes may not pause for
+ * more than LINK_QUIET seconds, and all of them must be in within
+ * LINK_FRAME_BASE seconds and a second per LINK_FRAME_RATE bytes.  A
+ * length damaged in transit (past authentication on a plain link, before
+ * it on a secure one) would otherwise have each side wait for the other
+ * for good: the reader for bytes that will never come, the writer for the
+ * answer to what it sent.  Between frames there is no limit: an idle
+ * session's pings say the peer is there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +53,10 @@
 
 #include "repl.h"
 
+#define LINK_QUIET (3 * REPL_PING)
+#define LINK_FRAME_BASE 60.0
+#define LINK_FRAME_RATE (256.0 * 1024)
+
 #define HELLO_MAGIC "mq-replicate 1\n"
 #define HELLO_LEN (sizeof HELLO_MAGIC - 1 + crypto_sign_PUBLICKEYBYTES + \
     crypto_kx_PUBLICKEYBYTES)
@@ -54,6 +67,7 @@ struct mq_link {
 	int ended;                      /* the peer's final frame came */
 	double deadline;                /* mq_mono() ending the handshake */
 	double timeout;                 /* what it was, in seconds */
+	double frame_end;               /* mq_mono() ending the frame begun */
 	crypto_secretstream_xchacha20poly1305_state tx, rx;
 	unsigned char peer[MQ_PUBKEY_BYTES];
 	char peer_name[128];
@@ -68,25 +82,37 @@ struct mq_link {
 	int has_next;                   /* mq_link_waiting */
 };
 
-/* Waits until fd is ready for events, before the deadline if there is
- * one. */
+/* Waits until fd is ready for events: before the handshake's deadline
+ * while there is one, else, in the middle of a frame, before its end and
+ * within LINK_QUIET (a frame's bytes are read with it). */
 static int
 ready(const mq_link *l, int fd, short events)
 {
-	if (!l->deadline)
+	double until = l->deadline ? l->deadline : l->frame_end;
+	if (!until)
 		return 0;
 	for (;;) {
-		double left = l->deadline - mq_mono();
+		double now = mq_mono(), left = until - now;
+		if (!l->deadline && left > LINK_QUIET)
+			left = LINK_QUIET;
 		struct pollfd p = { .fd = fd, .events = events };
 		int n = left > 0 ? poll(&p, 1, left > 3600 ? 3600000 :
 		    (int)(left * 1000) + 1) : 0;
 		if (n > 0)
 			return 0;
-		if (n == 0 && mq_mono() >= l->deadline)
-			return mq_err(EX_PROTOCOL, "peer: no handshake within %g s",
-			    l->timeout);
 		if (n < 0 && errno != EINTR)
 			return mq_err_sys("peer: poll");
+		if (n < 0 || mq_mono() - now < left)
+			continue;
+		if (l->deadline)
+			return mq_err(EX_PROTOCOL, "peer: no handshake within %g s",
+			    l->timeout);
+		if (mq_mono() >= until)
+			return mq_err(EX_PROTOCOL, "peer: a frame begun was not "
+			    "all in by its deadline (a length damaged in "
+			    "transit?)");
+		return mq_err(EX_PROTOCOL, "peer: no byte of a frame begun for "
+		    "%g s (a length damaged in transit?)", LINK_QUIET);
 	}
 }
 
@@ -162,7 +188,12 @@ recv_raw(mq_link *l, size_t max, size_t *len)
 		l->buf = b;
 		l->cap = n;
 	}
-	if (n && (rc = read_full(l, l->buf, n)) <= 0)
+	/* The handshake has a deadline of its own. */
+	l->frame_end = mq_mono() + LINK_FRAME_BASE + (double)n / LINK_FRAME_RATE;
+	if (n)
+		rc = read_full(l, l->buf, n);
+	l->frame_end = 0;
+	if (rc <= 0)
 		return rc < 0 ? -1 : mq_err(EX_PROTOCOL, "peer: connection "
 		    "closed in the middle of a frame");
 	*len = n;

@@ -3,6 +3,7 @@
 
     flip_relay.py LISTEN_ADDR LISTEN_PORT TARGET_ADDR TARGET_PORT FLIP_AT
     flip_relay.py --every N SEED LISTEN_ADDR LISTEN_PORT TARGET_ADDR TARGET_PORT
+    flip_relay.py --length-at OFFSET LISTEN_ADDR LISTEN_PORT TARGET_ADDR TARGET_PORT
 
 Accepts connections on LISTEN_ADDR:LISTEN_PORT and relays each to
 TARGET_ADDR:TARGET_PORT, both ways.  The direction from the client to the
@@ -18,11 +19,15 @@ relayed faithfully.  With --every N, on every connection, each payload
 byte is damaged with probability 1/N: the gaps between damaged bytes are
 drawn from a generator seeded with SEED and the connection's number, so
 where a connection is damaged depends on its offsets only, not on how the
-stream was cut into reads.  Everything else is relayed as it is.
+stream was cut into reads.  With --length-at, on the first connection
+only, the length of the first frame that begins at or after stream offset
+OFFSET (past the handshake) is raised by 4 MiB: the reader then waits for
+bytes that never come, the writer for an answer.  Everything else is
+relayed as it is.
 
 What happens is written to standard output, one line each, flushed:
 "listening", "conn N open", "conn N flipped offset X frame F",
-"conn N closed".  When one side closes, what the other side had sent is
+"conn N lengthened frame F at offset X", "conn N closed".  When one side closes, what the other side had sent is
 still delivered before the relay closes its end: the client gets whatever
 the target said (such as an error frame) before the end of the stream.
 """
@@ -45,16 +50,29 @@ class Flipper:
     first at or after offset first (None: a gap after the handshake),
     then each after a gap that gap() draws (None: no more)."""
 
-    def __init__(self, conn, first, gap=lambda: None):
+    def __init__(self, conn, first, gap=lambda: None, length_at=None):
         self.conn = conn
+        self.length_at = length_at
         self.flip_at = first
         self.gap = gap
-        self.relative = first is None
+        self.relative = first is None and length_at is None
         self.offset = 0         # stream offset of the next byte fed
         self.frame = 0          # index of the current frame
         self.hdr = b""
         self.hdr_left = 4
         self.payload_left = 0
+
+    def lengthen(self):
+        """Raises the length in self.hdr if it is the one to damage."""
+        if self.length_at is None or self.frame < 3 or \
+                self.hdr_start < self.length_at:
+            return False
+        self.length_at = None
+        n = int.from_bytes(self.hdr, "big") + (4 << 20)
+        self.hdr = n.to_bytes(4, "big")
+        say("conn %d lengthened frame %d at offset %d" %
+            (self.conn, self.frame, self.hdr_start))
+        return True
 
     def feed(self, data):
         buf = bytearray(data)
@@ -62,11 +80,18 @@ class Flipper:
         i = 0
         n = len(buf)
         while i < n:
+            if self.hdr_left == 4:
+                self.hdr_start = base + i
             if self.hdr_left:
                 take = min(self.hdr_left, n - i)
                 self.hdr += bytes(buf[i:i + take])
                 self.hdr_left -= take
                 i += take
+                # A header is changed only when it began in this read
+                # (what came before is sent already).
+                start = self.hdr_start - base
+                if not self.hdr_left and start >= 0 and self.lengthen():
+                    buf[start:start + 4] = self.hdr
                 if not self.hdr_left:
                     self.payload_left = int.from_bytes(self.hdr, "big")
                     self.hdr = b""
@@ -144,6 +169,9 @@ def relay(conn, client, target, flipper):
 
 def flipper_for(conn, args):
     """The damage for connection conn, as the arguments say (or None)."""
+    if args[0] == "--length-at":
+        return Flipper(conn, None, length_at=int(args[1])) if conn == 1 \
+            else None
     if args[0] != "--every":
         return Flipper(conn, int(args[4])) if conn == 1 else None
     every = float(args[1])
@@ -156,8 +184,8 @@ def flipper_for(conn, args):
 
 def main():
     args = sys.argv[1:]
-    laddr, lport, taddr, tport = args[3:7] if args[0] == "--every" else \
-        args[0:4]
+    skip = {"--every": 3, "--length-at": 2}.get(args[0], 0)
+    laddr, lport, taddr, tport = args[skip:skip + 4]
     ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind((laddr, int(lport)))

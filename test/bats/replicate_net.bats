@@ -363,6 +363,35 @@ retransmitting() {
 	assert_unique_bodies 2000 "$SB/topics/t/p0/g/g/new"
 }
 
+@test "net: a frame length damaged in transit (the reader waits for bytes that never come) ends that session within a bound; the follower converges" {
+	hosts 18
+	trust
+	mq-topic -s "$SA" create t
+	subscribe "$SA" t g
+	pubs "$SA" t f 1 2000
+	serve B "$TD/servB"
+	# The first frame from A after 100,000 bytes says it is 4 MiB
+	# longer than it is: more than A sends before it waits for B.
+	spawn "$TD/relay" ip netns exec "$NSA" "$PY" "$BATS_TEST_DIRNAME/flip_relay.py" \
+	    --length-at 100000 127.0.0.1 7469 "$IPB" 7468
+	wait_for grep -qx listening "$TD/relay"
+	spawn "$TD/push" ip netns exec "$NSA" mq-replicate -s "$SA" push --follow --retry 0.2 \
+	    --no-progress -v 127.0.0.1:7469
+	# Each side stops waiting after 15 s without a byte of the frame
+	# it is in (the sender waits for an answer that comes, or not): the
+	# bound is well under 60 s even on a busy machine.
+	wait_for -t 60 pending_is "$SB" t g 2000
+	wait_for -t 20 lag_zero "$SA"
+	run cat "$TD/relay"
+	assert_output --partial "conn 1 lengthened frame"
+	assert_output --partial "conn 2 open"
+	run cat "$TD/servB.err"
+	assert_output --partial "no byte of a frame begun for 15 s"
+	assert_equal "$(logged "$SB" t)" 2000
+	assert_same t g
+	assert_unique_bodies 2000 "$SB"/topics/t/p*/g/g/new
+}
+
 @test "net: mq-pub --replicas 1 returns once B has the message; with the link down or B's daemon dead it exits 69, stored on A" {
 	hosts 5
 	trust
