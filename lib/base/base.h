@@ -162,9 +162,9 @@ int mq_write_all(int fd, struct iovec *iov, int n);
 void mq_iov_advance(struct iovec **iov, int *n, size_t done);
 int mq_write_file(int dirfd, const char *path, const void *data, size_t len,
     int sync, int replace);
-/* The same, synced and replacing, with the file's mode set to mode. */
+/* The same, replacing, with the file's mode set to mode. */
 int mq_write_file_mode(int dirfd, const char *path, const void *data,
-    size_t len, mode_t mode);
+    size_t len, int sync, mode_t mode);
 
 struct mq_names {
 	char **v;

@@ -402,9 +402,9 @@ mq_write_file(int dirfd, const char *path, const void *data, size_t len,
 
 int
 mq_write_file_mode(int dirfd, const char *path, const void *data, size_t len,
-    mode_t mode)
+    int sync, mode_t mode)
 {
-	return write_whole(dirfd, path, data, len, 1, 1, mode);
+	return write_whole(dirfd, path, data, len, sync, 1, mode);
 }
 
 int

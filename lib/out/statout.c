@@ -219,7 +219,7 @@ mq_stat_write_file(const struct mq_stat *st,
 	if (fclose(f) == EOF && rc == 0)
 		rc = mq_err_sys("memory stream");
 	if (rc == 0 &&
-	    mq_write_file_mode(AT_FDCWD, path, text, len, 0644) < 0) {
+	    mq_write_file_mode(AT_FDCWD, path, text, len, 1, 0644) < 0) {
 		/* What could not be made is the output (EX_CANTCREAT), unless
 		 * the disk failed. */
 		char why[512];

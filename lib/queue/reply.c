@@ -379,10 +379,13 @@ mq_reply_send(mq_spool *sp, const char *box, const char *group,
 		return -1;
 	}
 	/* Whole, then renamed in: a box that is gone (the caller gave up,
-	 * or it was reaped, even while this is written) makes it late. */
+	 * or it was reaped, even while this is written) makes it late.
+	 * Readable by all, whatever our umask: the box's own mode (or
+	 * ACL) keeps out everyone but its caller and the topic's consumers,
+	 * and without ACLs the caller is not in our group. */
 	int bfd = mq_dir_open(dfd, box);
-	rc = bfd < 0 ? (errno == ENOENT ? 1 : -1) : mq_write_file(bfd, "reply",
-	    all, len, 0, 1) < 0 ? (errno == ENOENT ? 1 : -1) : 0;
+	rc = bfd < 0 ? (errno == ENOENT ? 1 : -1) : mq_write_file_mode(bfd,
+	    "reply", all, len, 0, 0644) < 0 ? (errno == ENOENT ? 1 : -1) : 0;
 	if (rc == 0)
 		wake(bfd);
 	free(all);

@@ -366,3 +366,37 @@ forge() {
 	grep -q "refused a reply" "$TD/err"
 	refute grep -q forged "$TD/out"
 }
+
+@test "mq-req where the file system has no ACLs: the box is the caller's and the spool group's by its mode alone; a user outside the group cannot answer, a consumer in it can" {
+	require_root
+	local m=$USERS_DIR/ramfs.$BATS_TEST_NUMBER
+	mkdir -p "$m"
+	mount -t ramfs -o mode=755 ramfs "$m" || skip "cannot mount ramfs"
+	echo "$m" >>"$TD/.mounts"
+	S=$m/spool MQ_SPOOL=$m/spool
+	(umask 007 && mq-topic init --group "${RT}ALL" --mode 2775 2>/dev/null)
+	! setfacl -m "u:${RT}out:rwx" "$S" 2>/dev/null || fail "ramfs took an ACL"
+	# Without ACLs each maker's umask decides: the group's 007.
+	as_user "${RT}adm" 007 mq-topic create t 2>/dev/null
+	as_user "${RT}con" 007 mq-group create t srv 2>/dev/null
+	as_user "${RT}pub" 007 mq-req -t 60 t hello >"$TD/out" 2>"$TD/err" &
+	local caller=$! n box
+	for n in $(seq 400); do
+		box=$(find "$S/replies" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null | head -1)
+		[[ -n $box && -p $S/replies/$box/wake ]] && break
+		sleep 0.05
+	done
+	[[ -n $box ]] || fail "no reply box: $(cat "$TD/err")"
+	# The caller's, writable by the spool's group (the writers of
+	# p0/g), by no one else.
+	assert_equal "$(stat -c '%U %G %A' "$S/replies/$box")" \
+	    "${RT}pub ${RT}ALL drwxrwx---"
+	run --separate-stderr as out sh -c "echo forged >'$S/replies/$box/reply'"
+	assert_failure
+	[[ ! -e $S/replies/$box/reply ]] || fail "out wrote a reply"
+	# A server under umask 077 still makes a reply the caller reads.
+	run --separate-stderr as con mq-sub -g srv -n 1 -t 10 --exec 'echo real' --reply t
+	assert_success
+	wait "$caller" || fail "mq-req: exit $?: $(cat "$TD/err")"
+	assert_equal "$(cat "$TD/out")" real
+}
