@@ -329,6 +329,45 @@ forge() {
 	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "m1 m2 m3 "
 }
 
+@test "roles: a crash of dlq import between its log/ link and its dead letter leaves a published message that a backfill delivers; importing again links the dead letter from it" {
+	roles_topic
+	dead_letter
+	local a=$USERS_DIR/dead.$BATS_TEST_NUMBER
+	mkdir -m 1777 "$a"
+	as con mq-dlq export t "$a/dead.tar"
+	chmod 644 "$a/dead.tar"
+	# Into another spool with the same roles, where the message was never
+	# published: its log/ name is new there.
+	S=$USERS_DIR/spool2.$BATS_TEST_NUMBER MQ_SPOOL=$USERS_DIR/spool2.$BATS_TEST_NUMBER
+	roles_topic
+	# Killed at its 4th linkat: two for staging, one into log/, then the
+	# dead letter's from it.
+	run --separate-stderr as adm strace -o /dev/null -f \
+	    -e inject=linkat:signal=KILL:when=4 mq-dlq import "$a/dead.tar"
+	assert_equal "$status" 137
+	local key
+	key=$(ls "$S/topics/t/p0/dlq/g" | sed -n 's/^\([^,]*\),.*\.why$/\1/p')
+	[[ -n $key ]] || fail "no .why placed: $(ls "$S/topics/t/p0/dlq/g")"
+	[[ -f $S/topics/t/p0/log/$key ]] || fail "no log/ name: $(ls "$S/topics/t/p0/log")"
+	assert_equal "$(ls "$S/topics/t/p0/dlq/g" | grep -vc '\.why$')" 0
+	# The published message: a backfill delivers it (the head was raised
+	# above it before anything was placed; a group that starts before now
+	# is an administrator's to make).
+	run --separate-stderr as adm mq-sub --from-start -g late -n 10 -t 0 t
+	assert_success
+	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "m1 m1 m2 m3 "
+	# Importing again links the dead letter from that name.
+	allowed adm mq-dlq import "$a/dead.tar"
+	local dl
+	dl=$(ls "$S/topics/t/p0/dlq/g" | grep -v '\.why$')
+	assert_equal "$(stat -c %i "$S/topics/t/p0/dlq/g/$dl")" \
+	    "$(stat -c %i "$S/topics/t/p0/log/$key")"
+	as con mq-dlq -g g redrive t
+	run --separate-stderr as con mq-sub -g g -n 10 -t 0 t
+	assert_success
+	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "m1 m1 m2 m3 "
+}
+
 @test "roles: a user of the spool with no role cannot answer another user's mq-req; a reply with another Correlation-Id is refused and counted; the consumer's reply is printed" {
 	mq-topic init --group "${RT}ALL" --mode 2775
 	as adm mq-topic create --mode 2755 --publishers "${RT}PUB" \
