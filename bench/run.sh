@@ -28,7 +28,9 @@
 #   and of a sealed topic, in one run); `req` section 12 alone (request
 #   and reply); `http` section 13 alone (bench/http.bash: mq-http's
 #   publish throughput beside mq_pub_send, and its WebSocket and SSE
-#   latency beside mosquitto's websockets listener).
+#   latency beside mosquitto's websockets listener); `roles` section 14
+#   alone (bench/roles.bash: drain of a topic with roles beside a plain one,
+#   and single publishes into a filtered group beside an unfiltered one).
 #
 # Environment:
 #   BENCH_DIR=DIR     where the scratch directory goes (default /var/tmp)
@@ -63,8 +65,8 @@ fi
 WARMUP=20
 SECTION=${1:-all}
 case $SECTION in
-all|fanout|replicate|stat|shared|signed|sealed|req|http) ;;
-*) echo "usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed | req | http]" >&2; exit 64 ;;
+all|fanout|replicate|stat|shared|signed|sealed|req|http|roles) ;;
+*) echo "usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed | req | http | roles]" >&2; exit 64 ;;
 esac
 # Section 6: messages per fan-out publish, and the group counts.
 FAN_N=$((N / 5)) FAN_GROUPS="1 10 100"
@@ -117,8 +119,11 @@ repl_files=$(( 8 * REPL_N + 2 * LAG_N ))
 # two topics per run.
 sign_files=$(( REPEAT * 2 * SIGN_N ))
 seal_files=$(( 2 * REPEAT * N / 5 ))
+# Section 14: a log/ file per message, two topics of each kind per run.
+role_files=$(( 2 * REPEAT * (N / 5 + N / 500) ))
 case $SECTION in
-all) files=$(( files + repl_files + STAT_MSGS + sign_files + seal_files )) ;;
+all) files=$(( files + repl_files + STAT_MSGS + sign_files + seal_files + role_files )) ;;
+roles) files=$role_files ;;
 signed) files=$sign_files ;;
 sealed) files=$seal_files ;;
 fanout) files=$(( REPEAT * 9 * FAN_N )) ;;
@@ -210,11 +215,30 @@ LAT=$W/bin/lat
 . "$ROOT/bench/sealed.bash"
 . "$ROOT/bench/req.bash"
 . "$ROOT/bench/http.bash"
+. "$ROOT/bench/roles.bash"
 
 # kv FILE KEY: a value from a key=value result line.
 kv() {
 	awk -v k="$2" '{ for (i = 1; i <= NF; i++) { split($i, a, "=");
 	    if (a[1] == k) { print a[2]; exit } } }' "$1"
+}
+# us_per_msg FILE: µs per message of a result.
+us_per_msg() {
+	awk -v s="$(kv "$1" seconds)" -v c="$(kv "$1" count)" \
+	    'BEGIN { printf "%.1f", s / c * 1e6 }'
+}
+# us_rows LABEL:FILE...: a table's header and a line per result, with its
+# µs per message (sections 11 and 14).
+us_rows() {
+	local label f
+	printf '  %-42s %9s %9s %7s %7s %8s\n' "" "msgs/s" "seconds" "user s" \
+	    "sys s" "µs/msg"
+	for f in "$@"; do
+		label=${f%%:*} f=${f#*:}
+		printf '  %-42s %9.0f %9.3f %7.2f %7.2f %8s\n' "$label" \
+		    "$(kv "$f" rate)" "$(kv "$f" seconds)" "$(kv "$f" user)" \
+		    "$(kv "$f" sys)" "$(us_per_msg "$f")"
+	done
 }
 # run NAME COUNT CMD...: time CMD (redirections of the caller apply) into
 # res/NAME; a failing tool stops the bench.
@@ -867,6 +891,12 @@ if [ "$SECTION" = sealed ]; then
 	sealed_table
 	exit 0
 fi
+if [ "$SECTION" = roles ]; then
+	roles_measure
+	alone_header "section 14 alone: median of $REPEAT run(s)"
+	roles_table
+	exit 0
+fi
 if [ "$SECTION" = shared ]; then
 	shared_measure
 	alone_header "section 9 alone: median of $REPEAT run(s)"
@@ -1047,6 +1077,9 @@ sealed_measure
 
 # ---- 12. request/reply (a few files) ----
 req_measure
+
+# ---- 14. roles and filters (creates files; drains unlink links only) ----
+roles_measure
 
 # ---- 13. mq-http (publishes: files) ----
 http_measure
@@ -1246,3 +1279,4 @@ signed_table
 sealed_table
 req_table
 http_table
+roles_table

@@ -3,7 +3,7 @@
 # SEAL_N messages of SIZE bytes into a plain topic and into a topic sealed
 # to one consumer key, in the same run, alternated (plain, sealed, sealed,
 # plain, ...), each run on fresh topics.  The drain opens the sealed bodies
-# with mq-sub --key.  Uses run, med, kv, step, subscribe, left and the
+# with mq-sub --key.  Uses run, med, kv, us_rows, us_per_msg, step, subscribe, left and the
 # variables of run.sh.
 
 SEAL_N=$((N / 5))
@@ -44,28 +44,14 @@ sealed_measure() {
 	done
 }
 
-# sealed_us FILE: µs per message of a result.
-sealed_us() {
-	awk -v s="$(kv "$1" seconds)" -v c="$(kv "$1" count)" \
-	    'BEGIN { printf "%.1f", s / c * 1e6 }'
-}
-
 sealed_table() {
 	local pp ps dp ds
 	pair_medians seal sealed
 	echo "11. sealed topic: $SEAL_N messages of $SIZE bytes, publish (mq-pub -l) then drain (mq-sub --key)"
-	printf '  %-42s %9s %9s %7s %7s %8s\n' "" "msgs/s" "seconds" "user s" \
-	    "sys s" "µs/msg"
-	local label f
-	for f in "publish, plain topic:$pp" "publish, sealed topic (1 key):$ps" \
-	    "drain, plain topic:$dp" "drain, sealed topic (1 key):$ds"; do
-		label=${f%%:*} f=${f#*:}
-		printf '  %-42s %9.0f %9.3f %7.2f %7.2f %8s\n' "$label" \
-		    "$(kv "$f" rate)" "$(kv "$f" seconds)" "$(kv "$f" user)" \
-		    "$(kv "$f" sys)" "$(sealed_us "$f")"
-	done
-	awk -v pp="$(sealed_us "$pp")" -v ps="$(sealed_us "$ps")" \
-	    -v dp="$(sealed_us "$dp")" -v ds="$(sealed_us "$ds")" 'BEGIN {
+	us_rows "publish, plain topic:$pp" "publish, sealed topic (1 key):$ps" \
+	    "drain, plain topic:$dp" "drain, sealed topic (1 key):$ds"
+	awk -v pp="$(us_per_msg "$pp")" -v ps="$(us_per_msg "$ps")" \
+	    -v dp="$(us_per_msg "$dp")" -v ds="$(us_per_msg "$ds")" 'BEGIN {
 	    printf "  %-42s %9.1f   µs/msg (sealed less plain)\n",
 		"sealing added, publish", ps - pp
 	    printf "  %-42s %9.1f   µs/msg (sealed less plain)\n",
