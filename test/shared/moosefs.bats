@@ -141,3 +141,34 @@ publish_traced() {
 	stop_all "${TRACERS[@]}"
 	assert_equal "$(grep -cE ' (fsync|fdatasync)\(' "$TD/cs.1" "$TD/cs.2" | awk -F: '{ n += $2 } END { print n }')" 0
 }
+
+@test "mfsmount's log of the operations it served (.oplog): a file's fsync reaches it, a directory's fsync does not" {
+	mkdir "$M1/d"
+	spawn "$TD/oplog" cat "$M1/.oplog"
+	local c=$SPAWNED
+	wait_for -t 10 grep -q 'internal node: OPLOG' "$TD/oplog"
+	# As mq syncs a directory after a rename into it: fsync(2) of the
+	# directory, before and after a file in it is made and fsynced.
+	python3 -c '
+import os, sys
+def syncdir(p):
+    d = os.open(p, os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(d)
+    os.close(d)
+syncdir(sys.argv[1])
+f = os.open(sys.argv[1] + "/f", os.O_CREAT | os.O_WRONLY)
+os.write(f, b"x")
+os.fsync(f)
+os.close(f)
+syncdir(sys.argv[1])
+open(sys.argv[1] + "/end", "w").close()' "$M1/d"
+	wait_for -t 10 grep -q 'cmd:create ([0-9]*,end,' "$TD/oplog"
+	stop_all "$c"
+	grep -v OPLOG "$TD/oplog" >"$TD/ops"
+	note "$(grep -cE 'cmd:(opendir|fsync|fsyncdir) ' "$TD/ops") opendir, fsync and fsyncdir operations served"
+	# Both directory opens reached it, and the file's fsync; no fsync
+	# of a directory did.
+	assert_equal "$(grep -cE 'cmd:opendir \(' "$TD/ops")" 2
+	assert_equal "$(grep -cE 'cmd:fsync \(' "$TD/ops")" 1
+	assert_equal "$(grep -ciE 'cmd:fsyncdir|cmd:dirfsync' "$TD/ops")" 0
+}
