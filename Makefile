@@ -71,9 +71,10 @@ check-sanitize:
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDFLAGS="-fsanitize=address,undefined"
 
-# Hosts sharing a spool: a GlusterFS volume and an sshfs export, each
-# mounted twice (needs root and FUSE; slow per file, so run once, not
-# again under the sanitizers).
+# Hosts sharing a spool: a GlusterFS volume, a MooseFS file system and an
+# sshfs export, each mounted twice (needs root and FUSE; slow per file, so
+# run once, not again under the sanitizers).  crosshost.bats runs once
+# per file system (crosshost-moosefs.bats is a link to it).
 check-shared: all
 	@PATH="$(CURDIR)/bin:$$PATH" BATS_FILES="$(CURDIR)/test/shared" \
 		test/run < /dev/null

@@ -1,7 +1,9 @@
 # bench/shared.bash: section 9 of bench/run.sh, a spool shared between
-# hosts: a GlusterFS replica-3 volume on this machine, mounted twice
-# (test/shared/gluster.bash sets it up and takes it down; the two FUSE
-# clients stand for two hosts).  Sourced by run.sh, which has built the
+# hosts, on each shared file system the test suite has a harness for
+# (SH_FS): a GlusterFS replica-3 volume and a MooseFS file system (one
+# master, two chunkservers, goal 2) on this machine, each mounted twice
+# (test/shared/gluster.bash and moosefs.bash set them up and take them
+# down, fs_up and fs_down; the two FUSE clients stand for two hosts).  Sourced by run.sh, which has built the
 # helpers and defined W, BIN, FLOOR, LAT, SIZE, REPEAT, run, kv, med, die
 # and step.
 #
@@ -30,8 +32,9 @@ else
 	SH_N=2000 SH_LATN=200
 fi
 SH_POLL=100ms
+SH_FS="gluster moosefs"
 
-# What test/shared/gluster.bash needs of bats, outside bats.
+# What the harnesses need of bats, outside bats.
 load() {
 	case $1 in
 	/*) . "$1.bash" ;;
@@ -39,25 +42,30 @@ load() {
 	esac
 }
 bats_require_minimum_version() { :; }
-fail() { die "GlusterFS: $*"; }
+fail() { die "$SH_ON: $*"; }
 
-# shared_up: the volume, mounted at GL_M1 and GL_M2; its scratch directory
-# is short, since glusterd's socket path must fit in sockaddr_un.
-# Where the harness's prerequisites are missing (gl_missing), SH_SKIP
-# says which and nothing is set up.
+# shared_up FS: file system FS (a harness of test/shared), mounted at
+# SH_M1 and SH_M2; its scratch directory is short, since glusterd's socket
+# path must fit in sockaddr_un.  Where the harness's prerequisites are
+# missing, SH_SKIP_FS says which and nothing is set up.
 shared_up() {
-	SH_TMP=$(mktemp -d /tmp/mqbench-gl.XXXX)
-	BATS_FILE_TMPDIR=$SH_TMP TD=$SH_TMP SH_SKIP=""
+	SH_ON=$1
+	SH_TMP=$(mktemp -d "/tmp/mqbench-$1.XXXX")
+	BATS_FILE_TMPDIR=$SH_TMP TD=$SH_TMP
 	BATS_TEST_DIRNAME=$ROOT/test/shared
 	exec 3>&2
-	load gluster
-	gl_up
-	SH_SKIP=${GL_SKIP:-}
+	unset GL_SKIP MFS_SKIP
+	load "$1"
+	fs_up
+	eval "SH_SKIP_$1=\${GL_SKIP:-\${MFS_SKIP:-}}"
+	[ "$1" = gluster ] && SH_M1=$GL_M1 SH_M2=$GL_M2
+	[ "$1" = moosefs ] && SH_M1=$MFS_M1 SH_M2=$MFS_M2
+	return 0
 }
 
 shared_down() {
 	[ -n "${SH_TMP:-}" ] || return 0
-	gl_down
+	fs_down
 	rm -rf "$SH_TMP"
 	SH_TMP=""
 }
@@ -85,37 +93,44 @@ shared_on() {
 	done
 }
 
-shared_measure() {
-	shared_up
-	if [ -n "$SH_SKIP" ]; then
-		shared_down
-		return 0
-	fi
-	mkdir -p "$W/sh-local"
-	shared_on local "$W/sh-local"
-	shared_on gluster "$GL_M1/bench"
-	local r half=$((SH_N / 2))
+# shared_fs FS: the figures of file system FS, on its mounts.
+shared_fs() {
+	local fs=$1 r half=$((SH_N / 2))
+	shared_on "$fs" "$SH_M1/bench"
 	for r in $(seq "$REPEAT"); do
-		step "shared: mq-pub -l from both mounts at once, run $r"
-		"$BIN/mq-topic" -s "$GL_M1/two.$r" create --partitions 2 t ||
-		    die "topic on the volume failed"
-		"$BIN/mq-sub" -s "$GL_M1/two.$r" -g g -t 0 t > /dev/null ||
-		    [ $? = 1 ] || die "subscribe on the volume failed"
-		run "sh.gluster.pub2.$r" "$SH_N" bash -c '
+		step "shared ($fs): mq-pub -l from both mounts at once, run $r"
+		"$BIN/mq-topic" -s "$SH_M1/two.$r" create --partitions 2 t ||
+		    die "topic on $fs failed"
+		"$BIN/mq-sub" -s "$SH_M1/two.$r" -g g -t 0 t > /dev/null ||
+		    [ $? = 1 ] || die "subscribe on $fs failed"
+		run "sh.$fs.pub2.$r" "$SH_N" bash -c '
 			"$1" lines "$3" "$4" | MQ_HOST=h1 "$2/mq-pub" -s "$5" -q -p 0 -l t &
 			"$1" lines "$3" "$4" | MQ_HOST=h2 "$2/mq-pub" -s "$6" -q -p 1 -l t &
 			wait -n && wait -n' - "$FLOOR" "$BIN" "$half" "$SIZE" \
-		    "$GL_M1/two.$r" "$GL_M2/two.$r"
+		    "$SH_M1/two.$r" "$SH_M2/two.$r"
 	done
 	if [ "$have_lib" = 1 ]; then
-		step "shared: latency, mount 1 to mount 2, MQ_POLL=$SH_POLL"
-		MQ_POLL=$SH_POLL "$LAT" mq "$GL_M1/lat" "$BIN/mq-sub" \
-		    "$SH_LATN" 5 "$GL_M2/lat" > "$W/res/sh.lat.gluster" ||
-		    die "lat mq across the mounts failed"
+		step "shared ($fs): latency, mount 1 to mount 2, MQ_POLL=$SH_POLL"
+		MQ_POLL=$SH_POLL "$LAT" mq "$SH_M1/lat" "$BIN/mq-sub" \
+		    "$SH_LATN" 5 "$SH_M2/lat" > "$W/res/sh.lat.$fs" ||
+		    die "lat mq across the $fs mounts failed"
+	fi
+}
+
+shared_measure() {
+	local fs skip
+	mkdir -p "$W/sh-local"
+	shared_on local "$W/sh-local"
+	if [ "$have_lib" = 1 ]; then
 		"$LAT" mq "$W/sh-local/lat" "$BIN/mq-sub" "$SH_LATN" 5 \
 		    > "$W/res/sh.lat.local" || die "lat mq on the local disk failed"
 	fi
-	shared_down
+	for fs in $SH_FS; do
+		shared_up "$fs"
+		eval "skip=\$SH_SKIP_$fs"
+		[ -n "$skip" ] || shared_fs "$fs"
+		shared_down
+	done
 }
 
 # shared_row LABEL PREFIX: the median run's rate, time per message and
@@ -136,36 +151,52 @@ shared_ratio() {
 	    -v b="$(kv "$(med "$3")" rate)" 'BEGIN { printf "%.2fx", a / b }')"
 }
 
+# shared_fs_name FS: how the table names file system FS.
+shared_fs_name() {
+	case $1 in
+	gluster) echo "GlusterFS 10 replica 3" ;;
+	moosefs) echo "MooseFS 3.0, goal 2 on 2 chunkservers" ;;
+	local) echo "the local disk ($fs)" ;;
+	esac
+}
+
+# shared_lat_row LABEL FILE: the latency figures of one run of lat.
+shared_lat_row() {
+	printf '  %-44s p50 %.1f  p99 %.1f  max %.1f\n' "$1" \
+	    "$(awk -v u="$(kv "$2" p50_us)" 'BEGIN { print u / 1000 }')" \
+	    "$(awk -v u="$(kv "$2" p99_us)" 'BEGIN { print u / 1000 }')" \
+	    "$(awk -v u="$(kv "$2" max_us)" 'BEGIN { print u / 1000 }')"
+}
+
 shared_table() {
-	local w lat
+	local w skip
 	echo
-	echo "9. a spool shared between hosts: GlusterFS 10 replica 3, two FUSE mounts on this machine"
-	if [ -n "${SH_SKIP:-}" ]; then
-		echo "  not measured: $SH_SKIP"
-		return 0
-	fi
+	echo "9. a spool shared between hosts: each file system mounted twice on this machine"
 	echo "  $SH_N messages of $SIZE bytes per run; median of $REPEAT run(s)"
-	for w in gluster local; do
-		echo "  on $( [ $w = gluster ] && echo "the volume (mount 1)" ||
-		    echo "the local disk ($fs)")"
+	for w in $SH_FS local; do
+		if [ $w != local ]; then
+			eval "skip=\${SH_SKIP_$w:-}"
+			echo "  on $(shared_fs_name $w) (mount 1)${skip:+: not measured: $skip}"
+			[ -z "$skip" ] || continue
+		else
+			echo "  on $(shared_fs_name local)"
+		fi
 		printf '  %-44s %9s %9s  %s\n' "" "msgs/s" "ms/msg" "runs (msgs/s)"
 		shared_row "floor publish: create, write, rename; syncfs" "sh.$w.floor"
 		shared_row "floor publish, fsync of each file and dir" "sh.$w.floorf"
 		shared_row "mq-pub -l (--sync=batch)" "sh.$w.pub"
-		[ $w = gluster ] && shared_row "mq-pub -l on both mounts, a partition each" "sh.$w.pub2"
+		[ $w = local ] || shared_row "mq-pub -l on both mounts, a partition each" "sh.$w.pub2"
 		shared_ratio "  mq-pub time / floor with fsync" "sh.$w.floorf" "sh.$w.pub"
 		shared_row "floor drain: rename to cur/, unlink" "sh.$w.floord"
 		shared_row "mq-sub -g G TOPIC > /dev/null" "sh.$w.drain"
 		shared_ratio "  mq-sub time / floor drain" "sh.$w.floord" "sh.$w.drain"
 	done
 	echo "  latency, one message in flight (ms)"
-	for lat in gluster local; do
-		[ -f "$W/res/sh.lat.$lat" ] || continue
-		printf '  %-44s p50 %.1f  p99 %.1f  max %.1f\n' "$( [ $lat = gluster ] &&
-		    echo "mount 1 -> mount 2, MQ_POLL=$SH_POLL" ||
-		    echo "local disk, inotify")" \
-		    "$(awk -v u="$(kv "$W/res/sh.lat.$lat" p50_us)" 'BEGIN { print u / 1000 }')" \
-		    "$(awk -v u="$(kv "$W/res/sh.lat.$lat" p99_us)" 'BEGIN { print u / 1000 }')" \
-		    "$(awk -v u="$(kv "$W/res/sh.lat.$lat" max_us)" 'BEGIN { print u / 1000 }')"
+	for w in $SH_FS; do
+		[ -f "$W/res/sh.lat.$w" ] &&
+		    shared_lat_row "$w: mount 1 -> mount 2, MQ_POLL=$SH_POLL" "$W/res/sh.lat.$w"
 	done
+	[ -f "$W/res/sh.lat.local" ] &&
+	    shared_lat_row "local disk, inotify" "$W/res/sh.lat.local"
+	return 0
 }

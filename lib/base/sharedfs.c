@@ -37,7 +37,7 @@ mq_fs_shared(int fd)
 		0x517b,         /* SMB */
 		0xff534d42,     /* CIFS */
 		0xfe534d42,     /* SMB2 */
-		0x65735546,     /* FUSE: GlusterFS, sshfs, CephFS's ceph-fuse */
+		0x65735546,     /* FUSE: GlusterFS, MooseFS's mfsmount, sshfs, ceph-fuse */
 		0x01021997,     /* 9P */
 		0x00c36400,     /* Ceph */
 		0x5346414f,     /* AFS */

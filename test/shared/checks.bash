@@ -5,7 +5,8 @@
 # helper's setup and teardown as helper_setup and helper_teardown.
 #
 # Counting: lines, has_lines, ids, missing_ids, queue_left, queue_empty.
-# Checks that fail the test: same_ids, fail_with.
+# Checks that fail the test: same_ids, all_delivered, fail_with.
+# Waiting: done_or_gone.  Reporting: note.
 # Processes: all_exited, stop_all, member_of.
 # Publishing: pub_singles, slow_lines, pub_rounds, spawn_fn,
 # spawn_publishers.
@@ -97,6 +98,42 @@ fail_with() {
 		[[ -s $f ]] && msg+=$'\n'"--- $f:"$'\n'"$(head -20 "$f")"
 	done
 	fail "$msg"
+}
+
+# all_delivered WANT GOT...: every id of WANT is among the ids in GOT
+# (repeats allowed: at least once).
+all_delivered() {
+	ids "$1" >"$TD/.want.ids"
+	shift
+	ids "$@" >"$TD/.got.ids"
+	local miss
+	(($(lines "$TD/.want.ids") > 0)) || fail "no publish printed an id"
+	miss=$(missing_ids "$TD/.want.ids" "$TD/.got.ids" | wc -l)
+	if ((miss)); then
+		fail "$miss of $(lines "$TD/.want.ids") published messages never delivered (delivered $(lines "$TD/.got.ids"), $(sort -u "$TD/.got.ids" | wc -l) distinct)"
+	fi
+}
+
+# done_or_gone N OUT... -- PID...: the OUTs have N lines, or every PID
+# exited (so that a consumer that never wakes ends the wait at its -t).
+done_or_gone() {
+	local n=$1 f=()
+	shift
+	while [[ $1 != -- ]]; do
+		f+=("$1")
+		shift
+	done
+	shift
+	has_lines "$n" "${f[@]}" || all_exited "$@"
+}
+
+# note MSG: a line on the TAP stream, shown whether the test passes or
+# not (what was published, who got what, how long it took).
+note() {
+	local line
+	while IFS= read -r line; do
+		echo "#   $line" >&3
+	done <<<"$*"
 }
 
 # --- processes --------------------------------------------------------------

@@ -367,11 +367,14 @@ gl_setup() {
 	export MQ_POLL=200ms
 }
 
-# note MSG: a line on the TAP stream, shown whether the test passes or
-# not (what was published, who got what, how long it took).
-note() {
-	local line
-	while IFS= read -r line; do
-		echo "#   $line" >&3
-	done <<<"$*"
+# --- the harness API (crosshost.bats, test/shared/locks.bats) ----------------
+
+# Processes that may wait in a blocking lock on one mount at once.
+FS_LOCK_WAITERS=12
+fs_up() { gl_up; }
+fs_down() { gl_down; }
+fs_setup() {
+	gl_setup
+	M1=$GL_M1 M2=$GL_M2
 }
+fs_name() { echo GlusterFS; }
