@@ -303,6 +303,16 @@ int mq_head_lock(int fd, int wait);
  * another (without wait), -1 an error naming what. */
 int mq_file_lock(int fd, int wait, const char *what);
 void mq_head_unlock(int fd);
+
+/* lock.c: the one lock wait.  A lock on all of fd, open file description
+ * (fcntl) or flock(2): 1 taken, 0 held by another (without wait), -1 an
+ * error naming what, with errno as the file system said (EAGAIN: waited
+ * MQ_LOCK_TIMEOUT, EX_TEMPFAIL).  On a shared file system a wait never
+ * blocks in the kernel. */
+enum mq_lock_kind { MQ_LOCK_WRITE, MQ_LOCK_READ, MQ_LOCK_FLOCK_EX,
+	MQ_LOCK_FLOCK_SH };
+int mq_lock_take(int fd, enum mq_lock_kind, int wait, const char *what);
+void mq_lock_drop(int fd, enum mq_lock_kind);
 /* To lock and write, created, or to read (O_RDONLY: no lock).  Writing
  * is 0 and creating 1, as the int this was, so a caller written against
  * that still gets a descriptor that can lock. */

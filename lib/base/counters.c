@@ -43,7 +43,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -281,7 +280,8 @@ slot_for(struct mq_counter *c, double now)
 	uint64_t had = __atomic_load_n(&s->minute, __ATOMIC_ACQUIRE);
 	if (had == minute)
 		return s;
-	if (had > minute || flock(c->fd, LOCK_EX) < 0)
+	if (had > minute || mq_lock_take(c->fd, MQ_LOCK_FLOCK_EX, 1,
+	    "counters") < 0)
 		return NULL;
 	if (__atomic_load_n(&s->minute, __ATOMIC_ACQUIRE) < minute) {
 		__atomic_store_n(&s->minute, 0, __ATOMIC_RELEASE);
@@ -292,7 +292,7 @@ slot_for(struct mq_counter *c, double now)
 			__atomic_store_n(&s->hist[b], 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->minute, minute, __ATOMIC_RELEASE);
 	}
-	flock(c->fd, LOCK_UN);
+	mq_lock_drop(c->fd, MQ_LOCK_FLOCK_EX);
 	return __atomic_load_n(&s->minute, __ATOMIC_ACQUIRE) == minute ? s :
 	    NULL;
 }

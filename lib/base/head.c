@@ -11,7 +11,9 @@
  * Readers take no lock and open it read-only; the checksum (XXH32 of
  * the bytes before " sum=") lets them detect a torn read and read again.
  * The file is also the partition's publish lock (an OFD write lock on it),
- * which a dying process releases with its descriptors.
+ * which a dying process releases with its descriptors, and which is
+ * waited for as lock.c waits (never in the kernel on a shared file
+ * system).
  *
  * On a file system shared between hosts (sharedfs.c) the descriptor held
  * for the lock is never read or written: each read goes through a fresh
@@ -133,16 +135,7 @@ mq_head_write(int hfd, const struct mq_head *h, int sync)
 int
 mq_file_lock(int fd, int wait, const char *what)
 {
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	for (;;) {
-		if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0)
-			return 1;
-		if (errno == EINTR)
-			continue;
-		if (!wait && (errno == EAGAIN || errno == EACCES))
-			return 0;
-		return mq_err_sys("lock %s", what);
-	}
+	return mq_lock_take(fd, MQ_LOCK_WRITE, wait, what);
 }
 
 int
@@ -154,8 +147,7 @@ mq_head_lock(int fd, int wait)
 void
 mq_head_unlock(int fd)
 {
-	struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
-	fcntl(fd, F_OFD_SETLK, &fl);
+	mq_lock_drop(fd, MQ_LOCK_WRITE);
 }
 
 int

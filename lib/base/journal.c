@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -224,15 +223,15 @@ append_local(mq_spool *sp, const char *buf, size_t len, uint64_t *end)
 			return -1;
 		/* A shared file system without locks: no cut there, and
 		 * so none to keep out. */
-		bool locked = flock(fd, LOCK_SH) == 0;
+		bool locked = mq_lock_take(fd, MQ_LOCK_FLOCK_SH, 1, path) == 1;
 		if (!locked && (!sp->shared || (errno != ENOLCK &&
 		    errno != EOPNOTSUPP && errno != ENOSYS)))
-			return mq_err_sys("lock journal");
+			return -1;
 		struct stat st;
 		if (mq_fstatat(sp->fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    st.st_ino != sp->jino) {
 			/* Cut since we opened it (or removed): the new one. */
-			flock(fd, LOCK_UN);
+			mq_lock_drop(fd, MQ_LOCK_FLOCK_SH);
 			close(fd);
 			sp->jfd = -1;
 			if (tries < 16)
@@ -242,7 +241,7 @@ append_local(mq_spool *sp, const char *buf, size_t len, uint64_t *end)
 		}
 		uint64_t pos;
 		int rc = append(fd, false, buf, len, &pos);
-		flock(fd, LOCK_UN);
+		mq_lock_drop(fd, MQ_LOCK_FLOCK_SH);
 		if (rc < 0)
 			return -1;
 		*end = sp->jbase + pos;

@@ -391,13 +391,7 @@ mq_group_backfill(const struct mq_topic *t, const char *group)
 	if (fd < 0)
 		return mq_errcode() == EX_DATAERR ? -1 :
 		    mq_err_sys("group %s", group);
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	int rc = 0;
-	while (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
-		if (errno != EINTR) {
-			rc = mq_err_sys("lock group %s", group);
-			break;
-		}
+	int rc = mq_lock_take(fd, MQ_LOCK_WRITE, 1, p) < 0 ? -1 : 0;
 	struct mq_conf kv = { 0 };
 	if (rc == 0)
 		rc = mq_group_conf_read(t, group, &kv);

@@ -1378,11 +1378,12 @@ lock_open(mq_spool *sp)
 static int
 lock_set(int fd, short type)
 {
-	struct flock fl = { .l_type = type, .l_whence = SEEK_SET };
-	while (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
-		if (errno != EINTR)
-			return mq_err_sys("lock replicate/lock-recv");
-	return 0;
+	if (type == F_UNLCK) {
+		mq_lock_drop(fd, MQ_LOCK_WRITE);
+		return 0;
+	}
+	return mq_lock_take(fd, MQ_LOCK_WRITE, 1, "replicate/lock-recv") < 0 ?
+	    -1 : 0;
 }
 
 int

@@ -348,19 +348,17 @@ repl_peer_hold(mq_spool *sp, const char *peer_id)
 		return -1;
 	for (;;) {
 		struct stat a, b;
-		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
 		int fd = mq_file_open(dfd, name, O_RDWR | O_CREAT, 0666, &a);
 		if (fd < 0) {
 			close(dfd);
 			return -1;
 		}
-		int rc;
-		while ((rc = fcntl(fd, F_OFD_SETLKW, &fl)) < 0 && errno == EINTR)
-			;
+		char what[MQ_ID_LEN + 24];
+		snprintf(what, sizeof what, "replicate/peers/%s", name);
+		int rc = mq_lock_take(fd, MQ_LOCK_READ, 1, what);
 		/* Without locks here, the session runs unseen by them. */
 		if (rc < 0 && errno != EINVAL && errno != ENOLCK &&
 		    errno != EOPNOTSUPP && errno != ENOSYS) {
-			mq_err_sys("lock replicate/peers/%s", name);
 			close(fd);
 			close(dfd);
 			return -1;

@@ -378,3 +378,44 @@ fs_setup() {
 	M1=$GL_M1 M2=$GL_M2
 }
 fs_name() { echo GlusterFS; }
+
+# --- clients (the fs API of locks.bats) -------------------------------------
+
+# fs_client_pid N: the pid of host N's FUSE client (the glusterfs process
+# whose last argument is mount N), on stdout; status 1 if none.
+fs_client_pid() {
+	local m=$GL_DIR/m$1 p
+	local -a a
+	for p in /proc/[0-9]*; do
+		gl_ours "${p#/proc/}" || continue
+		mapfile -d '' -t a <"$p/cmdline" 2>/dev/null || continue
+		[[ ${a[0]##*/} == glusterfs && ${a[-1]} == "$m" ]] || continue
+		echo "${p#/proc/}"
+		return 0
+	done
+	return 1
+}
+
+# fs_kill_client N: kill -9 host N's FUSE client, by pid, as a host that
+# dies does: its TCP connections close, its mount answers ENOTCONN.
+fs_kill_client() {
+	local pid
+	pid=$(fs_client_pid "$1") || fail "no FUSE client for mount $1"
+	kill -9 "$pid"
+	wait_for -t 10 gone "$pid"
+}
+
+# fs_remount N: mount N again after fs_kill_client (the dead mount is
+# unmounted lazily first: processes may still hold files in it).
+fs_remount() {
+	local m=$GL_DIR/m$1
+	umount -l "$m" 2>/dev/null || true
+	gl_ns mount -t glusterfs -o "log-file=$GL_DIR/log/m$1.log" \
+	    "127.0.0.1:/$GL_VOL" "$m" || fail "remount $1 failed"
+	wait_for -t 30 gl_mounted "$m"
+}
+
+# FS_DEAD_BOUND: seconds within which the file system releases the locks
+# of a host whose client was killed (fs_kill_client): each brick drops a
+# client's locks when its connection closes (locks.bats measured it).
+FS_DEAD_BOUND=${FS_DEAD_BOUND:-10}
