@@ -73,8 +73,9 @@ check-sanitize:
 
 # Hosts sharing a spool: a GlusterFS volume, a MooseFS file system and an
 # sshfs export, each mounted twice (needs root and FUSE; slow per file, so
-# run once, not again under the sanitizers).  crosshost.bats runs once
-# per file system (crosshost-moosefs.bats is a link to it).
+# run once, not again under the sanitizers).  crosshost.bats and
+# locks.bats run once per file system (crosshost-moosefs.bats and
+# locks-moosefs.bats are links to them; test/shared/fs.bash).
 check-shared: all
 	@PATH="$(CURDIR)/bin:$$PATH" BATS_FILES="$(CURDIR)/test/shared" \
 		test/run < /dev/null

@@ -8,22 +8,15 @@
 # counts at the end: every message whose id mq-pub printed is delivered,
 # and, where the promise is exactly once (no crash), delivered once.
 #
-# The harness: MQ_FS (gluster or moosefs; gluster if unset), except that
-# a file named crosshost-NAME.bats (crosshost-moosefs.bats, a symbolic link
-# to this file, so that a run of test/shared runs these checks once per
-# file system) takes harness NAME.  What only one file system has (a
+# The harness: fs.bash picks it (MQ_FS, or NAME in crosshost-NAME.bats,
+# a symbolic link to this file).  What only one file system has (a
 # GlusterFS brick killed, its volume profile; MooseFS's chunkservers'
 # fsyncs) is in gluster.bats and moosefs.bats.  Run as root; without root
 # or the file system the tests are skipped, but fail when CI is set.
 #
 #   PATH=$PWD/bin:$PATH MQ_FS=moosefs bats --tap test/shared/crosshost.bats
 
-FS=${MQ_FS:-gluster}
-[[ $BATS_TEST_FILENAME == */crosshost-*.bats ]] && {
-	FS=${BATS_TEST_FILENAME##*/crosshost-}
-	FS=${FS%.bats}
-}
-load "$FS"
+load fs
 
 setup_file() {
 	fs_up
@@ -377,13 +370,13 @@ journal_bytes() {
 	assert_equal "$(count_entries "$TD/peer/topics/t/p0/g/g/new")" "$n"
 }
 
-# As many callers as can wait on one mount (FS_LOCK_WAITERS, the
-# harness's): on MooseFS a tenth blocked lock wait freezes the mount
-# (issue 27, item 2, tested with 32 in locks.bats).
+# 32 callers on one mount: on MooseFS a tenth caller parked in a blocking
+# lock wait would freeze the mount; the tools never wait in the kernel
+# (mq-spool(5) SHARED FILE SYSTEMS).
 @test "request and reply across hosts: callers on host 2, a server on host 1, each its own reply" {
 	mkgroup rpc srv
 	MQ_HOST=h1 spawn "$TD/server" mq-sub -s "$S1" -g srv -f -t 60 --exec 'tr a-z A-Z' --reply rpc
-	local i pids=() n=$FS_LOCK_WAITERS
+	local i pids=() n=32
 	for i in $(seq 1 "$n"); do
 		(MQ_HOST=h2 mq-req -s "$S2" -t 60 rpc "caller$i" >"$TD/out.$i" 2>"$TD/err.$i"
 		    echo $? >"$TD/rc.$i") &

@@ -64,10 +64,10 @@ load checks
 MFS_STATE_DIR=/run/mq-moosefs
 MFS_EMPTY_META=/var/lib/mfs/metadata.mfs.empty
 MFS_OPTS=mfsattrcacheto=0,mfsdirentrycacheto=0,mfsentrycacheto=0,mfsnegentrycacheto=0,mfsnice=0,mfsallowoomkiller
-# Processes that can wait in a blocking lock on one mount without
-# freezing it: Debian's libfuse gives mfsmount 10 worker threads, and a
-# waiter holds one (issue 27, item 2).
-FS_LOCK_WAITERS=8
+# How long the master keeps the session of a client that went away, and
+# with it the session's locks: MooseFS's default is a day, and 60 s the
+# least it takes; mq(7) tells an admin to shorten it.
+MFS_SESSION_SUSTAIN=60
 
 # mfs_missing: the first prerequisite missing, on stdout (status 1), or
 # nothing (status 0).
@@ -209,6 +209,7 @@ mfs_write_master() {
 		REMAP_BITS = 32
 		REMAP_SOURCE_IP_CLASS = 127.0.0.1
 		REMAP_DESTINATION_IP_CLASS = 0.0.0.0
+		SESSION_SUSTAIN_TIME = $MFS_SESSION_SUSTAIN
 		EOF
 	} >"$d/mfsmaster.cfg"
 }
@@ -384,6 +385,21 @@ fs_down() { mfs_down; }
 fs_setup() { mfs_setup; }
 fs_name() { echo MooseFS; }
 
+# FS_DEAD_BOUND: seconds within which the file system releases the locks
+# of a host whose client was killed (fs_kill_client): the master's
+# SESSION_SUSTAIN_TIME and the few seconds its session sweep takes (65 s
+# measured with 60).
+FS_DEAD_BOUND=${FS_DEAD_BOUND:-$((MFS_SESSION_SUSTAIN + 10))}
+
+# fs_kill_ready: wait until a client killed now has its locks released
+# within FS_DEAD_BOUND.  The master sweeps away a disconnected session
+# only once it has run two minutes (mfsmaster's sessions.c): a master
+# just started would add its start-up to the bound, which a running
+# cluster never sees.
+fs_kill_ready() {
+	wait_for -t 180 mfs_master_up_for 125
+}
+
 # fs_kill_client N: kill -9 host N's mfsmount, as a host that dies would
 # leave it: the mount stays, dead (ENOTCONN), until fs_remount N; the
 # master keeps the session (and its locks) for SESSION_SUSTAIN_TIME.
@@ -393,6 +409,13 @@ fs_kill_client() {
 	[[ $p =~ ^[0-9]+$ ]] || fail "no mfsmount for host $1: '$p'"
 	kill -9 "$p"
 	wait_for -t 30 exited "$p" || fail "mfsmount $p (host $1) does not die"
+}
+
+# mfs_master_up_for SECONDS: the master has run at least SECONDS.
+mfs_master_up_for() {
+	local t
+	t=$(ps -o etimes= -p "$(mfs_lock_pid "$MFS_DIR/master")") || return 1
+	((t >= $1))
 }
 
 # fs_remount N: host N comes back: its dead mount lazily unmounted, a new
