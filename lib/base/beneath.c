@@ -21,17 +21,9 @@
 
 #include "base.h"
 
-int
-mq_openat(int dirfd, const char *path, int flags, ...)
+static int
+open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
-	mode_t mode = 0;
-	/* O_TMPFILE holds O_DIRECTORY: all its bits, or it is not there. */
-	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
 	/* Kernels before 5.6 have no openat2: the last component is all
 	 * that can be checked there.  A path relative to the working
 	 * directory is the user's (mq-stat -o FILE), and may go anywhere. */
@@ -49,6 +41,29 @@ mq_openat(int dirfd, const char *path, int flags, ...)
 		missing = 1;
 	}
 	return openat(dirfd, path, flags | O_NOFOLLOW, mode);
+}
+
+int
+mq_openat(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	/* O_TMPFILE holds O_DIRECTORY: all its bits, or it is not there. */
+	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = (mode_t)va_arg(ap, int);
+		va_end(ap);
+	}
+	/* On a FUSE file system O_CREAT without O_EXCL is a lookup, then a
+	 * create: a name another host made between the two fails the
+	 * create with EEXIST (MooseFS), where a local one opens it.  The
+	 * name is there now, so a second try opens it. */
+	int fd, tries = 0;
+	while ((fd = open_beneath(dirfd, path, flags, mode)) < 0 &&
+	    errno == EEXIST && (flags & (O_CREAT | O_EXCL)) == O_CREAT &&
+	    ++tries < 8)
+		;
+	return fd;
 }
 
 /* The directory that holds path's last component, opened beneath dirfd
