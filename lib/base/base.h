@@ -291,6 +291,54 @@ int mq_delay_parse(const char *name, uint64_t *due_ms, struct mq_entry *);
  * gives, KEY,a<n>[,d<m>] with n > 0. */
 int mq_dead_parse(const char *name, struct mq_entry *);
 
+/* segment.c: the segment file of format 2 (mq-spool(5), SEGMENTED
+ * STORAGE).  A writer builds one in memory; a reader checks bytes that
+ * nothing vouches for. */
+#define MQ_SEG_MAX_BYTES (1ULL << 30)
+#define MQ_SEG_MAX_RECORDS 1000000u
+struct mq_seg_writer {
+	char *buf;
+	size_t len, cap;
+	uint64_t first;
+	uint32_t count;
+};
+int mq_seg_begin(struct mq_seg_writer *, uint64_t first);
+/* A record: a message file's header block (its empty line included) and
+ * body; its sequence number is the next of the segment. */
+int mq_seg_add(struct mq_seg_writer *, const char *hdr, size_t hlen,
+    const void *body, size_t blen);
+/* Fills in the first line: buf and len are then the segment's bytes. */
+int mq_seg_finish(struct mq_seg_writer *);
+void mq_seg_writer_free(struct mq_seg_writer *);
+struct mq_seg {
+	const char *data;
+	size_t len;
+	uint64_t first, size;
+	uint32_t count;
+};
+struct mq_seg_rec {
+	const char *hdr, *body;
+	size_t hdr_len, body_len;
+	bool hash_ok;                   /* header block and body as framed */
+};
+/* A segment's name in log/: its first sequence number in 20 digits. */
+int mq_seg_name(const char *name, uint64_t *first);
+/* The first line alone (len: at least what was read): first, count and
+ * size, all bounded. */
+int mq_seg_read_line(const char *data, size_t len, struct mq_seg *);
+/* A whole segment: its first line, its name (NULL: not checked) and its
+ * size.  The records are checked by mq_seg_next as they are read. */
+int mq_seg_open_bytes(const char *data, size_t len, const char *name,
+    struct mq_seg *);
+/* Where the first record starts. */
+size_t mq_seg_start(void);
+/* The record at *off (start: mq_seg_start()), its number into *seq
+ * (which holds the previous one's after the first): 1 and *off past
+ * it, 0 at the end, -1 (EX_DATAERR) when the bytes are not the next
+ * record or the count does not match. */
+int mq_seg_next(const struct mq_seg *, size_t *off, uint64_t *seq,
+    struct mq_seg_rec *);
+
 /* head.c: the partition's commit record and publish lock. */
 struct mq_head {
 	uint64_t next, committed;
