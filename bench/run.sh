@@ -10,7 +10,8 @@
 # fails or a build breaks).
 # bench/README.md says what each figure is.
 #
-# Usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed]
+# Usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed |
+#                     req | http | roles | peers]
 #   With no argument every section runs; `fanout` runs section 6 alone
 #   (publish fan-out into 1, 10 and 100 groups, unfiltered and with a jq
 #   filter on each group); `replicate` runs section 7 alone (mq-replicate:
@@ -30,7 +31,12 @@
 #   publish throughput beside mq_pub_send, and its WebSocket and SSE
 #   latency beside mosquitto's websockets listener); `roles` section 14
 #   alone (bench/roles.bash: drain of a topic with roles beside a plain one,
-#   and single publishes into a filtered group beside an unfiltered one).
+#   and single publishes into a filtered group beside an unfiltered one);
+#   `peers` section 15 alone (bench/peers.bash: mq beside Redis streams,
+#   NATS JetStream and an append-log floor: durable publish in batches and
+#   one at a time, claim+ack drain, fan-out and space, with the syncs per
+#   message that strace counts; needs redis-server, nats-server, strace,
+#   libhiredis-dev and libnats-dev).
 #
 # Environment:
 #   BENCH_DIR=DIR     where the scratch directory goes (default /var/tmp)
@@ -65,8 +71,8 @@ fi
 WARMUP=20
 SECTION=${1:-all}
 case $SECTION in
-all|fanout|replicate|stat|shared|signed|sealed|req|http|roles) ;;
-*) echo "usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed | req | http | roles]" >&2; exit 64 ;;
+all|fanout|replicate|stat|shared|signed|sealed|req|http|roles|peers) ;;
+*) echo "usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed | req | http | roles | peers]" >&2; exit 64 ;;
 esac
 # Section 6: messages per fan-out publish, and the group counts.
 FAN_N=$((N / 5)) FAN_GROUPS="1 10 100"
@@ -121,9 +127,13 @@ sign_files=$(( REPEAT * 2 * SIGN_N ))
 seal_files=$(( 2 * REPEAT * N / 5 ))
 # Section 14: a log/ file per message, two topics of each kind per run.
 role_files=$(( 2 * REPEAT * (N / 5 + N / 500) ))
+# Section 15: mq's spools (2 N messages, N/5 for each of three fan-outs,
+# N/2 + N/50 under strace), a file each.
+peer_files=$(( 2 * N + 3 * N / 5 + N / 2 + N / 50 ))
 case $SECTION in
-all) files=$(( files + repl_files + STAT_MSGS + sign_files + seal_files + role_files )) ;;
+all) files=$(( files + repl_files + STAT_MSGS + sign_files + seal_files + role_files + peer_files )) ;;
 roles) files=$role_files ;;
+peers) files=$peer_files ;;
 signed) files=$sign_files ;;
 sealed) files=$seal_files ;;
 fanout) files=$(( REPEAT * 9 * FAN_N )) ;;
@@ -203,6 +213,14 @@ if [ "$have_lib" = 1 ]; then
 	$CC "${CF[@]}" -I"$ROOT/lib" -o "$W/bin/httppub" "$ROOT/bench/httppub.c" \
 	    $MQ_LIBS || die "bench/httppub.c does not build"
 fi
+# Section 15's program links the clients of Redis and NATS too; without
+# them the section says it was not measured.
+if [ "$have_lib" = 1 ] && { [ "$SECTION" = all ] || [ "$SECTION" = peers ]; }; then
+	# shellcheck disable=SC2086
+	$CC "${CF[@]}" -I"$ROOT/lib" -o "$W/bin/peers" "$ROOT/bench/peers.c" \
+	    $MQ_LIBS -lhiredis -lnats ||
+	    echo "bench: bench/peers.c does not build (libhiredis-dev, libnats-dev?): no section 15" >&2
+fi
 if [ "$have_lib" = 0 ]; then
 	echo "bench: lib/libmq.a missing or not linkable: no mq latency" >&2
 	# shellcheck disable=SC2086
@@ -216,6 +234,7 @@ LAT=$W/bin/lat
 . "$ROOT/bench/req.bash"
 . "$ROOT/bench/http.bash"
 . "$ROOT/bench/roles.bash"
+. "$ROOT/bench/peers.bash"
 
 # kv FILE KEY: a value from a key=value result line.
 kv() {
@@ -921,6 +940,12 @@ if [ "$SECTION" = http ]; then
 	http_table
 	exit 0
 fi
+if [ "$SECTION" = peers ]; then
+	peers_measure
+	alone_header "section 15 alone: one run"
+	peers_table
+	exit 0
+fi
 
 # ---- 1. latency (first: it creates few files, nothing has been deleted) ----
 step "latency: $LATN messages, one in flight"
@@ -1083,6 +1108,9 @@ roles_measure
 
 # ---- 13. mq-http (publishes: files) ----
 http_measure
+
+# ---- 15. peers (creates files; its drains unlink group links only) ----
+peers_measure
 
 # ---- 4. deep backlog: DEEP pending vs SHALLOW pending ----
 step "deep backlog: publishing $DEEP messages (--sync=none)"
@@ -1280,3 +1308,4 @@ sealed_table
 req_table
 http_table
 roles_table
+peers_table
