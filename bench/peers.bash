@@ -121,6 +121,8 @@ peers_mq() {
 	    "$W/peers-floortr" "$PEER_K" "$SIZE" "$PEER_BATCH"
 	peers_strace_run peer.floor.each "$PEER_N1" "$PEERS" append \
 	    "$W/peers-floortr1" "$PEER_N1" "$SIZE" 1
+	peers_strace_run peer.floor.100 "$PEER_K" "$PEERS" append \
+	    "$W/peers-floortr100" "$PEER_K" 100 "$PEER_BATCH"
 	sync
 
 	step "peers: mq, $PEER_N messages of $SIZE and of 100 bytes, $PEER_BATCH a call"
@@ -153,13 +155,21 @@ peers_mq() {
 		    "$PEER_FAN_N" "$SIZE" "$PEER_BATCH" batch
 	done
 	step "peers: mq under strace"
-	"$PEERS" mq-pub "$sp" trb 0 "$SIZE" 1 batch 1 &&
-	    "$PEERS" mq-pub "$sp" tre 0 "$SIZE" 1 batch 1 ||
+	"$PEERS" mq-pub "$sp" trb 0 "$SIZE" 1 batch 1 || die "mq set-up failed"
+	"$PEERS" mq-pub "$sp" tre 0 "$SIZE" 1 batch 1 || die "mq set-up failed"
+	"$PEERS" mq-pub "$sp" tr100 0 100 1 batch 1 || die "mq set-up failed"
+	"$PEERS" mq-pub "$sp" trfan 0 "$SIZE" 1 batch 10 ||
 	    die "mq set-up failed"
+	peers_strace_run peer.mq.100 "$PEER_K" "$PEERS" mq-pub "$sp" tr100 \
+	    "$PEER_K" 100 "$PEER_BATCH" batch
+	peers_strace_run peer.mq.fan10 "$PEER_FAN_N" "$PEERS" mq-pub "$sp" \
+	    trfan "$PEER_FAN_N" "$SIZE" "$PEER_BATCH" batch
 	peers_strace_run peer.mq.1k "$PEER_K" "$PEERS" mq-pub "$sp" trb \
 	    "$PEER_K" "$SIZE" "$PEER_BATCH" batch
 	peers_strace_run peer.mq.each "$PEER_N1" "$PEERS" mq-pub "$sp" tre \
 	    "$PEER_N1" "$SIZE" 1 each
+	peers_strace_run peer.mq.drain "$PEER_K" "$PEERS" mq-sub "$sp" trb g1 \
+	    "$PEER_K" "$PEER_COUNT"
 }
 
 # peers_redis MODE: the Redis figures with appendfsync MODE.
@@ -202,6 +212,12 @@ peers_redis() {
 		step "peers: Redis (always), $PEER_FAN_N XADDs into a stream of 10 groups"
 		peers_run "$r.fan10" "$PEERS" redis-pub "$port" fan10 \
 		    "$PEER_FAN_N" "$SIZE" "$PEER_BATCH" 10
+		peers_strace_pid "$r.drain" "$pid" "$PEER_K" "$PEERS" redis-sub \
+		    "$port" trb d "$PEER_K" "$PEER_COUNT"
+		peers_strace_pid "$r.100" "$pid" "$PEER_K" "$PEERS" redis-pub \
+		    "$port" tr100 "$PEER_K" 100 "$PEER_BATCH"
+		peers_strace_pid "$r.fan10" "$pid" "$PEER_FAN_N" "$PEERS" \
+		    redis-pub "$port" trfan "$PEER_FAN_N" "$SIZE" "$PEER_BATCH" 10
 	fi
 	stop_bg "$pid"
 }
@@ -236,6 +252,10 @@ peers_nats() {
 	    "$PEER_K" "$SIZE" async "$PEER_BATCH"
 	peers_strace_pid "$n.each" "$pid" "$PEER_N1" "$PEERS" nats-pub "$url" \
 	    TRE "$PEER_N1" "$SIZE" sync 1
+	peers_strace_pid "$n.drain" "$pid" "$PEER_K" "$PEERS" nats-sub "$url" \
+	    TRB "$PEER_K" "$PEER_COUNT"
+	peers_strace_pid "$n.100" "$pid" "$PEER_K" "$PEERS" nats-pub "$url" \
+	    TR100 "$PEER_K" 100 async "$PEER_BATCH"
 	stop_bg "$pid"
 }
 
@@ -274,7 +294,10 @@ peers_x() {
 }
 # peers_met A B MIN: "met" when A's rate is at least MIN times B's.
 peers_met() {
-	[ -f "$W/res/$1" ] && [ -f "$W/res/$2" ] || { echo "not measured"; return 0; }
+	if [ ! -f "$W/res/$1" ] || [ ! -f "$W/res/$2" ]; then
+		echo "not measured"
+		return 0
+	fi
 	awk -v a="$(kv "$W/res/$1" rate)" -v b="$(kv "$W/res/$2" rate)" \
 	    -v m="$3" 'BEGIN { print (a >= m * b) ? "met" : "NOT MET" }'
 }
@@ -306,7 +329,8 @@ peers_table() {
 	rv=$(redis-server --version 2>/dev/null | sed -n 's/.* v=\([^ ]*\).*/\1/p')
 	nv=$(nats-server --version 2>/dev/null | sed 's/.*v//')
 	echo "15. peers: mq beside Redis ${rv:-?} streams, NATS ${nv:-?} JetStream and an append log, on 127.0.0.1"
-	echo "    $PEER_N messages a batch figure, $PEER_BATCH a call/pipeline/ack wait, drains $PEER_COUNT a batch; syncs/msg by strace -c of $PEER_K (per message: $PEER_N1)"
+	echo "    $PEER_N messages a batch figure, $PEER_BATCH a call/pipeline/ack wait, drains $PEER_COUNT a batch;"
+	echo "    syncs/msg: strace -c of a second run ($PEER_K messages; $PEER_N1 one a call; $PEER_FAN_N fan-out) of the server, or of mq's or the floor's process"
 	printf '  %-46s %9s %9s %9s\n' "" "msgs/s" "seconds" "syncs/msg"
 	echo "  durable batch publish, $SIZE bytes"
 	peers_row "mq_pub_send $PEER_BATCH a call, MQ_SYNC_BATCH" ${r}mq.1k
