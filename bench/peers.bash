@@ -280,8 +280,8 @@ peers_row() {
 		return 0
 	fi
 	[ -f "$f.syncs" ] && s=$(cat "$f.syncs")
-	printf '  %-46s %9.0f %9.3f %9s  %s\n' "$1" "$(kv "$f" rate)" \
-	    "$(kv "$f" seconds)" "$s" "${3:-}"
+	printf '  %-46s %9.0f %9.3f %9s%s\n' "$1" "$(kv "$f" rate)" \
+	    "$(kv "$f" seconds)" "$s" "${3:+  $3}"
 }
 # peers_x A B: the ratio of two figures' rates ("-" if one is missing).
 peers_x() {
