@@ -28,13 +28,14 @@ peers_port() {
 	if port_busy "$1"; then free_port; else echo "$1"; fi
 }
 
-# peers_traced PID: wait (10 s at most) until strace has attached to
-# every thread of PID.
+# peers_traced PID SPID: wait (10 s at most) until strace (SPID) has
+# attached to every thread of PID; 1 if it exited first (ptrace refused).
 peers_traced() {
 	local i
 	for i in $(seq 1000); do
 		grep -qs '^TracerPid:[[:space:]]*0$' /proc/"$1"/task/*/status ||
 		    return 0
+		kill -0 "$2" 2>/dev/null || return 1
 		sleep 0.01
 	done
 	die "strace did not attach to pid $1 in 10 s"
@@ -56,7 +57,11 @@ peers_strace_pid() {
 	strace -f -c -e trace="$PEER_SYNCS" -o "$W/res/$name.strace" \
 	    -p "$pid" 2> "$W/res/$name.strace.log" &
 	sp=$!
-	peers_traced "$pid"
+	if ! peers_traced "$pid" "$sp"; then
+		wait "$sp" || true
+		echo "bench: strace -p $pid: $(cat "$W/res/$name.strace.log")" >&2
+		return 0
+	fi
 	"$@" > "$W/res/$name.traced" || die "$* (traced) failed"
 	kill -INT "$sp"
 	wait "$sp" || true
