@@ -111,8 +111,7 @@ peers_run() { # NAME CMD...: one figure into res/NAME
 	"$@" > "$W/res/$name" || die "$* failed"
 }
 
-peers_mq() {
-	local s1k=$W/peers-sp1k s100=$W/peers-sp100 sp=$W/peers-sp g
+peers_floor() {
 	step "peers: append-log floor, $PEER_N records of $SIZE and of 100 bytes"
 	peers_run peer.floor.1k "$PEERS" append "$W/peers-floor1k" "$PEER_N" \
 	    "$SIZE" "$PEER_BATCH"
@@ -129,34 +128,43 @@ peers_mq() {
 	peers_strace_run peer.floor.100 "$PEER_K" "$PEERS" append \
 	    "$W/peers-floortr100" "$PEER_K" 100 "$PEER_BATCH"
 	sync
+}
 
+# peers_mq FORMAT: mq's figures with topics of that storage format
+# (mq-spool(5), SEGMENTED STORAGE), named peer.mq.* for format 1 and
+# peer.mq2.* for format 2.
+peers_mq() {
+	local m=mq w=$W/peers-f$1 g
+	[ "$1" = 2 ] && m=mq2
+	local s1k=$w-sp1k s100=$w-sp100 sp=$w-sp
+	export MQ_FORMAT=$1
 	step "peers: mq, $PEER_N messages of $SIZE and of 100 bytes, $PEER_BATCH a call"
 	# Each spool of its own, one topic with one group: its du and its
 	# inodes are the space figures.
 	"$PEERS" mq-pub "$s1k" t 0 "$SIZE" 1 batch 1 || die "mq set-up failed"
 	"$PEERS" mq-pub "$s100" t 0 100 1 batch 1 || die "mq set-up failed"
 	sync
-	peers_run peer.mq.1k "$PEERS" mq-pub "$s1k" t "$PEER_N" "$SIZE" \
+	peers_run peer.$m.1k "$PEERS" mq-pub "$s1k" t "$PEER_N" "$SIZE" \
 	    "$PEER_BATCH" batch
 	sync
-	peers_run peer.mq.100 "$PEERS" mq-pub "$s100" t "$PEER_N" 100 \
+	peers_run peer.$m.100 "$PEERS" mq-pub "$s100" t "$PEER_N" 100 \
 	    "$PEER_BATCH" batch
-	peers_space peer.mq.100 "$s100" "$PEER_N" 100
-	peers_space peer.mq.1k "$s1k" "$PEER_N" "$SIZE"
+	peers_space peer.$m.100 "$s100" "$PEER_N" 100
+	peers_space peer.$m.1k "$s1k" "$PEER_N" "$SIZE"
 	step "peers: mq, $PEER_N1 messages one a call, MQ_SYNC_EACH"
 	"$PEERS" mq-pub "$sp" each 0 "$SIZE" 1 each 1 || die "mq set-up failed"
 	sync
-	peers_run peer.mq.each "$PEERS" mq-pub "$sp" each "$PEER_N1" "$SIZE" 1 each
+	peers_run peer.$m.each "$PEERS" mq-pub "$sp" each "$PEER_N1" "$SIZE" 1 each
 	step "peers: mq, drain of $PEER_N, $PEER_COUNT claims then one ack_batch"
 	sync
-	peers_run peer.mq.drain "$PEERS" mq-sub "$s1k" t g1 "$PEER_N" \
+	peers_run peer.$m.drain "$PEERS" mq-sub "$s1k" t g1 "$PEER_N" \
 	    "$PEER_COUNT"
 	for g in $PEER_FANS; do
 		step "peers: mq, fan-out of $PEER_FAN_N messages into $g group(s)"
 		"$PEERS" mq-pub "$sp" "fan$g" 0 "$SIZE" 1 batch "$g" ||
 		    die "mq set-up failed"
 		sync
-		peers_run "peer.mq.fan$g" "$PEERS" mq-pub "$sp" "fan$g" \
+		peers_run "peer.$m.fan$g" "$PEERS" mq-pub "$sp" "fan$g" \
 		    "$PEER_FAN_N" "$SIZE" "$PEER_BATCH" batch
 	done
 	step "peers: mq under strace"
@@ -165,16 +173,17 @@ peers_mq() {
 	"$PEERS" mq-pub "$sp" tr100 0 100 1 batch 1 || die "mq set-up failed"
 	"$PEERS" mq-pub "$sp" trfan 0 "$SIZE" 1 batch 10 ||
 	    die "mq set-up failed"
-	peers_strace_run peer.mq.100 "$PEER_K" "$PEERS" mq-pub "$sp" tr100 \
+	peers_strace_run peer.$m.100 "$PEER_K" "$PEERS" mq-pub "$sp" tr100 \
 	    "$PEER_K" 100 "$PEER_BATCH" batch
-	peers_strace_run peer.mq.fan10 "$PEER_FAN_N" "$PEERS" mq-pub "$sp" \
+	peers_strace_run peer.$m.fan10 "$PEER_FAN_N" "$PEERS" mq-pub "$sp" \
 	    trfan "$PEER_FAN_N" "$SIZE" "$PEER_BATCH" batch
-	peers_strace_run peer.mq.1k "$PEER_K" "$PEERS" mq-pub "$sp" trb \
+	peers_strace_run peer.$m.1k "$PEER_K" "$PEERS" mq-pub "$sp" trb \
 	    "$PEER_K" "$SIZE" "$PEER_BATCH" batch
-	peers_strace_run peer.mq.each "$PEER_N1" "$PEERS" mq-pub "$sp" tre \
+	peers_strace_run peer.$m.each "$PEER_N1" "$PEERS" mq-pub "$sp" tre \
 	    "$PEER_N1" "$SIZE" 1 each
-	peers_strace_run peer.mq.drain "$PEER_K" "$PEERS" mq-sub "$sp" trb g1 \
+	peers_strace_run peer.$m.drain "$PEER_K" "$PEERS" mq-sub "$sp" trb g1 \
 	    "$PEER_K" "$PEER_COUNT"
+	unset MQ_FORMAT
 }
 
 # peers_redis MODE: the Redis figures with appendfsync MODE.
@@ -266,7 +275,9 @@ peers_nats() {
 
 peers_measure() {
 	[ -x "$PEERS" ] || return 0
-	peers_mq
+	peers_floor
+	peers_mq 1
+	peers_mq 2
 	if command -v redis-server > /dev/null; then
 		peers_redis always
 		peers_redis everysec
@@ -325,78 +336,100 @@ peers_space_row() {
 	    [ -n "$(kv "$f" inodes)" ] && echo ", $(kv "$f" inodes) inodes")"
 }
 
+# peers_mq_row LABEL NAME: the figure NAME of format 1 (peer.mq.NAME) and
+# of format 2 (peer.mq2.NAME).
+peers_mq_row() {
+	peers_row "mq: $1" "peer.mq.$2"
+	peers_row "mq format 2: $1" "peer.mq2.$2"
+}
+# peers_verdict WHAT TARGET A B MIN [C D MIN]: for each format, a line
+# of WHAT's ratios to the peers and whether TARGET (A >= MIN x B, and
+# C >= MIN x D) is met.
+peers_verdict() {
+	local what=$1 target=$2 a=$3 b=$4 m1=$5 c=${6:-} d=${7:-} m2=${8:-} f x v1 v2
+	for f in mq mq2; do
+		x="peer.$f.$a"
+		v1=$(peers_met "$x" "$b" "$m1")
+		v2=met
+		[ -n "$c" ] && v2=$(peers_met "$x" "$d" "$m2")
+		printf '  %s, %s: %s/s, %s %s%s\n' "$what" \
+		    "$([ $f = mq ] && echo "format 1" || echo "format 2")" \
+		    "$(peers_rate "$x")" "$(peers_x "$x" "$b") of ${b#peer.}" \
+		    "" "${c:+, $(peers_x "$x" "$d") of ${d#peer.}}"
+		echo "    target $target: $(peers_both "$v1" "$v2")"
+	done
+}
+
 peers_table() {
-	local r=peer. v1 v2 rv nv
+	local r=peer. v2 rv nv f
 	if [ ! -f "$W/res/peer.mq.1k" ]; then
 		echo "15. peers: no figures (lib/libmq.a, libhiredis or libnats missing: see the build's message)"
 		return 0
 	fi
 	rv=$(redis-server --version 2>/dev/null | sed -n 's/.* v=\([^ ]*\).*/\1/p')
 	nv=$(nats-server --version 2>/dev/null | sed 's/.*v//')
-	echo "15. peers: mq beside Redis ${rv:-?} streams, NATS ${nv:-?} JetStream and an append log, on 127.0.0.1"
+	echo "15. peers: mq (storage formats 1 and 2) beside Redis ${rv:-?} streams, NATS ${nv:-?} JetStream and an append log, on 127.0.0.1"
 	echo "    $PEER_N messages a batch figure, $PEER_BATCH a call/pipeline/ack wait, drains $PEER_COUNT a batch;"
 	echo "    syncs/msg: strace -c of a second run ($PEER_K messages; $PEER_N1 one a call; $PEER_FAN_N fan-out) of the server, or of mq's or the floor's process"
 	printf '  %-46s %9s %9s %9s\n' "" "msgs/s" "seconds" "syncs/msg"
 	echo "  durable batch publish, $SIZE bytes"
-	peers_row "mq_pub_send $PEER_BATCH a call, MQ_SYNC_BATCH" ${r}mq.1k
+	peers_mq_row "mq_pub_send $PEER_BATCH a call, MQ_SYNC_BATCH" 1k
 	peers_row "Redis XADD pipelined $PEER_BATCH, appendfsync always" ${r}redis.always.1k
 	peers_row "Redis XADD pipelined $PEER_BATCH, everysec" ${r}redis.everysec.1k \
 	    "(durable only to the last second)"
 	peers_row "NATS JetStream async, $PEER_BATCH acks awaited" ${r}nats.1k \
 	    "NATS 2.9 does not fsync on publish"
 	peers_row "floor: append, fdatasync per $PEER_BATCH" ${r}floor.1k
-	v1=$(peers_met ${r}mq.1k ${r}redis.always.1k 2)
-	v2=$(peers_met ${r}mq.1k ${r}floor.1k 0.5)
-	echo "  durable batch publish 1 KiB: mq $(peers_rate ${r}mq.1k)/s, Redis always pipelined $(peers_rate ${r}redis.always.1k)/s ($(peers_x ${r}mq.1k ${r}redis.always.1k)), append floor $(peers_rate ${r}floor.1k)/s ($(peers_x ${r}mq.1k ${r}floor.1k))"
-	echo "    target >= 2x Redis always pipelined, >= 0.5x the floor: $(peers_both "$v1" "$v2")"
+	peers_verdict "durable batch publish 1 KiB" ">= 2x Redis always pipelined, >= 0.5x the floor" \
+	    1k ${r}redis.always.1k 2 1k ${r}floor.1k 0.5
 	echo "  durable batch publish, 100 bytes"
-	peers_row "mq_pub_send $PEER_BATCH a call, MQ_SYNC_BATCH" ${r}mq.100
+	peers_mq_row "mq_pub_send $PEER_BATCH a call, MQ_SYNC_BATCH" 100
 	peers_row "Redis XADD pipelined $PEER_BATCH, appendfsync always" ${r}redis.always.100
 	peers_row "NATS JetStream async, $PEER_BATCH acks awaited" ${r}nats.100 \
 	    "NATS 2.9 does not fsync on publish"
 	peers_row "floor: append, fdatasync per $PEER_BATCH" ${r}floor.100
-	v1=$(peers_met ${r}mq.100 ${r}redis.always.100 2)
-	v2=$(peers_met ${r}mq.100 ${r}floor.100 0.3)
-	echo "  durable batch publish 100 B: mq $(peers_rate ${r}mq.100)/s, Redis always pipelined $(peers_rate ${r}redis.always.100)/s ($(peers_x ${r}mq.100 ${r}redis.always.100)), append floor $(peers_rate ${r}floor.100)/s ($(peers_x ${r}mq.100 ${r}floor.100))"
-	echo "    target >= 2x Redis always pipelined, >= 0.3x the floor: $(peers_both "$v1" "$v2")"
+	peers_verdict "durable batch publish 100 B" ">= 2x Redis always pipelined, >= 0.3x the floor" \
+	    100 ${r}redis.always.100 2 100 ${r}floor.100 0.3
 	echo "  durable publish, one message a call (a round trip each), $SIZE bytes"
-	peers_row "mq_pub_send 1 a call, MQ_SYNC_EACH" ${r}mq.each
+	peers_mq_row "mq_pub_send 1 a call, MQ_SYNC_EACH" each
 	peers_row "Redis XADD unpipelined, appendfsync always" ${r}redis.always.each
 	peers_row "Redis XADD unpipelined, everysec" ${r}redis.everysec.each \
 	    "(durable only to the last second)"
 	peers_row "NATS JetStream js_Publish, ack awaited" ${r}nats.each \
 	    "NATS 2.9 does not fsync on publish"
 	peers_row "floor: append, fdatasync per record" ${r}floor.each
-	v1=$(peers_met ${r}mq.each ${r}redis.always.each 1)
-	v2=NOT
-	[ -f "$W/res/${r}mq.each.syncs" ] && awk -v s="$(cat "$W/res/${r}mq.each.syncs")" \
-	    'BEGIN { exit !(s <= 2) }' && v2=met
-	[ -f "$W/res/${r}mq.each.syncs" ] || v2="not measured"
-	echo "  per-message durable publish: mq $(peers_rate ${r}mq.each)/s, $(cat "$W/res/${r}mq.each.syncs" 2>/dev/null || echo -) syncs/msg; Redis always unpipelined $(peers_rate ${r}redis.always.each)/s ($(peers_x ${r}mq.each ${r}redis.always.each))"
-	echo "    target <= 2 syncs/msg and >= 1x Redis always unpipelined: $(peers_both "$v1" "$v2")"
+	peers_verdict "per-message durable publish" ">= 1x Redis always unpipelined" \
+	    each ${r}redis.always.each 1
+	for f in mq mq2; do
+		v2="not measured"
+		[ -f "$W/res/peer.$f.each.syncs" ] && v2=$(awk -v s="$(cat "$W/res/peer.$f.each.syncs")" \
+		    'BEGIN { print (s <= 2) ? "met" : "NOT MET" }')
+		echo "    $([ $f = mq ] && echo "format 1" || echo "format 2"): $(cat "$W/res/peer.$f.each.syncs" 2>/dev/null || echo -) syncs/msg; target <= 2: $v2"
+	done
 	echo "  claim+ack drain of one group, $PEER_N pending, $PEER_COUNT a batch"
-	peers_row "mq: $PEER_COUNT mq_sub_receive, one mq_sub_ack_batch" ${r}mq.drain
+	peers_mq_row "$PEER_COUNT mq_sub_receive, one mq_sub_ack_batch" drain
 	peers_row "NATS pull: Fetch $PEER_COUNT, an ack each" ${r}nats.drain
 	peers_row "Redis (always): XREADGROUP COUNT $PEER_COUNT, XACK" ${r}redis.always.drain
-	v1=$(peers_met ${r}mq.drain ${r}nats.drain 1)
-	v2=$(peers_met ${r}mq.drain ${r}redis.always.drain 2)
-	echo "  claim+ack drain: mq $(peers_rate ${r}mq.drain)/s, NATS pull+ack $(peers_rate ${r}nats.drain)/s ($(peers_x ${r}mq.drain ${r}nats.drain)), Redis always $(peers_rate ${r}redis.always.drain)/s ($(peers_x ${r}mq.drain ${r}redis.always.drain))"
-	echo "    target >= 1x NATS, >= 2x Redis: $(peers_both "$v1" "$v2")"
+	peers_verdict "claim+ack drain" ">= 1x NATS, >= 2x Redis" \
+	    drain ${r}nats.drain 1 drain ${r}redis.always.drain 2
 	echo "  fan-out: $PEER_FAN_N messages of $SIZE bytes, $PEER_BATCH a call, into G groups"
-	peers_row "mq, 1 group" ${r}mq.fan1
-	peers_row "mq, 10 groups" ${r}mq.fan10
-	peers_row "mq, 100 groups" ${r}mq.fan100
+	peers_mq_row "1 group" fan1
+	peers_mq_row "10 groups" fan10
+	peers_mq_row "100 groups" fan100
 	peers_row "Redis (always) XADD, stream of 10 groups" ${r}redis.always.fan10 \
 	    "(a group is a cursor: no work per group at XADD)"
-	echo "  fan-out, 10 groups: mq $(peers_rate ${r}mq.fan10)/s, Redis always XADD with 10 groups $(peers_rate ${r}redis.always.fan10)/s ($(peers_x ${r}mq.fan10 ${r}redis.always.fan10))"
-	echo "  fan-out, mq 100 groups / 1 group: $(peers_x ${r}mq.fan100 ${r}mq.fan1)   target >= 0.8x: $(peers_met ${r}mq.fan100 ${r}mq.fan1 0.8)"
+	for f in mq mq2; do
+		echo "  fan-out, $([ $f = mq ] && echo "format 1" || echo "format 2"): 10 groups $(peers_rate peer.$f.fan10)/s, $(peers_x peer.$f.fan10 ${r}redis.always.fan10) of Redis always XADD with 10 groups; 100 groups / 1 group: $(peers_x peer.$f.fan100 peer.$f.fan1)   target >= 0.8x: $(peers_met peer.$f.fan100 peer.$f.fan1 0.8)"
+	done
 	echo "  space: $PEER_N messages, on disk (du -B1) per payload byte, inodes per 10,000 messages"
 	printf '  %-46s %9s %9s\n' "" "bytes/B" "inodes"
 	peers_space_row "mq spool, 100 B (one topic, one group)" ${r}mq.100
+	peers_space_row "mq spool, format 2, 100 B" ${r}mq2.100
 	peers_space_row "append floor file, 100 B" ${r}floor.100
 	peers_space_row "Redis AOF (always), 100 B, growth" ${r}redis.always.100
 	peers_space_row "NATS JetStream store, 100 B, growth" ${r}nats.100
 	peers_space_row "mq spool, $SIZE B (one topic, one group)" ${r}mq.1k
+	peers_space_row "mq spool, format 2, $SIZE B" ${r}mq2.1k
 	peers_space_row "append floor file, $SIZE B" ${r}floor.1k
 	peers_space_row "Redis AOF (always), $SIZE B, growth" ${r}redis.always.1k
 	peers_space_row "NATS JetStream store, $SIZE B, growth" ${r}nats.1k

@@ -314,7 +314,7 @@ _mq_topic()
 {
 	local cur prev
 	_mq_cur_prev
-	_mq_parse "-s --partitions --max-message-size --retention --ttl --expired --place --group --mode --signers --publishers --consumers --admins"
+	_mq_parse "-s --partitions --max-message-size --retention --ttl --expired --format --place --group --mode --signers --publishers --consumers --admins"
 	# --place K=DIR where '=' breaks words: "--place" "K" "=" "DIR".
 	if ((COMP_CWORD >= 3)) && [[ ${COMP_WORDS[COMP_CWORD-1]} == = &&
 	    ${COMP_WORDS[COMP_CWORD-3]} == --place ]]; then
@@ -340,6 +340,9 @@ _mq_topic()
 	--expired)
 		_mq_reply $'dlq\ndrop' "$cur"
 		return ;;
+	--format)
+		_mq_reply $'1\n2' "$cur"
+		return ;;
 	--group|--publishers|--consumers|--admins)
 		_mq_reply "$(compgen -g)" "$cur"
 		return ;;
@@ -357,7 +360,7 @@ _mq_topic()
 		case $cmd in
 		'')     _mq_reply $'-s\n--help' "$cur" ;;
 		init) _mq_reply $'-s\n--group\n--mode' "$cur" ;;
-		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention\n--ttl\n--expired\n--place\n--signers\n--group\n--mode\n--publishers\n--consumers\n--admins' "$cur" ;;
+		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention\n--ttl\n--expired\n--format\n--place\n--signers\n--group\n--mode\n--publishers\n--consumers\n--admins' "$cur" ;;
 		alter) _mq_reply $'-s\n--partitions\n--place\n--signers\n--no-signers' "$cur" ;;
 		list|info) _mq_reply $'-s\n--json' "$cur" ;;
 		delete|gc|key) _mq_reply $'-s' "$cur" ;;

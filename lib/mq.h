@@ -124,8 +124,14 @@ struct mq_topic_conf {
 	 * messages need, as mq_topic_alter_signers takes them. */
 	const char *signers;
 	unsigned nsigners;               /* read back: how many it has */
+	/* 1: a file per message; 2: segments and cursors (mq-spool(5),
+	 * SEGMENTED STORAGE), which only some operations handle yet. */
+	unsigned format;
 };
 void mq_topic_conf_default(struct mq_topic_conf *);
+/* EX_UNAVAILABLE, naming the first topic of format 2 and what (as
+ * "replication"), when the spool has one: for what cannot handle it. */
+int mq_topics_format1(mq_spool *, const char *what);
 /* What mq-topic(1)'s options give create: *place gets the placements of
  * n "K=DIR" arguments (--place) as the place of a topic of `partitions`
  * partitions (NULL when n is 0; the caller frees the array, not the

@@ -13,7 +13,7 @@
 enum {
 	OPT_JSON = 256, OPT_PARTITIONS, OPT_MAX_SIZE, OPT_RETENTION,
 	OPT_TTL, OPT_EXPIRED, OPT_PLACE, OPT_GROUP, OPT_MODE, OPT_SIGNERS,
-	OPT_NO_SIGNERS, OPT_PUBLISHERS, OPT_CONSUMERS, OPT_ADMINS,
+	OPT_NO_SIGNERS, OPT_PUBLISHERS, OPT_CONSUMERS, OPT_ADMINS, OPT_FORMAT,
 };
 
 static void
@@ -23,7 +23,7 @@ usage(int code)
 	    "usage: %s [-s SPOOL] init [--group GROUP] [--mode MODE]\n"
 	    "       %s [-s SPOOL] create [--partitions N] [--max-message-size "
 	    "BYTES]\n                [--retention DURATION] [--ttl DURATION] "
-	    "[--expired dlq|drop]\n                [--signers FILE] "
+	    "[--expired dlq|drop]\n                [--format 1|2] [--signers FILE] "
 	    "[--group GROUP] [--mode MODE]\n"
 	    "                [--publishers GROUP] [--consumers GROUP] "
 	    "[--admins GROUP]\n"
@@ -176,6 +176,7 @@ main(int argc, char *argv[])
 		{ "publishers", required_argument, NULL, OPT_PUBLISHERS },
 		{ "consumers", required_argument, NULL, OPT_CONSUMERS },
 		{ "admins", required_argument, NULL, OPT_ADMINS },
+		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mq_topic_conf conf;
@@ -222,6 +223,11 @@ main(int argc, char *argv[])
 			conf.ttl = tool_duration("--ttl", optarg);
 			confopts = 1;
 			break;
+		case OPT_FORMAT:
+			conf.format = (unsigned)tool_number("--format", optarg, 1,
+			    2);
+			confopts = 1;
+			break;
 		case OPT_EXPIRED:
 			if (strcmp(optarg, "dlq") && strcmp(optarg, "drop"))
 				errx(EX_USAGE, "--expired: dlq or drop, not '%s'",
@@ -258,8 +264,8 @@ main(int argc, char *argv[])
 		    "no operand" : !strcmp(cmd, "gc") || !strcmp(cmd, "list") ?
 		    "at most one operand" : "one TOPIC");
 	if (confopts && strcmp(cmd, "create"))
-		errx(EX_USAGE, "--max-message-size, --retention, --ttl and "
-		    "--expired go with create");
+		errx(EX_USAGE, "--max-message-size, --retention, --ttl, "
+		    "--expired and --format go with create");
 	if ((partopt || nplace) && strcmp(cmd, "create") && strcmp(cmd, "alter"))
 		errx(EX_USAGE, "--partitions and --place go with create and alter");
 	if (signopt && strcmp(cmd, "alter") &&

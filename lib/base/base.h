@@ -303,9 +303,14 @@ struct mq_seg_writer {
 	uint32_t count;
 };
 int mq_seg_begin(struct mq_seg_writer *, uint64_t first);
+/* Begins again at first, keeping the buffer. */
+int mq_seg_restart(struct mq_seg_writer *, uint64_t first);
 /* A record: a message file's header block (its empty line included) and
  * body; its sequence number is the next of the segment. */
 int mq_seg_add(struct mq_seg_writer *, const char *hdr, size_t hlen,
+    const void *body, size_t blen);
+/* The same with the header block in hn pieces. */
+int mq_seg_addv(struct mq_seg_writer *, const struct iovec *hv, int hn,
     const void *body, size_t blen);
 /* Fills in the first line: buf and len are then the segment's bytes. */
 int mq_seg_finish(struct mq_seg_writer *);
@@ -338,6 +343,20 @@ size_t mq_seg_start(void);
  * record or the count does not match. */
 int mq_seg_next(const struct mq_seg *, size_t *off, uint64_t *seq,
     struct mq_seg_rec *);
+
+/* fixline.c: a file of one checked line of fixed width, rewritten in
+ * place and read without a lock (fresh on a shared file system): read
+ * returns 0 with parse's result, 1 when the file is empty, -1 (EX_CONFIG
+ * when parse keeps refusing it). */
+int mq_line_read(int fd, int (*parse)(const char *, size_t, void *),
+    void *ctx, const char *what);
+int mq_line_write(int fd, const char *buf, size_t len, int sync,
+    const char *what);
+
+/* cursor.c: a group's cursor in a partition of format 2, and the lock
+ * its feeds take.  read: 0 with *next, 1 when not written yet. */
+int mq_cursor_read(int fd, uint64_t *next);
+int mq_cursor_write(int fd, uint64_t next, int sync);
 
 /* head.c: the partition's commit record and publish lock. */
 struct mq_head {

@@ -15,11 +15,8 @@
  * waited for as lock.c waits (never in the kernel on a shared file
  * system).
  *
- * On a file system shared between hosts (sharedfs.c) the descriptor held
- * for the lock is never read or written: each read goes through a fresh
- * O_DIRECT descriptor after the client's cache of the file was dropped,
- * and each write through a fresh descriptor that is synced before it is
- * closed, so the next lock holder on any host reads what we wrote.
+ * Read and written as fixline.c reads and writes its files: afresh, on a
+ * file system shared between hosts.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,44 +65,20 @@ head_parse(const char *buf, size_t len, struct mq_head *h)
 	return 0;
 }
 
-/* A head opened to read only (MQ_HEAD_READ) is read afresh that way too:
- * a reader writes nothing, and a copy a second old decides no commit. */
-static bool
-read_only(int fd)
+static int
+parse_cb(const char *buf, size_t len, void *ctx)
 {
-	int fl = fcntl(fd, F_GETFL);
-	return fl >= 0 && (fl & O_ACCMODE) == O_RDONLY;
+	return head_parse(buf, len, ctx);
 }
 
 int
 mq_head_read(int hfd, struct mq_head *h)
 {
-	/* O_DIRECT wants an aligned buffer and length. */
-	char buf[4096 + 1] __attribute__((aligned(4096)));
-	int fd = mq_fs_shared(hfd) ? mq_fresh_fd(hfd, read_only(hfd)) : hfd;
-	if (fd < 0)
-		return -1;
-	int rc = 1;                     /* 1: not yet read whole */
-	for (int tries = 0; rc == 1 && tries < 1000; tries++) {
-		ssize_t r = pread(fd, buf, 4096, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = mq_err_sys("read head");
-			break;
-		}
-		buf[r] = 0;             /* head_parse uses sscanf */
-		if (head_parse(buf, (size_t)r, h) == 0)
-			rc = 0;
-		/* An empty head is one whose creator has not written it yet. */
-		else if (r == 0) {
-			h->next = h->committed = 0;
-			rc = 0;
-		}
-	}
-	if (fd != hfd)
-		close(fd);
-	return rc == 1 ? mq_err(EX_CONFIG, "partition head is corrupt") : rc;
+	int rc = mq_line_read(hfd, parse_cb, h, "partition head");
+	/* An empty head is one whose creator has not written it yet. */
+	if (rc == 1)
+		h->next = h->committed = 0;
+	return rc < 0 ? -1 : 0;
 }
 
 int
@@ -114,22 +87,7 @@ mq_head_write(int hfd, const struct mq_head *h, int sync)
 	char buf[MQ_HEAD_SIZE + 1];
 	if (mq_head_format(h, buf) < 0)
 		return -1;
-	/* Synced whatever the mode where other hosts read it: closing is
-	 * no flush on FUSE file systems that write behind. */
-	bool shared = mq_fs_shared(hfd);
-	int fd = shared ? mq_reopen(hfd, O_WRONLY) : hfd;
-	if (fd < 0)
-		return -1;
-	int rc = 0;
-	ssize_t w = pwrite(fd, buf, MQ_HEAD_SIZE, 0);
-	if (w != MQ_HEAD_SIZE)
-		rc = w < 0 ? mq_err_sys("write head") :
-		    mq_err(EX_IOERR, "short write to head");
-	else if ((sync || shared) && fdatasync(fd) < 0)
-		rc = mq_err_sys("sync head");
-	if (fd != hfd && close(fd) < 0 && rc == 0)
-		rc = mq_err_sys("write head");
-	return rc;
+	return mq_line_write(hfd, buf, MQ_HEAD_SIZE, sync, "head");
 }
 
 int

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sysexits.h>
 /* XXH3_state_t on the stack: its size is in the header only thus. */
 #define XXH_STATIC_LINKING_ONLY
@@ -97,7 +98,16 @@ grow(struct mq_seg_writer *w, size_t more)
 int
 mq_seg_begin(struct mq_seg_writer *w, uint64_t first)
 {
-	*w = (struct mq_seg_writer){ .first = first };
+	*w = (struct mq_seg_writer){ 0 };
+	return mq_seg_restart(w, first);
+}
+
+int
+mq_seg_restart(struct mq_seg_writer *w, uint64_t first)
+{
+	w->first = first;
+	w->count = 0;
+	w->len = 0;
 	if (grow(w, SEG_LINE_LEN) < 0)
 		return -1;
 	/* Filled in by mq_seg_finish, once count and size are known. */
@@ -109,6 +119,17 @@ int
 mq_seg_add(struct mq_seg_writer *w, const char *hdr, size_t hlen,
     const void *body, size_t blen)
 {
+	struct iovec h = { (void *)hdr, hlen };
+	return mq_seg_addv(w, &h, 1, body, blen);
+}
+
+int
+mq_seg_addv(struct mq_seg_writer *w, const struct iovec *hv, int hn,
+    const void *body, size_t blen)
+{
+	size_t hlen = 0;
+	for (int i = 0; i < hn; i++)
+		hlen += hv[i].iov_len;
 	if (w->count >= MQ_SEG_MAX_RECORDS)
 		return mq_err(EX_DATAERR, "segment of %u records: past the limit",
 		    w->count);
@@ -119,15 +140,21 @@ mq_seg_add(struct mq_seg_writer *w, const char *hdr, size_t hlen,
 		return mq_err(EX_DATAERR, "record too large for a segment");
 	if (grow(w, REC_LINE_LEN + hlen + blen + 1) < 0)
 		return -1;
-	char *p = w->buf + w->len;
-	int n = snprintf(p, REC_LINE_LEN + 1, "mq-record %020llu %010zu %010zu "
+	/* The header block in place first: the hash is of what is stored. */
+	char *p = w->buf + w->len, *h = p + REC_LINE_LEN;
+	for (int i = 0; i < hn; i++) {
+		memcpy(h, hv[i].iov_base, hv[i].iov_len);
+		h += hv[i].iov_len;
+	}
+	memcpy(h, body, blen);
+	h[blen] = '\n';
+	char line[REC_LINE_LEN + 1];
+	int n = snprintf(line, sizeof line, "mq-record %020llu %010zu %010zu "
 	    "%016llx\n", (unsigned long long)(w->first + w->count), hlen, blen,
-	    (unsigned long long)record_hash(hdr, hlen, body, blen));
+	    (unsigned long long)record_hash(p + REC_LINE_LEN, hlen, h, blen));
 	if (n != REC_LINE_LEN)
 		return mq_err(EX_SOFTWARE, "record frame of %d bytes", n);
-	memcpy(p + n, hdr, hlen);
-	memcpy(p + n + hlen, body, blen);
-	p[n + hlen + blen] = '\n';
+	memcpy(p, line, REC_LINE_LEN);
 	w->len += REC_LINE_LEN + hlen + blen + 1;
 	w->count++;
 	return 0;

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +172,35 @@ count_partition(const struct mq_topic *t, unsigned k, const char *group,
 	return rc;
 }
 
+/* Format 2: the names count below the group's cursor, and what the log
+ * holds past it is pending too (not yet fed, its filter not yet applied:
+ * feed.c); the head is the log's end.  O(its queue), not O(the log). */
+static int
+count_format2(const struct mq_topic *t, unsigned k, const char *group,
+    uint64_t hint, struct mq_partition_group *p)
+{
+	uint64_t end, cursor;
+	if (mq_topic_log_end(t, k, hint, &end) < 0 ||
+	    mq_feed_cursor(t, k, group, end, &cursor) < 0)
+		return -1;
+	if (cursor > end)
+		end = cursor;
+	int rc = count_partition(t, k, group, cursor, p);
+	p->pending += end - cursor;
+	/* The oldest not yet fed is the record at the cursor. */
+	struct mq_msg *m;
+	if (rc == 0 && end > cursor && p->oldest_pending == 0 &&
+	    mq_record_read(t, k, cursor, NULL, &m) == 0) {
+		char key[MQ_KEY_LEN + 1];
+		snprintf(key, sizeof key, "%020" PRIu64 ".%s", cursor, m->id);
+		earliest(mq_key_time(key), &p->oldest_pending);
+		mq_msg_free(m);
+	}
+	p->head = end;
+	p->lag = end - p->offset;
+	return rc;
+}
+
 /* The live owner of partition k of an ordered group, if any. */
 static int
 read_owner(const struct mq_topic *t, unsigned k, const char *group,
@@ -303,7 +333,9 @@ mq_group_info_at(const struct mq_topic *t, const char *group,
 		rc = hfd < 0 ? -1 : mq_head_read(hfd, &h);
 		if (hfd >= 0)
 			close(hfd);
-		if (rc == 0)
+		if (rc == 0 && t->conf.format == 2)
+			rc = count_format2(t, k, group, h.committed, p);
+		else if (rc == 0)
 			rc = count_partition(t, k, group, h.committed, p);
 		if (rc == 0 && gi->ordered)
 			rc = read_owner(t, k, group, now_ms, p);
@@ -332,7 +364,7 @@ mq_group_info(mq_spool *sp, const char *topic, const char *group,
 	struct mq_topic t;
 	memset(gi, 0, sizeof *gi);
 	if (mq_name_check("group", group) < 0 ||
-	    mq_topic_open(sp, topic, &t) < 0)
+	    mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	int rc = mq_group_info_at(&t, group, gi);
 	mq_topic_close(&t);
@@ -452,7 +484,7 @@ mq_group_list(mq_spool *sp, const char *glob, struct mq_group_ref **out,
 		struct mq_names l = { 0 };
 		if (glob && fnmatch(glob, topics[i], 0))
 			continue;
-		if (mq_topic_open(sp, topics[i], &t) < 0) {
+		if (mq_topic_open_as(sp, topics[i], MQ_FORMAT_ANY, &t) < 0) {
 			/* Deleted since it was listed. */
 			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
 			continue;
@@ -508,7 +540,7 @@ mq_topic_info(mq_spool *sp, const char *name, struct mq_topic_info *info)
 {
 	struct mq_topic t;
 	memset(info, 0, sizeof *info);
-	if (mq_topic_open(sp, name, &t) < 0)
+	if (mq_topic_open_as(sp, name, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	struct mq_names groups = { 0 };
 	unsigned np = t.conf.partitions;
@@ -529,6 +561,12 @@ mq_topic_info(mq_spool *sp, const char *name, struct mq_topic_info *info)
 			goto fail;
 		}
 		close(hfd);
+		/* Format 2: the log's end, and its segments' first lines. */
+		uint64_t records, bytes;
+		if (t.conf.format == 2 && (mq_topic_log_end(&t, k, h.committed,
+		    &h.committed) < 0 || mq_seglog_totals(t.seglog[k].logfd,
+		    h.committed, &records, &bytes) < 0))
+			goto fail;
 		info->partitions[k].committed = h.committed;
 		char pk[32], target[4096];
 		snprintf(pk, sizeof pk, "p%u", k);
@@ -538,11 +576,12 @@ mq_topic_info(mq_spool *sp, const char *name, struct mq_topic_info *info)
 			if (!(info->partitions[k].place = strdup(target)))
 				goto fail;
 		}
-		info->partitions[k].log_messages =
+		info->partitions[k].log_messages = t.conf.format == 2 ? records :
 		    count_committed(t.pfd[k], "log", h.committed);
-		info->partitions[k].log_bytes = mq_log_bytes(t.pfd[k],
-		    h.committed);
-		for (size_t i = 0; i < groups.n; i++) {
+		info->partitions[k].log_bytes = t.conf.format == 2 ? bytes :
+		    mq_log_bytes(t.pfd[k], h.committed);
+		/* The groups' counts come from mq_group_stat_fill below. */
+		for (size_t i = 0; t.conf.format != 2 && i < groups.n; i++) {
 			char p[MQ_NAME_MAX + 16];
 			snprintf(p, sizeof p, "g/%s/new", groups.v[i]);
 			info->groups[i].pending +=

@@ -276,7 +276,7 @@ topic_add(mq_spool *sp, struct mq_stat *st, const struct wilds *w,
     dev_t **devs, const char *topic, const char *group, int named)
 {
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, &t) < 0)
+	if (mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return !named && mq_errcode() == EX_NOINPUT ? 0 : -1;
 	int rc = topic_rates_add(st, &t);
 	if (rc == 0)

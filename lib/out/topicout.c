@@ -55,8 +55,9 @@ mq_topic_info_write_json(const struct mq_topic_info *in, FILE *f)
 			    json_pack("{s:I, s:s?}", "gid",
 			    (json_int_t)c->roles.gid[r], "group",
 			    group_name(c->roles.gid[r])));
-	return mq_json_put(json_pack("{s:s, s:i, s:I, s:I, s:f, s:s, s:I, "
-	    "s:i, s:o, s:o, s:o}", "name", in->name, "partitions",
+	return mq_json_put(json_pack("{s:s, s:i, s:i, s:I, s:I, s:f, s:s, "
+	    "s:I, s:i, s:o, s:o, s:o}", "name", in->name, "format",
+	    c->format == 2 ? 2 : 1, "partitions",
 	    (int)c->partitions, "max_message_size",
 	    (json_int_t)c->max_message_size, "retention",
 	    (json_int_t)c->retention, "ttl", c->ttl, "expired",
@@ -69,9 +70,10 @@ int
 mq_topic_info_write_text(const struct mq_topic_info *in, FILE *f)
 {
 	const struct mq_topic_conf *c = &in->conf;
-	fprintf(f, "topic: %s\npartitions: %u\nmax-message-size: %zu\n"
-	    "retention: %.0f\nttl: %g\nexpired: %s\nsigners: %u\n", in->name,
-	    c->partitions, c->max_message_size, c->retention, c->ttl,
+	fprintf(f, "topic: %s\nformat: %u\npartitions: %u\n"
+	    "max-message-size: %zu\nretention: %.0f\nttl: %g\nexpired: %s\n"
+	    "signers: %u\n", in->name, c->format == 2 ? 2 : 1, c->partitions,
+	    c->max_message_size, c->retention, c->ttl,
 	    c->expired_drop ? "drop" : "dlq", c->nsigners);
 	for (int r = 0; r < MQ_ROLES; r++) {
 		if (!c->roles.has[r])

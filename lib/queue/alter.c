@@ -53,7 +53,8 @@ alter_locked(const struct mq_topic *t, unsigned n, const char *const *place)
 		const char *dir = place ? place[k] : NULL;
 		char p[32];
 		snprintf(p, sizeof p, "p%u", k);
-		rc = mq_partition_build(t->fd, k, dir, &t->conf.roles);
+		rc = mq_partition_build(t->fd, k, dir, &t->conf.roles,
+		    t->conf.format);
 		if (rc == 0 && (nt.pfd[k] = mq_dir_open_partition(t->fd, p)) < 0)
 			rc = -1;
 		for (size_t i = 0; rc == 0 && i < groups.n; i++) {
@@ -122,7 +123,7 @@ mq_topic_alter_placed(mq_spool *sp, const char *topic, unsigned partitions,
 		    MQ_PARTITIONS_MAX);
 	for (;;) {
 		struct mq_topic t;
-		if (mq_topic_open(sp, topic, &t) < 0)
+		if (mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 			return -1;
 		unsigned before = t.conf.partitions;
 		int rc = alter_open(&t, partitions, place);
@@ -157,7 +158,7 @@ mq_topic_alter_signers(mq_spool *sp, const char *topic, const char *text)
 	/* Bad input changes nothing: checked before the topic is touched. */
 	int rc = text ? mq_signers_add(&check, text) : 0;
 	mq_conf_free(&check);
-	if (rc < 0 || mq_topic_open(sp, topic, &t) < 0)
+	if (rc < 0 || mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
 	rc = hfds ? mq_lock_all(&t, hfds) : mq_err_sys("malloc");
@@ -208,7 +209,7 @@ mq_signers_adopt(mq_spool *sp, const char *topic, const struct mq_conf *kv,
 		rc = mq_topic_create(sp, topic, &nc) < 0 ? -1 : 1;
 	} else {
 		struct mq_topic t;
-		rc = mq_topic_open(sp, topic, &t);
+		rc = mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t);
 		if (rc == 0) {
 			rc = mq_conf_read(t.fd, "topic.conf", &now);
 			mq_topic_close(&t);
@@ -267,7 +268,7 @@ mq_topic_settings_adopt(mq_spool *sp, const char *topic,
 {
 	struct mq_topic t;
 	struct mq_conf now;
-	if (mq_topic_open(sp, topic, &t) < 0)
+	if (mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	int rc = mq_conf_read(t.fd, "topic.conf", &now);
 	bool differ = rc == 0 && settings_differ(&now, kv);

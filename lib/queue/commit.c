@@ -73,7 +73,7 @@ mq_group_commit(mq_spool *sp, const char *topic, const char *group,
 	struct mq_topic t;
 	*acked = 0;
 	if (mq_name_check("group", group) < 0 ||
-	    mq_topic_open(sp, topic, &t) < 0)
+	    mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	struct mq_group_conf gc;
 	struct mq_gdirs d = { -1, -1, -1 };
@@ -86,10 +86,23 @@ mq_group_commit(mq_spool *sp, const char *topic, const char *group,
 	    MQ_HEAD_WRITE)) < 0 ||
 	    mq_head_read(hfd, &h) < 0))
 		rc = -1;
+	/* Format 2: the head is a hint, the log's end the truth. */
+	struct mq_seglog *l = rc == 0 && t.conf.format == 2 ?
+	    mq_topic_seglog(&t, at->partition) : NULL;
+	if (rc == 0 && t.conf.format == 2 &&
+	    (!l || mq_seglog_end(l->logfd, &h.committed) < 0))
+		rc = -1;
 	if (rc == 0 && at->offset > h.committed)
 		rc = mq_err(EX_USAGE, "offset %" PRIu64 " is past the head of "
 		    "partition %u (%" PRIu64 ")", at->offset, at->partition,
 		    h.committed);
+	/* Format 2: what was never fed is acked by moving the cursor past
+	 * it, first: a feed then never names it. */
+	uint64_t skipped = 0;
+	if (rc == 0 && t.conf.format == 2)
+		rc = mq_feed_skip(&t, at->partition, group, hfd, at->offset,
+		    &skipped);
+	*acked += skipped;
 	if (rc == 0)
 		rc = mq_gdirs_open(&t, at->partition, group, &d);
 	if (rc == 0)

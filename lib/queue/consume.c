@@ -53,7 +53,8 @@ group_settings(mq_sub *s, const struct mq_sub_opts *o)
 		return mq_wildcard_settings(s->sp, s->name, s->group, o->create ?
 		    &o->group : NULL, &s->gc);
 	struct mq_topic t;
-	if (mq_topic_open_or_create(s->sp, s->name, o->create, &t) < 0)
+	if (mq_topic_open_or_create(s->sp, s->name, o->create | MQ_FORMAT1 |
+	    MQ_FORMAT2, &t) < 0)
 		return -1;
 	char path[MQ_NAME_MAX + 16];
 	int rc = mq_path(path, sizeof path, "groups/%s.conf", s->group);
@@ -242,6 +243,24 @@ expire_partition(mq_sub *s, struct part *p, double now)
 	return returned;
 }
 
+/* The first sequence number not yet visible in the group's queue: the
+ * head's committed, or in format 2 the group's cursor (feed.c). */
+static int
+part_committed(struct part *p, uint64_t *c)
+{
+	if (p->cursorfd < 0) {
+		struct mq_head h;
+		if (mq_head_read(p->hfd, &h) < 0)
+			return -1;
+		*c = h.committed;
+		return 0;
+	}
+	int rc = mq_cursor_read(p->cursorfd, c);
+	if (rc == 1)
+		*c = 0;                 /* nothing fed yet */
+	return rc < 0 ? -1 : 0;
+}
+
 /* Moves what is due in delay/ to new/; p->due gets the next due time. */
 static int
 promote_due(struct part *p, double now)
@@ -251,10 +270,9 @@ promote_due(struct part *p, double now)
 		mq_names_free(&l);
 		return -1;
 	}
-	uint64_t now_ms = (uint64_t)(now * 1000), due, seq;
-	struct mq_head h;
+	uint64_t now_ms = (uint64_t)(now * 1000), due, seq, committed;
 	int moved = 0;
-	if (mq_head_read(p->hfd, &h) < 0) {
+	if (part_committed(p, &committed) < 0) {
 		mq_names_free(&l);
 		return -1;
 	}
@@ -265,7 +283,7 @@ promote_due(struct part *p, double now)
 		char name[MQ_KEY_LEN + 32];
 		/* A delayed publish in progress is not there yet. */
 		if (mq_delay_parse(l.v[i], &due, &e) < 0 ||
-		    mq_seq_of(e.key, &seq) < 0 || seq >= h.committed)
+		    mq_seq_of(e.key, &seq) < 0 || seq >= committed)
 			continue;
 		if (due > now_ms) {
 			/* Sorted by due time: the rest is later still. */
@@ -285,14 +303,29 @@ promote_due(struct part *p, double now)
 static int
 scan_new(struct part *p)
 {
-	struct mq_head h;
-	if (mq_head_read(p->hfd, &h) < 0)
+	if (part_committed(p, &p->committed) < 0)
 		return -1;
-	p->committed = h.committed;
 	mq_names_free(&p->cand);
 	p->pos = 0;
 	p->scan_new = p->resort = false;
 	return mq_names_reread(p->newdir, NULL, &p->cand);
+}
+
+/* Format 2: the queue is used up, so the group takes what the log has
+ * past its cursor (feed.c); it looks again at its queue when the cursor
+ * moved since it last looked, and feeds again until a feed finds nothing. */
+static int
+feed(mq_sub *s, struct part *p)
+{
+	uint64_t cursor;
+	int n = mq_feed(p->t, p->k, s->group, &p->d, p->hfd, p->cursorfd,
+	    p->filter, &cursor);
+	if (n < 0)
+		return -1;
+	/* Another consumer may have fed what we have not listed. */
+	p->feed = n > 0;
+	p->scan_new = p->scan_delay = n > 0 || cursor != p->committed;
+	return 0;
 }
 
 /* Dead-letters the claim cur/CUR unseen, the error being the detail:
@@ -346,7 +379,7 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 	 * what only failed to be read (out of memory, ...) or that this
 	 * consumer holds no key for (EX_NOPERM, seal.c). */
 	struct mq_msg *m = NULL;
-	if (mq_claim_read(p->t, p->d.curfd, cur, NULL, &m) < 0)
+	if (mq_claim_read_at(p->t, p->k, p->d.curfd, cur, &m) < 0)
 		return unread(s, p, cur, e, "unreadable");
 	/* With roles, whoever consumes may place files in the queues:
 	 * deliver only what was published (msgread.c). */
@@ -523,11 +556,16 @@ drain_events(mq_sub *s)
 				if (ev->mask & IN_Q_OVERFLOW) {
 					p->scan_new = p->scan_cur = p->cur_left = true;
 					p->scan_delay = p->resort = true;
+					p->feed = p->cursorfd >= 0;
 					s->refresh = s->rebalance = true;
-				} else if (ev->wd == p->wd_head) {
-					/* A commit may make delayed names count. */
+				} else if (ev->wd == p->wd_head ||
+				    ev->wd == p->wd_cursor) {
+					/* A commit may make delayed names count; in
+					 * format 2 a publish is what to feed. */
 					p->scan_new = p->scan_delay = true;
 					p->await_commit = false;
+					p->feed |= ev->wd == p->wd_head &&
+					    p->cursorfd >= 0;
 				} else if (ev->wd == p->wd_new) {
 					/* Links of a publish (IN_CREATE) count once
 					 * it commits; returns (IN_MOVED_TO) now. */
@@ -632,9 +670,11 @@ wait_for_change(mq_sub *s, double until)
 	if (s->ifd >= 0) {
 		drain_events(s);
 	} else {
-		for (size_t k = 0; k < s->np; k++)
+		for (size_t k = 0; k < s->np; k++) {
 			s->ps[k].scan_new = s->ps[k].scan_cur = s->ps[k].cur_left =
 			    s->ps[k].scan_delay = s->ps[k].resort = true;
+			s->ps[k].feed = s->ps[k].cursorfd >= 0;
+		}
 		s->refresh = s->rebalance = true;
 	}
 	return 0;
@@ -650,7 +690,8 @@ any_scan(const mq_sub *s)
 {
 	bool again = s->refresh || (s->gc.ordered && s->rebalance);
 	for (size_t k = 0; k < s->np; k++)
-		again |= s->ps[k].scan_new && s->ps[k].pos >= s->ps[k].cand.n;
+		again |= (s->ps[k].scan_new || s->ps[k].feed) &&
+		    s->ps[k].pos >= s->ps[k].cand.n;
 	return again;
 }
 
@@ -666,6 +707,8 @@ mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 		for (size_t i = 0; i < np; i++) {
 			size_t k = (s->rr + i) % np;
 			struct part *p = &s->ps[k];
+			if (p->pos >= p->cand.n && p->feed && feed(s, p) < 0)
+				return -1;
 			if (p->pos >= p->cand.n && p->scan_new && scan_new(p) < 0)
 				return -1;
 			int rc = try_claim(s, k, out);

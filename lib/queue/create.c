@@ -25,6 +25,8 @@ conf_check(const struct mq_topic_conf *c)
 	if (c->partitions < 1 || c->partitions > MQ_PARTITIONS_MAX)
 		return mq_err(EX_USAGE, "partitions must be 1 to %d",
 		    MQ_PARTITIONS_MAX);
+	if (c->format > 2)
+		return mq_err(EX_USAGE, "format must be 1 or 2");
 	if (c->max_message_size < 1 || c->max_message_size > MQ_MESSAGE_MAX_LIMIT)
 		return mq_err(EX_USAGE, "max message size must be 1 to %d bytes",
 		    MQ_MESSAGE_MAX_LIMIT);
@@ -53,6 +55,9 @@ conf_text(const struct mq_topic_conf *c, char **out)
 		rc = mq_signers_add(&kv, c->signers);
 	if (rc == 0)
 		rc = mq_roles_conf_add(&kv, &c->roles);
+	/* Absent, it is 1: a spool written before format 2 reads the same. */
+	if (rc == 0 && c->format == 2)
+		rc = mq_conf_add(&kv, "format", "2");
 	if (rc == 0)
 		rc = mq_conf_render(&kv, out);
 	mq_conf_free(&kv);
@@ -123,7 +128,7 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 		rc = mq_perm_mkdir(tfd, "stats", &c->roles, MQ_DIR_STATS);
 	for (unsigned k = 0; rc == 0 && k < c->partitions; k++)
 		rc = mq_partition_build(tfd, k, c->place ? c->place[k] : NULL,
-		    &c->roles);
+		    &c->roles, c->format);
 	if (rc == 0 && syncfs(tfd) < 0)
 		rc = mq_err_sys("sync");
 	if (tfd >= 0)
@@ -176,8 +181,11 @@ mq_topic_open_or_create(mq_spool *sp, const char *name, int create,
     struct mq_topic *t)
 {
 	/* Another process may delete it between the create and the open. */
+	int formats = create & (MQ_FORMAT1 | MQ_FORMAT2);
+	create &= MQ_CREATE;
 	for (int tries = 0;; tries++) {
-		if (mq_topic_open(sp, name, t) == 0)
+		if (mq_topic_open_as(sp, name, formats ? formats : MQ_FORMAT1,
+		    t) == 0)
 			return 0;
 		if (!create || mq_errcode() != EX_NOINPUT || tries > 3 ||
 		    mq_topic_create(sp, name, NULL) < 0)

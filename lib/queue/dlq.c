@@ -52,6 +52,14 @@ mq_dlq_put(const struct mq_topic *t, unsigned k, const char *group,
 	int rc = n < 0 ? mq_err_sys("malloc") :
 	    mq_write_file(dfd, wname, text, (size_t)n, 1, 1);
 	free(text);
+	/* Format 2: the claim is an empty name of a record in the log; the
+	 * dead letter keeps a copy, as retention will not keep the log.  A
+	 * record that cannot be read leaves it empty (its reason says
+	 * why); one filled before a crash is filled again the same. */
+	if (rc == 0 && t->conf.format == 2 &&
+	    mq_record_copy(t, k, curfd, curname) < 0 &&
+	    mq_errcode() != EX_DATAERR)
+		rc = -1;
 	if (rc == 0 && mq_renameat(curfd, curname, dfd, name) < 0)
 		rc = errno == ENOENT ? mq_err(EX_NOINPUT, "message %s is no longer "
 		    "claimed (its lease expired)", e->key + MQ_SEQ_DIGITS + 1) :

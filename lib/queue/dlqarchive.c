@@ -281,7 +281,7 @@ mq_dlq_export(mq_spool *sp, const char *topic, const char *group,
 	*count = 0;
 	if (mq_dlq_list(sp, topic, group, &v, &n) < 0)
 		return -1;
-	if (mq_topic_open(sp, topic, &t) < 0) {
+	if (mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0) {
 		mq_dead_free(v, n);
 		return -1;
 	}
@@ -663,7 +663,7 @@ static int
 may_write_logs(const struct import *im, size_t from, size_t to)
 {
 	struct mq_topic t;
-	if (mq_topic_open(im->sp, im->f[from].topic, &t) < 0)
+	if (mq_topic_open_as(im->sp, im->f[from].topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	int rc = 0;
 	for (size_t i = from; rc == 0 && i < to; i++) {
@@ -821,7 +821,7 @@ import_topic(const struct import *im, size_t from, size_t to, size_t *count)
 	const char *topic = im->f[from].topic;
 	struct mq_topic t;
 	if (mq_topic_create(im->sp, topic, NULL) < 0 ||
-	    mq_topic_open(im->sp, topic, &t) < 0)
+	    mq_topic_open_as(im->sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	/* Checked already, unless the topic was created meanwhile. */
 	int rc = check_topic(im, &t.conf, 0, from, to);

@@ -178,7 +178,7 @@ mq_dlq_list(mq_spool *sp, const char *topic, const char *group,
 	*n = 0;
 	if (group && mq_name_check("group", group) < 0)
 		return -1;
-	if (mq_topic_open(sp, topic, &t) < 0)
+	if (mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	int rc = 0;
 	if (group) {
@@ -239,7 +239,7 @@ int
 mq_dlq_read(mq_spool *sp, const struct mq_dead *d, struct mq_msg **out)
 {
 	struct mq_topic t;
-	if (mq_topic_open(sp, d->topic, &t) < 0)
+	if (mq_topic_open_as(sp, d->topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	int dfd = d->partition < t.conf.partitions ? dlq_dir(&t, d) :
 	    mq_err(EX_NOINPUT, "no partition %u", d->partition);
@@ -284,7 +284,7 @@ mq_dlq_redrive(mq_spool *sp, const struct mq_dead *d, const char *to_topic)
 	struct mq_topic t;
 	if (to_topic && mq_name_check("topic", to_topic) < 0)
 		return -1;
-	if (mq_topic_open(sp, d->topic, &t) < 0)
+	if (mq_topic_open_as(sp, d->topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	struct mq_gdirs g = { -1, -1, -1 };
 	int dfd = -1, rc = 0;
@@ -334,7 +334,7 @@ int
 mq_dlq_purge(mq_spool *sp, const struct mq_dead *d)
 {
 	struct mq_topic t;
-	if (mq_topic_open(sp, d->topic, &t) < 0)
+	if (mq_topic_open_as(sp, d->topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	int dfd = d->partition < t.conf.partitions ? dlq_dir(&t, d) : -1;
 	int rc = dfd < 0 ? -1 : 0;

@@ -141,11 +141,53 @@ still_held(int lfd, const char *key)
 	    S_ISREG(st.st_mode) && st.st_nlink > 1;
 }
 
+/* Format 2: a segment goes when it is older than the retention (its
+ * mtime: it is written once, by one publish) and every group is past its
+ * last record; *removed counts its records.  One unlink per segment. */
+static int
+segments_gc(const struct mq_topic *t, unsigned k, int lfd, uint64_t hint,
+    double now, double keep, uint64_t *removed)
+{
+	struct mq_names groups = { 0 }, l = { 0 };
+	uint64_t end = hint, low;
+	int rc = mq_seglog_end(lfd, &end);
+	low = end;
+	if (rc == 0)
+		rc = mq_groups_read(t, &groups);
+	for (size_t i = 0; rc == 0 && i < groups.n; i++)
+		rc = mq_feed_low(t, k, groups.v[i], end, &low);
+	if (rc == 0)
+		rc = mq_names_read(lfd, NULL, &l);
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		uint64_t first;
+		struct stat st;
+		char line[128];
+		struct mq_seg sg;
+		if (mq_seg_name(l.v[i], &first) < 0 || first >= low)
+			continue;
+		int fd = mq_file_open(lfd, l.v[i], O_RDONLY, 0, &st);
+		ssize_t n = fd < 0 ? -1 : pread(fd, line, sizeof line, 0);
+		if (fd >= 0)
+			close(fd);
+		if (n < 0 || mq_seg_read_line(line, (size_t)n, &sg) < 0 ||
+		    sg.first + sg.count > low ||
+		    now - (double)st.st_mtime <= keep)
+			continue;
+		if (mq_unlinkat(lfd, l.v[i], 0) == 0)
+			*removed += sg.count;
+		else if (errno != ENOENT)
+			rc = mq_err_sys("unlink log/%s", l.v[i]);
+	}
+	mq_names_free(&l);
+	mq_names_free(&groups);
+	return rc;
+}
+
 int
 mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 {
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, &t) < 0)
+	if (mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	double now = mq_now(), keep = t.conf.retention;
 	bool roles = mq_roles_any(&t.conf.roles);
@@ -163,7 +205,9 @@ mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 		if (lfd < 0 || mq_head_read(hfd, &h) < 0)
 			rc = -1;
 		struct mq_names l = { 0 };
-		if (rc == 0 && keep > 0)
+		if (rc == 0 && keep > 0 && t.conf.format == 2)
+			rc = segments_gc(&t, k, lfd, h.committed, now, keep, removed);
+		else if (rc == 0 && keep > 0)
 			rc = mq_names_read(lfd, mq_is_key, &l);
 		uint64_t seq;
 		for (size_t i = 0; rc == 0 && i < l.n; i++) {

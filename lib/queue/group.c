@@ -102,7 +102,7 @@ open_for_group(mq_spool *sp, const char *topic, const char *group,
 	if (mq_name_check("topic", topic) < 0 ||
 	    mq_name_check("group", group) < 0)
 		return -1;
-	return mq_topic_open(sp, topic, t);
+	return mq_topic_open_as(sp, topic, MQ_FORMAT1 | MQ_FORMAT2, t);
 }
 
 int
@@ -252,6 +252,13 @@ subscribe_locked(const struct mq_topic *t, const char *group,
 		struct mq_head h;
 		rc = mq_head_read(hfds[k], &h);
 		start[k] = h.committed;
+		/* Format 2: the head is a hint; the log's end is the start
+		 * (the group's cursor starts there, feed.c). */
+		struct mq_seglog *l = t->conf.format == 2 && rc == 0 ?
+		    mq_topic_seglog(t, k) : NULL;
+		if (t->conf.format == 2 && rc == 0 &&
+		    (!l || mq_seglog_end(l->logfd, &start[k]) < 0))
+			rc = -1;
 		if (rc == 0)
 			rc = mq_group_dirs_make(t, k, group, c->ordered);
 	}

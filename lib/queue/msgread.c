@@ -15,14 +15,51 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sysexits.h>
 #include <unistd.h>
 
 #include "queue.h"
+
+/* A new message with room for size bytes of its file in its priv. */
+static struct mq_msg *
+msg_alloc(size_t size)
+{
+	struct mq_msg *m = calloc(1, sizeof *m);
+	struct msg_priv *pv = malloc(sizeof *pv + size + 1);
+	if (!m || !pv) {
+		free(m);
+		free(pv);
+		mq_err_sys("malloc");
+		return NULL;
+	}
+	m->priv = pv;
+	pv->dev = 0;
+	pv->ino = 0;
+	return m;
+}
+
+/* Parses the len bytes of m's file, checked against key (NULL: not):
+ * 0 with *out, or -1 with m freed. */
+static int
+msg_parsed(struct mq_msg *m, size_t len, const char *key,
+    struct mq_msg **out)
+{
+	struct msg_priv *pv = m->priv;
+	pv->buf[len] = 0;
+	if (mq_msg_parse(pv->buf, len, m) < 0 ||
+	    (key && mq_msg_check_name(m, key) < 0)) {
+		mq_msg_free(m);
+		return -1;
+	}
+	*out = m;
+	return 0;
+}
 
 /* Reads the claimed message cur/NAME into a new mq_msg. */
 int
@@ -49,15 +86,12 @@ mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
 		return mq_err(EX_DATAERR, "%s: too large", curname);
 	}
 	size_t size = (size_t)st.st_size;
-	struct mq_msg *m = calloc(1, sizeof *m);
-	struct msg_priv *pv = malloc(sizeof *pv + size + 1);
-	if (!m || !pv) {
-		free(m);
-		free(pv);
+	struct mq_msg *m = msg_alloc(size);
+	if (!m) {
 		close(fd);
-		return mq_err_sys("malloc");
+		return -1;
 	}
-	m->priv = pv;
+	struct msg_priv *pv = m->priv;
 	pv->dev = st.st_dev;
 	pv->ino = st.st_ino;
 	ssize_t len = mq_read_full(fd, pv->buf, size);
@@ -66,17 +100,93 @@ mq_claim_read(const struct mq_topic *t, int curfd, const char *curname,
 		mq_msg_free(m);
 		return mq_err_sys("read %s", curname);
 	}
-	pv->buf[len] = 0;
 	const char *base = strrchr(curname, '/');
 	if (!key)
 		key = base ? base + 1 : curname;
-	if (mq_msg_parse(pv->buf, len, m) < 0 ||
-	    mq_msg_check_name(m, key) < 0) {
-		mq_msg_free(m);
+	return msg_parsed(m, (size_t)len, key, out);
+}
+
+int
+mq_record_at(const struct mq_topic *t, unsigned k, uint64_t seq,
+    struct mq_seg_rec *r)
+{
+	uint64_t at;
+	struct mq_seglog *l = mq_topic_seglog(t, k);
+	if (!l)
 		return -1;
-	}
-	*out = m;
+	int rc = mq_seglog_seek(l, seq);
+	if (rc == 1)
+		rc = mq_seglog_next(l, &at, r);
+	if (rc < 0)
+		return -1;
+	/* Gone with its segment, or never there: a name that a feed made
+	 * names a record it read. */
+	if (rc == 0 || at != seq)
+		return mq_err(EX_DATAERR, "record %" PRIu64 " is not in the log",
+		    seq);
+	if (!r->hash_ok)
+		return mq_err(EX_DATAERR, "record %" PRIu64 " fails its hash", seq);
 	return 0;
+}
+
+int
+mq_record_read(const struct mq_topic *t, unsigned k, uint64_t seq,
+    const char *key, struct mq_msg **out)
+{
+	struct mq_seg_rec r;
+	if (mq_record_at(t, k, seq, &r) < 0)
+		return -1;
+	size_t size = r.hdr_len + r.body_len;
+	struct mq_msg *m = msg_alloc(size);
+	if (!m)
+		return -1;
+	struct msg_priv *pv = m->priv;
+	memcpy(pv->buf, r.hdr, r.hdr_len);
+	memcpy(pv->buf + r.hdr_len, r.body, r.body_len);
+	return msg_parsed(m, size, key, out);
+}
+
+int
+mq_record_copy(const struct mq_topic *t, unsigned k, int dirfd,
+    const char *name)
+{
+	uint64_t seq;
+	struct mq_seg_rec r;
+	if (mq_seq_of(name, &seq) < 0)
+		return mq_err(EX_DATAERR, "%s: not a message name", name);
+	if (mq_record_at(t, k, seq, &r) < 0)
+		return -1;
+	int fd = mq_file_open(dirfd, name, O_WRONLY, 0, NULL);
+	if (fd < 0)
+		return -1;
+	struct iovec iov[2] = { { (void *)r.hdr, r.hdr_len },
+	    { (void *)r.body, r.body_len } };
+	int rc = mq_write_all(fd, iov, 2);
+	if (rc == 0)
+		rc = fsync(fd);
+	if (close(fd) < 0)
+		rc = -1;
+	return rc < 0 ? mq_err_sys("copy record into %s", name) : 0;
+}
+
+int
+mq_claim_read_at(const struct mq_topic *t, unsigned k, int curfd,
+    const char *curname, struct mq_msg **out)
+{
+	struct stat st;
+	/* Format 2 names what the log holds with an empty file; a dead
+	 * letter, or a claim about to become one, holds its copy. */
+	if (t->conf.format == 2 && mq_fstatat(curfd, curname, &st,
+	    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size == 0) {
+		const char *base = strrchr(curname, '/');
+		const char *key = base ? base + 1 : curname;
+		uint64_t seq;
+		if (mq_seq_of(key, &seq) < 0)
+			return mq_err(EX_DATAERR, "%s: not a message name", key);
+		return mq_record_read(t, k, seq, key, out);
+	}
+	return mq_claim_read(t, curfd, curname, NULL, out);
 }
 
 int

@@ -47,60 +47,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "queue.h"
-
-struct pub_filter {
-	char *group;
-	ino_t ino;
-	struct timespec mtim;
-	mq_filter *f;                   /* NULL: the group has none */
-};
-
-/* A message of the chunk, rendered and waiting to be written. */
-struct pub_staged {
-	const struct mq_pub_msg *m;     /* as given */
-	uint64_t seq;
-	const char *id;
-	const bool *in;                 /* the groups it enters */
-	double now;                     /* its publication */
-	char *hdr;                      /* its header block, without the */
-	size_t hlen, sig_at;            /* signature lines, and where they go */
-	const void *body;               /* as stored: sealed on a sealed topic */
-	size_t blen;
-};
-
-struct mq_pub {
-	mq_spool *sp;
-	struct mq_topic t;
-	unsigned rr;                    /* next partition for keyless messages */
-	int atomic;                     /* one commit per mq_pub_send */
-	int *hfd, *logfd, *dedupfd;     /* per partition, opened on first use */
-	struct pub_filter *flt;         /* every group's filter seen so far */
-	size_t nflt;
-	mq_filter **gflt;               /* the chunk's groups' filters */
-	struct mq_filterset set;        /* their jq programs, as one */
-	bool *in;                       /* which groups each message of a
-	                                 * chunk enters, a row per message */
-	struct mq_fmsg *fm;             /* the chunk's messages, for filters */
-	struct mq_names gnames;         /* the chunk's groups */
-	struct mq_jbuf jb;              /* the chunk's journal records */
-	char *glist;                    /* a P record's list of groups */
-	size_t glcap;
-	uint64_t jend;                  /* journal offset after our records */
-	signed char *jsame;             /* journal on the partition's fs? */
-	bool *shared;                   /* partition shared between hosts? */
-	struct mq_sealer seal;          /* a sealed topic's keys (seal.c) */
-	struct mq_identity key;         /* signs each chunk when signing */
-	bool signing;
-	struct pub_staged *stg;         /* the chunk's messages, and for each */
-	struct mq_sealbuf *sb;          /* its sealed body */
-	unsigned char (*leaf)[MQ_HASH_BYTES]; /* the leaves of the tree signed */
-	size_t stgcap;
-	struct mq_chunk_sig csig;       /* the chunk's signature (of up to
-	                                 * MQ_TREE_MAX of them) */
-	void (*repeat)(const struct mq_pub_msg *, const char *, bool, void *);
-	void *repeat_ctx;               /* mq_pub_on_repeat */
-};
+#include "pub.h"
 
 int
 mq_sync_parse(const char *s, enum mq_sync *out)
@@ -127,7 +74,8 @@ mq_pub_open(mq_spool *sp, const char *topic, int flags)
 		mq_err_sys("malloc");
 		return NULL;
 	}
-	if (mq_topic_open_or_create(sp, topic, flags & MQ_CREATE, &p->t) < 0) {
+	if (mq_topic_open_or_create(sp, topic, (flags & MQ_CREATE) |
+	    MQ_FORMAT1 | MQ_FORMAT2, &p->t) < 0) {
 		free(p);
 		return NULL;
 	}
@@ -137,21 +85,24 @@ mq_pub_open(mq_spool *sp, const char *topic, int flags)
 	p->hfd = malloc(np * sizeof *p->hfd);
 	p->logfd = malloc(np * sizeof *p->logfd);
 	p->dedupfd = malloc(np * sizeof *p->dedupfd);
+	p->tmpfd = malloc(np * sizeof *p->tmpfd);
 	p->jsame = calloc(np, sizeof *p->jsame);
 	p->shared = calloc(np, sizeof *p->shared);
-	if (!p->hfd || !p->logfd || !p->dedupfd || !p->jsame || !p->shared) {
+	if (!p->hfd || !p->logfd || !p->dedupfd || !p->tmpfd || !p->jsame ||
+	    !p->shared) {
 		free(p->jsame);
 		free(p->shared);
 		mq_err_sys("malloc");
 		free(p->hfd);
 		free(p->logfd);
 		free(p->dedupfd);
+		free(p->tmpfd);
 		mq_topic_close(&p->t);
 		free(p);
 		return NULL;
 	}
 	for (unsigned k = 0; k < np; k++)
-		p->hfd[k] = p->logfd[k] = p->dedupfd[k] = -1;
+		p->hfd[k] = p->logfd[k] = p->dedupfd[k] = p->tmpfd[k] = -1;
 	return p;
 }
 
@@ -205,7 +156,11 @@ mq_pub_close(mq_pub *p)
 			close(p->logfd[k]);
 		if (p->dedupfd[k] >= 0)
 			close(p->dedupfd[k]);
+		if (p->tmpfd[k] >= 0)
+			close(p->tmpfd[k]);
 	}
+	free(p->tmpfd);
+	mq_seg_writer_free(&p->sw);
 	free(p->hfd);
 	free(p->logfd);
 	free(p->dedupfd);
@@ -233,25 +188,6 @@ mq_pub_close(mq_pub *p)
 	mq_topic_close(&p->t);
 	mq_identity_forget(&p->key);
 	free(p);
-}
-
-static int
-partition_fds(mq_pub *p, unsigned k)
-{
-	if (p->hfd[k] < 0 &&
-	    (p->hfd[k] = mq_head_open(p->t.pfd[k], MQ_HEAD_WRITE)) < 0)
-		return -1;
-	if (p->logfd[k] < 0) {
-		/* Who may not write log/ (a consumer, under the topic's
-		 * roles) is refused here, before it writes the head: a
-		 * refused publish changes nothing. */
-		if (mq_faccessat(p->t.pfd[k], "log", W_OK, AT_EACCESS) < 0)
-			return mq_err_sys("log");
-		if ((p->logfd[k] = mq_dir_open(p->t.pfd[k], "log")) < 0)
-			return -1;
-		p->shared[k] = mq_fs_shared(p->logfd[k]);
-	}
-	return 0;
 }
 
 /* The chunk's P record of a message: the groups it was linked into. */
@@ -286,81 +222,33 @@ journal_publish(mq_pub *p, unsigned k, const char *key, const bool *in,
 	    p->glist);
 }
 
-/* Room for a chunk of n messages. */
-static int
-stage_room(mq_pub *p, size_t n)
-{
-	if (n <= p->stgcap)
-		return 0;
-	struct pub_staged *stg = reallocarray(p->stg, n, sizeof *stg);
-	if (stg)
-		p->stg = stg;
-	struct mq_sealbuf *sb = reallocarray(p->sb, n, sizeof *sb);
-	if (sb) {
-		p->sb = sb;
-		memset(sb + p->stgcap, 0, (n - p->stgcap) * sizeof *sb);
-	}
-	unsigned char (*leaf)[MQ_HASH_BYTES] = reallocarray(p->leaf, n,
-	    sizeof *leaf);
-	if (leaf)
-		p->leaf = leaf;
-	if (!stg || !sb || !leaf)
-		return mq_err_sys("malloc");
-	p->stgcap = n;
-	return 0;
-}
+/* Where format 1 writes a staged message: its groups' new/ (or delay/)
+ * and their count, and the sync mode. */
+struct file_sink {
+	const int *gfd;
+	size_t ng;
+	enum mq_sync sync;
+};
 
-static void
-staged_free(mq_pub *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(p->stg[i].hdr);
-		p->stg[i].hdr = NULL;
-	}
-}
-
-/* Makes message st of the chunk what will be stored: its body sealed on
- * a sealed topic (a signature covers the stored bytes: the sealed body
- * and its Mq-Sealed header) and its header block rendered. */
+/* Writes message st at log/KEY, with its signature lines, and links it
+ * into each group g whose in[g] is set: into new/, or for a message not
+ * yet due into delay/<due>.KEY. */
 static int
-prepare_one(mq_pub *p, unsigned k, struct pub_staged *st,
-    struct mq_sealbuf *sb)
+stage_one(mq_pub *p, unsigned k, const struct pub_staged *st,
+    const char *sig, size_t slen, void *ctx)
 {
-	const struct mq_pub_msg *m = st->m;
-	struct mq_pub_msg sealed;
-	if (p->seal.n) {
-		if (mq_seal_msg(&p->seal, &p->t, st->id, m, sb, &sealed) < 0)
-			return -1;
-		m = &sealed;
-	}
-	st->body = m->body;
-	st->blen = m->len;
-	st->now = mq_now();
-	return mq_msg_render(p->t.name, p->t.conf.ttl, k, st->seq, st->id, m,
-	    p->signing ? MQ_SIGN_LINES_MAX : 0, st->now, &st->hdr, &st->hlen,
-	    &st->sig_at);
-}
-
-/* Writes message st at log/KEY, with its signature lines when signing
- * (message i of p->csig), and links it into each group g whose in[g] is
- * set: into new/, or for a message not yet due into delay/<due>.KEY. */
-static int
-stage_one(mq_pub *p, unsigned k, const struct pub_staged *st, size_t i,
-    const int *gfd, size_t ng, enum mq_sync sync)
-{
+	const struct file_sink *fs = ctx;
+	const int *gfd = fs->gfd;
+	size_t ng = fs->ng;
 	bool later = st->m->deliver_at > st->now;
-	char key[MQ_KEY_LEN + 1], sig[MQ_SIGN_LINES_MAX];
-	size_t slen = 0;
+	char key[MQ_KEY_LEN + 1];
 	snprintf(key, sizeof key, "%020" PRIu64 ".%s", st->seq, st->id);
-	if (p->signing && mq_chunk_sign_lines(&p->csig, &p->key, i, st->hdr,
-	    st->hlen - 1, st->body, st->blen, sig, &slen) < 0)
-		return -1;
 	int fd = mq_openat(p->logfd[k], key, O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (fd < 0)
 		return mq_err_sys("create message");
 	struct iovec iov[4] = {
-		{ st->hdr, st->sig_at }, { sig, slen },
+		{ st->hdr, st->sig_at }, { (char *)sig, slen },
 		{ st->hdr + st->sig_at, st->hlen - st->sig_at },
 		{ (void *)st->body, st->blen },
 	};
@@ -368,7 +256,7 @@ stage_one(mq_pub *p, unsigned k, const struct pub_staged *st, size_t i,
 	/* Where hosts share the partition, other hosts read what reached
 	 * the server: closing does not flush a client that writes behind,
 	 * and syncfs reaches no server (mq-spool(5), SHARED FILE SYSTEMS). */
-	if (rc == 0 && (sync == MQ_SYNC_EACH || p->shared[k]))
+	if (rc == 0 && (fs->sync == MQ_SYNC_EACH || p->shared[k]))
 		rc = fsync(fd);
 	if (close(fd) < 0)
 		rc = -1;
@@ -383,72 +271,6 @@ stage_one(mq_pub *p, unsigned k, const struct pub_staged *st, size_t i,
 		    gfd[later ? ng + g : g], later ? dname : key, 0) < 0)
 			rc = mq_err_sys("link message into group");
 	return rc == 0 ? journal_publish(p, k, key, st->in, ng) : rc;
-}
-
-/* Writes the n staged messages, signing them in trees of at most
- * MQ_TREE_MAX (an atomic batch may be a larger chunk).  A tree of one is
- * none: its message is signed plain, so its leaf is never hashed. */
-static int
-write_staged(mq_pub *p, unsigned k, size_t n, const int *gfd, size_t ng,
-    enum mq_sync sync)
-{
-	int rc = 0;
-	for (size_t s = 0; rc == 0 && s < n; s += MQ_TREE_MAX) {
-		size_t m = n - s < MQ_TREE_MAX ? n - s : MQ_TREE_MAX;
-		for (size_t i = 0; p->signing && m > 1 && rc == 0 && i < m; i++)
-			rc = mq_sign_leaf(p->stg[s + i].hdr, p->stg[s + i].hlen - 1,
-			    p->stg[s + i].body, p->stg[s + i].blen, p->leaf[i]);
-		if (rc == 0 && p->signing)
-			rc = mq_chunk_sign(&p->csig, &p->key,
-			    (const unsigned char (*)[MQ_HASH_BYTES])p->leaf, m);
-		for (size_t i = 0; rc == 0 && i < m; i++)
-			rc = stage_one(p, k, &p->stg[s + i], i, gfd, ng, sync);
-	}
-	return rc;
-}
-
-/* A repeat of an idempotency key goes to p->repeat, which is told
- * whether its body differs from the first message's (its Content-Hash,
- * among the first lines of log/KEY: user headers come after it).  Not
- * known on a sealed topic, whose stored body is sealed, nor when the
- * first is gone already. */
-static void
-repeat_check(mq_pub *p, unsigned k, const struct mq_pub_msg *m,
-    uint64_t first, const char *id)
-{
-	char key[MQ_KEY_LEN + 1], head[4096], want[50];
-	if (!p->repeat)
-		return;
-	snprintf(key, sizeof key, "%020" PRIu64 ".%s", first, id);
-	int fd = p->seal.n ? -1 : mq_openat(p->logfd[k], key, O_RDONLY |
-	    O_NOFOLLOW | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, head, sizeof head) : -1;
-	if (fd >= 0)
-		close(fd);
-	const char *v = n > 0 ? memmem(head, (size_t)n, "\nContent-Hash: ",
-	    15) : NULL;
-	mq_content_key(m->body, m->len, want);
-	strcat(want, "\n");
-	size_t wl = strlen(want);
-	p->repeat(m, id, v && ((size_t)(head + n - v) < 15 + wl ||
-	    memcmp(v + 15, want, wl)), p->repeat_ctx);
-}
-
-/* A message with an idempotency key claims it in the partition's dedup
- * index: 1 when it repeats one seen within the window (id is then the
- * first's), 0 when it is new. */
-static int
-claim_key(mq_pub *p, unsigned k, const struct mq_pub_msg *m, uint64_t seq,
-    char *id)
-{
-	uint64_t first;
-	if (mq_dedup_dir(p->t.pfd[k], &p->dedupfd[k]) < 0)
-		return -1;
-	int rc = mq_dedup_claim(p->dedupfd[k], m->idempotency_key, seq,
-	    p->t.conf.dedup_window, id, &first);
-	if (rc == 1)
-		repeat_check(p, k, m, first, id);
-	return rc;
 }
 
 void
@@ -648,7 +470,9 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
     const size_t *idx, size_t n, enum mq_sync sync,
     char (*ids)[MQ_ID_LEN + 1])
 {
-	if (partition_fds(p, k) < 0)
+	if (p->t.conf.format == 2)
+		return mq_pub_chunk_segment(p, k, msgs, idx, n, sync, ids);
+	if (mq_pub_fds(p, k) < 0)
 		return -1;
 	int hfd = p->hfd[k];
 	if (mq_head_lock(hfd, 1) < 0)
@@ -681,31 +505,16 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 		h.next = h.committed + n;
 		rc = mq_head_write(hfd, &h, 0);
 	}
-	/* Every message is given its id and sequence number and rendered
-	 * before the first file is written: the chunk's signature needs them
-	 * all.  A repeat of an idempotency key is left out. */
+	/* A repeat of an idempotency key takes no sequence number. */
 	uint64_t seq = h.committed;
 	size_t ns = 0;
 	if (rc == 0)
-		rc = stage_room(p, n);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		const struct mq_pub_msg *m = &msgs[idx[i]];
-		char *id = ids[idx[i]];
-		mq_id_new(id);
-		if (m->idempotency_key &&
-		    (rc = claim_key(p, k, m, seq, id)) != 0) {
-			rc = rc == 1 ? 0 : rc;
-			continue;
-		}
-		struct pub_staged *st = &p->stg[ns];
-		*st = (struct pub_staged){ .m = m, .seq = seq++, .id = id,
-		    .in = p->in + i * ng };
-		rc = prepare_one(p, k, st, &p->sb[ns]);
-		ns += st->hdr != NULL;
-	}
+		rc = mq_pub_stage(p, k, msgs, idx, n, seq, ng, ids, &ns);
+	seq += ns;
+	struct file_sink fs = { gfd, ng, sync };
 	if (rc == 0)
-		rc = write_staged(p, k, ns, gfd, ng, sync);
-	staged_free(p, ns);
+		rc = mq_pub_write_signed(p, k, ns, stage_one, &fs);
+	mq_pub_staged_free(p, ns);
 	if (rc == 0 && p->dedupfd[k] >= 0 && (sync == MQ_SYNC_EACH ||
 	    (sync == MQ_SYNC_BATCH && p->shared[k])))
 		rc = mq_fsync_fd(p->dedupfd[k]);

@@ -25,9 +25,18 @@ struct mq_topic {
 	int *pfd;                            /* partition directories */
 	struct mq_signers *signers;          /* signers.c, read on first use */
 	struct mq_roots *roots;              /* sign.c: chunk signatures verified */
+	struct mq_seglog *seglog;            /* format 2: each partition's log
+	                                      * reader (msgread.c) */
 };
-/* Opens a topic that exists (EX_NOINPUT when it does not). */
+/* Opens a topic that exists (EX_NOINPUT when it does not) of format 1;
+ * mq_topic_open_as opens one of the formats given (EX_UNAVAILABLE for
+ * another: what does not handle format 2 yet refuses it, naming it). */
+#define MQ_FORMAT1 2
+#define MQ_FORMAT2 4
+#define MQ_FORMAT_ANY (MQ_FORMAT1 | MQ_FORMAT2)
 int mq_topic_open(mq_spool *, const char *name, struct mq_topic *);
+int mq_topic_open_as(mq_spool *, const char *name, int formats,
+    struct mq_topic *);
 void mq_topic_close(struct mq_topic *);
 int mq_topic_conf_parse(const struct mq_conf *, struct mq_topic_conf *);
 int mq_groups_read(const struct mq_topic *, struct mq_names *);
@@ -35,7 +44,7 @@ int mq_group_names_read(int dirfd, struct mq_names *);
 int mq_lock_all(const struct mq_topic *, int *fds);
 void mq_unlock_all(const struct mq_topic *, int *fds);
 int mq_partition_build(int tfd, unsigned k, const char *place,
-    const struct mq_roles *);
+    const struct mq_roles *, unsigned format);
 /* The configuration and partition count as topic.conf says now (an alter
  * may have replaced it since the topic was opened). */
 int mq_topic_partitions_now(const struct mq_topic *, unsigned *n);
@@ -45,8 +54,10 @@ int mq_topic_conf_now(const struct mq_topic *, struct mq_topic_conf *);
 int mq_topic_conf_edit(const struct mq_topic *,
     int (*edit)(struct mq_conf *, const void *), const void *ctx);
 
-/* create.c: a topic opened, made first when create and it does not
- * exist (mq_topic_create: it joins matching wildcard subscriptions). */
+/* create.c: a topic opened, made first when create (MQ_CREATE, with
+ * MQ_FORMAT1 and MQ_FORMAT2 the formats taken: none is format 1) and it
+ * does not exist (mq_topic_create: it joins matching wildcard
+ * subscriptions). */
 int mq_topic_open_or_create(mq_spool *, const char *name, int create,
     struct mq_topic *);
 
@@ -58,6 +69,49 @@ int mq_partition_remove(int tfd, const char *name);
  * alter's leftovers. */
 int mq_partitions_remove_from(int tfd, unsigned from);
 int mq_topic_tree_remove(int dirfd, const char *path);
+
+/* seglog.c: a partition's log of segments (format 2, mq-spool(5),
+ * SEGMENTED STORAGE).  mq_seglog_end moves *c (the head's committed, a
+ * hint) past every segment linked at it: the log's end. */
+int mq_seglog_end(int logfd, uint64_t *c);
+struct mq_seglog {
+	int logfd;                      /* log/, not owned */
+	uint64_t *first;                /* log/ as last listed, sorted */
+	size_t n;
+	char *data;                     /* the segment loaded, whole */
+	size_t cap;
+	struct mq_seg seg;
+	bool loaded;
+	size_t off;                     /* the next record's */
+	uint64_t prev, want;            /* the last record read, and the next
+	                                 * one handed out */
+};
+void mq_seglog_init(struct mq_seglog *, int logfd);
+void mq_seglog_free(struct mq_seglog *);
+/* Positions at seq: 1 when a segment holds it, 0 when none does (not
+ * published yet, or removed). */
+int mq_seglog_seek(struct mq_seglog *, uint64_t seq);
+/* The next record from there into *seq and *r (pointing into the
+ * segment, valid until the next seek): 1; 0 at its segment's end (seek
+ * again to go on); -1 when the segment is damaged (EX_DATAERR). */
+int mq_seglog_next(struct mq_seglog *, uint64_t *seq, struct mq_seg_rec *);
+/* Partition k's reader, kept with the topic (opened on first use; NULL
+ * with the error when log/ does not open). */
+struct mq_seglog *mq_topic_seglog(const struct mq_topic *, unsigned k);
+/* The end of partition k's log, from hint (the head's committed). */
+int mq_topic_log_end(const struct mq_topic *, unsigned k, uint64_t hint,
+    uint64_t *end);
+/* The records and bytes of the segments in log/ below end: one first
+ * line read per segment. */
+int mq_seglog_totals(int logfd, uint64_t end, uint64_t *records,
+    uint64_t *bytes);
+
+
+/* segrepair.c: a partition of format 2 repaired under its lock: its head
+ * brought to its log's end, and what a publish that died before its
+ * commit point left (tmp/ names, dedup entries) removed. */
+int mq_seg_repair_locked(const struct mq_topic *, unsigned k, int hfd,
+    struct mq_head *);
 
 /* repair.c */
 int mq_partition_repair_locked(const struct mq_topic *, unsigned k, int hfd,
@@ -197,6 +251,23 @@ struct mq_gdirs {
 int mq_gdirs_open(const struct mq_topic *, unsigned k, const char *group,
     struct mq_gdirs *);
 void mq_gdirs_close(struct mq_gdirs *);
+/* feed.c: a group of format 2 takes the records past its cursor into its
+ * queue: how many (filtered ones count), *cursor its cursor after. */
+int mq_feed(const struct mq_topic *, unsigned k, const char *group,
+    struct mq_gdirs *, int hfd, int cursorfd, mq_filter *,
+    uint64_t *cursor);
+/* Raises the group's cursor to `to` (a commit of that offset): *skipped
+ * how many records it passed over unfed. */
+int mq_feed_skip(const struct mq_topic *, unsigned k, const char *group,
+    int hfd, uint64_t to, uint64_t *skipped);
+/* The group's cursor in partition k, read without a lock (one never
+ * written: where the group starts). */
+int mq_feed_cursor(const struct mq_topic *, unsigned k, const char *group,
+    uint64_t end, uint64_t *next);
+/* The least sequence number the group still needs of partition k's log
+ * (end: the log's end): its cursor, or the least of its queues' names. */
+int mq_feed_low(const struct mq_topic *, unsigned k, const char *group,
+    uint64_t end, uint64_t *low);
 int mq_gdirs_delay(const struct mq_topic *, unsigned k, const char *group,
     struct mq_gdirs *);
 int mq_claim_return(const struct mq_topic *, unsigned k, const char *group,
@@ -242,6 +313,21 @@ int mq_claim_read(const struct mq_topic *, int curfd, const char *curname,
  * log directory logfd: 1 it is, 0 it is not (placed, never published), -1
  * an error.  See msgread.c. */
 int mq_claim_published(int logfd, const struct mq_msg *m, const char *key);
+/* Format 2: record seq of partition k's log, read and checked as a
+ * message file is (EX_DATAERR: not there, damaged, or not the message
+ * key, if not NULL, names).  mq_record_copy writes the record that a
+ * queue's name dirfd/NAME (an empty file) names into it: a dead letter
+ * keeps its message.  mq_claim_read_at reads a claim of either format. */
+int mq_record_read(const struct mq_topic *, unsigned k, uint64_t seq,
+    const char *key, struct mq_msg **out);
+/* The record itself, checked by its hash, pointing into the segment the
+ * partition's reader holds (valid until it reads another). */
+int mq_record_at(const struct mq_topic *, unsigned k, uint64_t seq,
+    struct mq_seg_rec *);
+int mq_record_copy(const struct mq_topic *, unsigned k, int dirfd,
+    const char *name);
+int mq_claim_read_at(const struct mq_topic *, unsigned k, int curfd,
+    const char *curname, struct mq_msg **out);
 
 /* wildcard.c: subscriptions to topic patterns. */
 int mq_wildcard_join(mq_spool *, const char *pattern, const char *group,

@@ -93,7 +93,7 @@ receipt_settle(mq_spool *sp, const char *topic, const char *group,
 	    receipt_parse(receipt, topic, group, &r) < 0)
 		return -1;
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, &t) < 0)
+	if (mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	struct mq_gdirs d = { -1, -1, -1 };
 	struct mq_group_conf gc;

@@ -58,6 +58,8 @@ int
 mq_partition_repair_locked(const struct mq_topic *t, unsigned k, int hfd,
     struct mq_head *h)
 {
+	if (t->conf.format == 2)
+		return mq_seg_repair_locked(t, k, hfd, h);
 	if (h->next <= h->committed)
 		return 0;
 	int pfd = t->pfd[k];

@@ -73,7 +73,7 @@ static int
 box_make(mq_spool *sp, const char *topic, struct mq_reply_box *b)
 {
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, &t) < 0)
+	if (mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	int gfd = mq_dir_open(t.pfd[0], "g");
 	int rc = gfd < 0 ? -1 : 0;
@@ -338,7 +338,7 @@ mq_reply_kept(mq_spool *sp, const char *topic, const char *id,
     double timeout, char **buf, size_t *len)
 {
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, &t) < 0)
+	if (mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	double until = mq_mono() + timeout, left;
 	int rc;

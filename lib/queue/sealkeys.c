@@ -47,7 +47,7 @@ keys_change(mq_spool *sp, const char *topic,
 {
 	unsigned char pk[MQ_SEAL_KEYS_MAX][MQ_PUBKEY_BYTES];
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, &t) < 0)
+	if (mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	size_t have = 0, changed = 0;
 	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
@@ -144,7 +144,7 @@ mq_topic_keys(mq_spool *sp, const char *topic, char ***keys, size_t *n)
 {
 	unsigned char pk[MQ_SEAL_KEYS_MAX][MQ_PUBKEY_BYTES];
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, &t) < 0)
+	if (mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	int rc = mq_seal_keys_read(&t, pk, n);
 	mq_topic_close(&t);

@@ -36,6 +36,11 @@ struct part {
 	int ownfd, wd_own;
 	bool owned;
 	uint64_t own_deadline;          /* ms, of our token when owned */
+	/* Format 2: the group's cursor (-1: format 1), whether a feed may
+	 * find records past it, and the group's filter (feed.c). */
+	int cursorfd, wd_cursor;
+	bool feed;
+	mq_filter *filter;
 };
 
 /* The exactly-once ledger (done/) of m's partition, or -1. */

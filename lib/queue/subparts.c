@@ -39,8 +39,24 @@ open_part(mq_sub *s, struct part *p)
 	if (s->gc.exactly_once && mq_ledger_dir(t->pfd[k], s->group,
 	    &p->donefd) < 0)
 		return -1;
-	/* Roles: each claim is checked against log/ (mq_claim_published). */
-	if (mq_roles_any(&t->conf.roles) &&
+	/* Format 2: the group's cursor, which its feeds raise, and its
+	 * filter, which they apply (feed.c). */
+	if (t->conf.format == 2) {
+		struct mq_conf kv;
+		if (mq_path(path, sizeof path, "g/%s/cursor", s->group) < 0 ||
+		    (p->cursorfd = mq_file_open(t->pfd[k], path, O_RDWR |
+		    O_CREAT, 0666, NULL)) < 0 ||
+		    mq_group_conf_read(t, s->group, &kv) < 0)
+			return -1;
+		int rc = mq_filter_from_conf(&kv, s->group, &p->filter);
+		mq_conf_free(&kv);
+		if (rc < 0)
+			return -1;
+		p->feed = true;
+	}
+	/* Roles: each claim is checked against log/ (mq_claim_published);
+	 * format 2 reads each from log/. */
+	if (mq_roles_any(&t->conf.roles) && t->conf.format != 2 &&
 	    (p->logfd = mq_dir_open(t->pfd[k], "log")) < 0)
 		return -1;
 	if (s->gc.ordered) {
@@ -58,6 +74,8 @@ open_part(mq_sub *s, struct part *p)
 	    (p->wd_cur = mq_watch(s->ifd, p->d.curfd, arrive | leave)) < 0 ||
 	    (p->wd_delay = mq_watch(s->ifd, p->d.delayfd, arrive)) < 0 ||
 	    (p->wd_head = mq_watch(s->ifd, p->hfd, IN_MODIFY)) < 0 ||
+	    (p->cursorfd >= 0 &&
+	    (p->wd_cursor = mq_watch(s->ifd, p->cursorfd, IN_MODIFY)) < 0) ||
 	    (s->gc.ordered &&
 	    (p->wd_own = mq_watch(s->ifd, p->ownfd, arrive)) < 0)))
 		return -1;
@@ -76,6 +94,9 @@ close_part(struct part *p)
 		close(p->logfd);
 	if (p->ownfd >= 0)
 		close(p->ownfd);
+	if (p->cursorfd >= 0)
+		close(p->cursorfd);
+	mq_filter_free(p->filter);
 	if (p->newdir)
 		closedir(p->newdir);
 	if (p->curdir)
@@ -100,8 +121,9 @@ add_parts(mq_sub *s, struct mq_topic *t, unsigned from)
 		p->t = t;
 		p->k = from + i;
 		p->d.newfd = p->d.curfd = p->d.delayfd = -1;
-		p->hfd = p->donefd = p->logfd = p->ownfd = -1;
+		p->hfd = p->donefd = p->logfd = p->ownfd = p->cursorfd = -1;
 		p->wd_new = p->wd_cur = p->wd_head = p->wd_delay = p->wd_own = -1;
+		p->wd_cursor = -1;
 		p->earliest = p->due = INFINITY;
 		s->np++;
 		if (open_part(s, p) < 0)
@@ -125,7 +147,8 @@ add_topic(mq_sub *s, const char *name, int create)
 		free(t);
 		return mq_err_sys("malloc");
 	}
-	if (mq_topic_open_or_create(s->sp, name, create, t) < 0) {
+	if (mq_topic_open_or_create(s->sp, name, create | MQ_FORMAT1 |
+	    MQ_FORMAT2, t) < 0) {
 		free(t);
 		return -1;
 	}
@@ -198,6 +221,15 @@ grow_topic(mq_sub *s, struct mq_topic *t)
 	unsigned from = t->conf.partitions;
 	for (unsigned k = from; k < c.partitions; k++)
 		pfd[k] = -1;
+	if (t->seglog) {
+		struct mq_seglog *l = reallocarray(t->seglog, c.partitions,
+		    sizeof *l);
+		if (!l)
+			return mq_err_sys("malloc");
+		t->seglog = l;
+		for (unsigned k = from; k < c.partitions; k++)
+			mq_seglog_init(&l[k], -1);
+	}
 	t->conf = c;
 	for (unsigned k = from; k < c.partitions; k++) {
 		char p[32];

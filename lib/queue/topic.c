@@ -25,13 +25,19 @@ mq_topic_conf_default(struct mq_topic_conf *c)
 		.max_message_size = MQ_MESSAGE_MAX_DEFAULT,
 		.retention = 7 * 86400,
 		.dedup_window = 3600,
+		.format = 1,
 	};
+	/* The format new topics get while format 2 is being built: 1
+	 * unless MQ_FORMAT says 2 (mq(7), ENVIRONMENT). */
+	const char *f = getenv("MQ_FORMAT");
+	if (f && !strcmp(f, "2"))
+		c->format = 2;
 }
 
 int
 mq_topic_conf_parse(const struct mq_conf *kv, struct mq_topic_conf *c)
 {
-	uint64_t parts, max;
+	uint64_t parts, max, format;
 	mq_topic_conf_default(c);
 	if (mq_conf_get_u64(kv, "partitions", 1, &parts, "topic.conf") < 0 ||
 	    mq_conf_get_u64(kv, "max-message-size", c->max_message_size, &max,
@@ -40,7 +46,8 @@ mq_topic_conf_parse(const struct mq_conf *kv, struct mq_topic_conf *c)
 	    "topic.conf") < 0 ||
 	    mq_conf_get_double(kv, "ttl", 0, &c->ttl, "topic.conf") < 0 ||
 	    mq_conf_get_double(kv, "dedup-window", c->dedup_window,
-	    &c->dedup_window, "topic.conf") < 0)
+	    &c->dedup_window, "topic.conf") < 0 ||
+	    mq_conf_get_u64(kv, "format", 1, &format, "topic.conf") < 0)
 		return -1;
 	const char *exp = mq_conf_get(kv, "expired");
 	if (exp && strcmp(exp, "dlq") && strcmp(exp, "drop"))
@@ -51,23 +58,26 @@ mq_topic_conf_parse(const struct mq_conf *kv, struct mq_topic_conf *c)
 	if (mq_roles_conf_get(kv, &c->roles) < 0)
 		return -1;
 	if (parts < 1 || parts > MQ_PARTITIONS_MAX || max < 1 ||
-	    max > MQ_MESSAGE_MAX_LIMIT)
+	    max > MQ_MESSAGE_MAX_LIMIT || format < 1 || format > 2)
 		return mq_err(EX_CONFIG, "topic.conf: value out of range");
+	c->format = (unsigned)format;
 	c->partitions = (unsigned)parts;
 	c->max_message_size = (size_t)max;
 	return 0;
 }
 
 /* Builds partition k in tfd, or in place (then p<k> links there), with
- * the ACLs of the topic's roles. */
+ * the ACLs of the topic's roles; format 2 has tmp/ for the segments being
+ * written, which publishers write as they write log/. */
 int
 mq_partition_build(int tfd, unsigned k, const char *place,
-    const struct mq_roles *roles)
+    const struct mq_roles *roles, unsigned format)
 {
 	char p[64];
 	static const struct mq_dir_spec sub[] = {
 		{ "log", MQ_DIR_LOG }, { "g", MQ_DIR_GROUPS_OF },
 		{ "dlq", MQ_DIR_DLQ }, { "dedup", MQ_DIR_DEDUP },
+		{ "tmp", MQ_DIR_LOG },
 	};
 	if (mq_path(p, sizeof p, "p%u", k) < 0 || (!place && mq_mkdir(tfd, p) < 0))
 		return -1;
@@ -76,8 +86,8 @@ mq_partition_build(int tfd, unsigned k, const char *place,
 		return -1;
 	int rc = mq_perm_dir(pfd, p, roles, MQ_DIR_PARTITION);
 	if (rc == 0)
-		rc = mq_perm_mkdirs(pfd, NULL, sub, sizeof sub / sizeof *sub,
-		    roles);
+		rc = mq_perm_mkdirs(pfd, NULL, sub, sizeof sub / sizeof *sub -
+		    (format < 2), roles);
 	if (rc == 0) {
 		struct mq_head h = { 0, 0 };
 		int hfd = mq_head_open(pfd, MQ_HEAD_CREATE);
@@ -93,6 +103,13 @@ mq_partition_build(int tfd, unsigned k, const char *place,
 
 int
 mq_topic_open(mq_spool *sp, const char *name, struct mq_topic *t)
+{
+	return mq_topic_open_as(sp, name, MQ_FORMAT1, t);
+}
+
+int
+mq_topic_open_as(mq_spool *sp, const char *name, int formats,
+    struct mq_topic *t)
 {
 	memset(t, 0, sizeof *t);
 	t->fd = -1;
@@ -113,9 +130,19 @@ mq_topic_open(mq_spool *sp, const char *name, struct mq_topic *t)
 	mq_conf_free(&kv);
 	if (rc < 0)
 		goto fail;
+	if (!(formats & (t->conf.format == 2 ? MQ_FORMAT2 : MQ_FORMAT1))) {
+		mq_err(EX_UNAVAILABLE, "topic %s is of format 2 (segments), "
+		    "which this operation does not read yet (mq-spool(5), "
+		    "SEGMENTED STORAGE)", name);
+		goto fail;
+	}
 	t->name = strdup(name);
 	t->pfd = malloc(t->conf.partitions * sizeof *t->pfd);
-	if (!t->name || !t->pfd) {
+	if (t->conf.format == 2 &&
+	    (t->seglog = calloc(t->conf.partitions, sizeof *t->seglog)))
+		for (unsigned k = 0; k < t->conf.partitions; k++)
+			t->seglog[k].logfd = -1;
+	if (!t->name || !t->pfd || (t->conf.format == 2 && !t->seglog)) {
 		mq_err_sys("malloc");
 		goto fail;
 	}
@@ -147,6 +174,12 @@ mq_topic_close(struct mq_topic *t)
 				close(t->pfd[k]);
 	if (t->fd >= 0)
 		close(t->fd);
+	for (unsigned k = 0; t->seglog && k < t->conf.partitions; k++) {
+		if (t->seglog[k].logfd >= 0)
+			close(t->seglog[k].logfd);
+		mq_seglog_free(&t->seglog[k]);
+	}
+	free(t->seglog);
 	free(t->pfd);
 	free(t->name);
 	mq_signers_free(t->signers);
@@ -159,7 +192,7 @@ int
 mq_topic_conf_read(mq_spool *sp, const char *name, struct mq_topic_conf *c)
 {
 	struct mq_topic t;
-	if (mq_topic_open(sp, name, &t) < 0)
+	if (mq_topic_open_as(sp, name, MQ_FORMAT1 | MQ_FORMAT2, &t) < 0)
 		return -1;
 	*c = t.conf;
 	mq_topic_close(&t);
@@ -295,5 +328,26 @@ mq_topic_conf_edit(const struct mq_topic *t,
 		rc = mq_fsync_fd(t->fd);
 	free(text);
 	mq_conf_free(&kv);
+	return rc;
+}
+
+int
+mq_topics_format1(mq_spool *sp, const char *what)
+{
+	char **names;
+	size_t n;
+	if (mq_topic_list(sp, &names, &n) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct mq_topic_conf c;
+		if (mq_topic_conf_read(sp, names[i], &c) < 0)
+			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
+		else if (c.format == 2)
+			rc = mq_err(EX_UNAVAILABLE, "topic %s is of format 2 "
+			    "(segments), which %s does not handle yet (mq-spool(5), "
+			    "SEGMENTED STORAGE)", names[i], what);
+	}
+	mq_strv_free(names, n);
 	return rc;
 }

@@ -211,7 +211,7 @@ mq_wildcard_unsubscribe(mq_spool *sp, const char *pattern, const char *group)
 		struct mq_topic t;
 		struct mq_conf kv;
 		if (!mq_pattern_match(pattern, names[i]) ||
-		    mq_topic_open(sp, names[i], &t) < 0)
+		    mq_topic_open_as(sp, names[i], MQ_FORMAT_ANY, &t) < 0)
 			continue;
 		if (mq_group_conf_read(&t, group, &kv) == 0) {
 			const char *from = mq_conf_get(&kv, "pattern");

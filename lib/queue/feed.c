@@ -1,0 +1,292 @@
+/*
+ * feed.c: a group of format 2 takes the next records of its partition's
+ * log into its queue (mq-spool(5), SEGMENTED STORAGE, Feed).
+ *
+ * Format 2 links nothing at publish: a group's cursor says how far it has
+ * taken the log, and a consumer that finds its queue used up feeds it,
+ * under the cursor's lock: reads up to FEED_MAX records from the cursor
+ * on, applies the group's filter, makes for each record that passes an
+ * empty file named by its KEY in new/ (or delay/<due>.KEY for a message
+ * not yet due), syncs the directories, and raises the cursor past them
+ * (the commit point).  Consumers claim only names below the cursor, as
+ * format 1's claim only names below the head's committed, so a feed that
+ * died halfway left names nobody claims; the next feed makes them again
+ * (EEXIST: already there).  From there on a message is a name as in
+ * format 1 (claimed, acked, given back, dead-lettered); its bytes stay in
+ * the log, and a consumer reads them from there (msgread.c).  A record
+ * that cannot be read gets a name with no id, which its consumer
+ * dead-letters as unreadable.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "queue.h"
+
+/* Records a feed takes at most: a consumer's batch, not the backlog. */
+#define FEED_MAX 512
+
+static const char no_id[MQ_ID_LEN + 1] = "00000000000000000000000000000000";
+
+/* The first record from *next on published at or after from_time (as
+ * an offset would: ids carry the publisher's clock), below end. */
+static int
+skip_older(const struct mq_topic *t, unsigned k, double from_time,
+    uint64_t end, uint64_t *next)
+{
+	for (; *next < end; (*next)++) {
+		struct mq_msg *m;
+		if (mq_record_read(t, k, *next, NULL, &m) < 0) {
+			if (mq_errcode() != EX_DATAERR)
+				return -1;
+			continue;
+		}
+		char key[MQ_KEY_LEN + 1];
+		snprintf(key, sizeof key, "%020" PRIu64 ".%s", *next, m->id);
+		mq_msg_free(m);
+		if (mq_key_time(key) >= from_time)
+			break;
+	}
+	return 0;
+}
+
+/* Where the group starts in partition k when its cursor was never
+ * written: its conf's from.p<k>, else its start.p<k>; with a from-time,
+ * the first record from there published at or after it. */
+static int
+group_start(const struct mq_topic *t, unsigned k, const char *group,
+    uint64_t end, uint64_t *next)
+{
+	struct mq_conf kv;
+	char key[32], what[MQ_NAME_MAX + 16];
+	uint64_t start;
+	double from_time;
+	if (mq_group_conf_read(t, group, &kv) < 0)
+		return -1;
+	snprintf(what, sizeof what, "groups/%s.conf", group);
+	snprintf(key, sizeof key, "start.p%u", k);
+	int rc = mq_conf_get_u64(&kv, key, 0, &start, what);
+	snprintf(key, sizeof key, "from.p%u", k);
+	if (rc == 0)
+		rc = mq_conf_get_u64(&kv, key, start, next, what);
+	if (rc == 0)
+		rc = mq_conf_get_double(&kv, "from-time", 0, &from_time, what);
+	mq_conf_free(&kv);
+	if (rc == 0 && from_time > 0)
+		rc = skip_older(t, k, from_time, start < end ? start : end, next);
+	return rc;
+}
+
+/* Makes the empty file dirfd/NAME; there already is no error. */
+static int
+make_name(int dirfd, const char *name)
+{
+	int fd = mq_openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return errno == EEXIST ? 0 : mq_err_sys("feed %s", name);
+	return close(fd) < 0 ? mq_err_sys("feed %s", name) : 0;
+}
+
+/* The batch read: each record's message, NULL when it cannot be read. */
+struct batch {
+	struct mq_msg *m[FEED_MAX];
+	bool match[FEED_MAX];
+	size_t n;
+};
+
+static void
+batch_free(struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		mq_msg_free(b->m[i]);
+	b->n = 0;
+}
+
+/* Names the batch's records from seq first on in the group's queue. */
+static int
+name_batch(const struct mq_topic *t, unsigned k, const char *group,
+    struct mq_gdirs *d, const struct batch *b, uint64_t first, bool *delayed)
+{
+	double now = mq_now();
+	for (size_t i = 0; i < b->n; i++) {
+		const struct mq_msg *m = b->m[i];
+		char key[MQ_KEY_LEN + 1], name[MQ_KEY_LEN + 32];
+		if (m && !b->match[i])
+			continue;
+		snprintf(key, sizeof key, "%020" PRIu64 ".%s", first + i,
+		    m ? m->id : no_id);
+		int dirfd = d->newfd;
+		if (m && m->deliver_at > now) {
+			snprintf(name, sizeof name, "%020" PRIu64 ".%s",
+			    (uint64_t)ceil(m->deliver_at * 1000), key);
+			if (mq_gdirs_delay(t, k, group, d) < 0)
+				return -1;
+			dirfd = d->delayfd;
+			*delayed = true;
+		} else {
+			snprintf(name, sizeof name, "%s", key);
+		}
+		if (make_name(dirfd, name) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+mq_feed(const struct mq_topic *t, unsigned k, const char *group,
+    struct mq_gdirs *d, int hfd, int cursorfd, mq_filter *f,
+    uint64_t *cursor)
+{
+	if (mq_file_lock(cursorfd, 1, "cursor") < 0)
+		return -1;
+	uint64_t next, end;
+	struct mq_head h;
+	struct batch *b = calloc(1, sizeof *b);
+	int rc = b ? mq_cursor_read(cursorfd, &next) : mq_err_sys("malloc");
+	bool unset = rc == 1;
+	if (unset)
+		rc = 0;
+	if (rc == 0)
+		rc = mq_head_read(hfd, &h);
+	struct mq_seglog *l = rc == 0 ? mq_topic_seglog(t, k) : NULL;
+	end = h.committed;
+	if (rc == 0 && (!l || mq_seglog_end(l->logfd, &end) < 0))
+		rc = -1;
+	if (rc == 0 && unset)
+		rc = group_start(t, k, group, end, &next);
+	/* A cursor past the log's end is one that a file system served
+	 * stale: the log's end decides. */
+	if (rc == 0 && next > end)
+		end = next;
+	for (uint64_t s = next; rc == 0 && s < end && b->n < FEED_MAX; s++) {
+		/* Unreadable: named all the same, to be dead-lettered. */
+		struct mq_msg *m = NULL;
+		if (mq_record_read(t, k, s, NULL, &m) < 0 &&
+		    mq_errcode() != EX_DATAERR)
+			rc = -1;
+		b->match[b->n] = true;
+		b->m[b->n++] = m;
+	}
+	struct mq_msg *ok[FEED_MAX];
+	bool okmatch[FEED_MAX];
+	size_t nok = 0;
+	for (size_t i = 0; f && rc == 0 && i < b->n; i++)
+		if (b->m[i])
+			ok[nok++] = b->m[i];
+	if (nok && mq_filter_match_many(f, ok, nok, okmatch) < 0)
+		rc = -1;
+	for (size_t i = 0, j = 0; nok && rc == 0 && i < b->n; i++)
+		if (b->m[i])
+			b->match[i] = okmatch[j++];
+	bool delayed = false;
+	if (rc == 0 && b->n)
+		rc = name_batch(t, k, group, d, b, next, &delayed);
+	/* The names are there for good before the cursor says so. */
+	if (rc == 0 && b->n && mq_fsync_fd(d->newfd) < 0)
+		rc = -1;
+	if (rc == 0 && delayed && mq_fsync_fd(d->delayfd) < 0)
+		rc = -1;
+	if (rc == 0 && (b->n || unset))
+		rc = mq_cursor_write(cursorfd, next + b->n, 1);
+	if (rc == 0)
+		*cursor = next + (b ? b->n : 0);
+	int fed = rc == 0 ? (int)b->n : -1;
+	if (b)
+		batch_free(b);
+	free(b);
+	mq_lock_drop(cursorfd, MQ_LOCK_WRITE);
+	return fed;
+}
+
+int
+mq_feed_skip(const struct mq_topic *t, unsigned k, const char *group,
+    int hfd, uint64_t to, uint64_t *skipped)
+{
+	char path[MQ_NAME_MAX + 16];
+	uint64_t next, end;
+	struct mq_head h;
+	*skipped = 0;
+	if (mq_path(path, sizeof path, "g/%s/cursor", group) < 0)
+		return -1;
+	int fd = mq_file_open(t->pfd[k], path, O_RDWR | O_CREAT, 0666, NULL);
+	if (fd < 0)
+		return -1;
+	int rc = mq_file_lock(fd, 1, "cursor");
+	if (rc == 0)
+		rc = mq_cursor_read(fd, &next);
+	bool unset = rc == 1;
+	if (unset)
+		rc = 0;
+	struct mq_seglog *l = rc == 0 ? mq_topic_seglog(t, k) : NULL;
+	if (rc == 0)
+		rc = mq_head_read(hfd, &h);
+	end = h.committed;
+	if (rc == 0 && (!l || mq_seglog_end(l->logfd, &end) < 0))
+		rc = -1;
+	if (rc == 0 && unset)
+		rc = group_start(t, k, group, end, &next);
+	if (rc == 0 && to > next) {
+		rc = mq_cursor_write(fd, to, 1);
+		*skipped = to - next;
+	}
+	close(fd);
+	return rc;
+}
+
+/* The least sequence number among the names of dir (delay/ names start
+ * with their due time: skip 21), lowered into *low. */
+static int
+names_low(int pfd, const char *path, size_t skip, uint64_t *low)
+{
+	struct mq_names l = { 0 };
+	if (mq_names_read_at(pfd, path, NULL, &l) < 0)
+		return -1;
+	for (size_t i = 0; i < l.n; i++) {
+		uint64_t seq;
+		if (strlen(l.v[i]) > skip && mq_seq_of(l.v[i] + skip, &seq) == 0 &&
+		    seq < *low)
+			*low = seq;
+	}
+	mq_names_free(&l);
+	return 0;
+}
+
+int
+mq_feed_cursor(const struct mq_topic *t, unsigned k, const char *group,
+    uint64_t end, uint64_t *next)
+{
+	char path[MQ_NAME_MAX + 16];
+	if (mq_path(path, sizeof path, "g/%s/cursor", group) < 0)
+		return -1;
+	int fd = mq_file_open(t->pfd[k], path, O_RDONLY, 0, NULL);
+	int rc = fd < 0 ? (errno == ENOENT ? 1 : -1) :
+	    mq_cursor_read(fd, next);
+	if (fd >= 0)
+		close(fd);
+	if (rc == 1)
+		rc = group_start(t, k, group, end, next);
+	return rc;
+}
+
+int
+mq_feed_low(const struct mq_topic *t, unsigned k, const char *group,
+    uint64_t end, uint64_t *low)
+{
+	char path[MQ_NAME_MAX + 16];
+	int rc = mq_feed_cursor(t, k, group, end, low);
+	static const char *const q[] = { "new", "cur", "delay" };
+	for (size_t i = 0; rc == 0 && i < 3; i++) {
+		if (mq_path(path, sizeof path, "g/%s/%s", group, q[i]) < 0)
+			return -1;
+		rc = names_low(t->pfd[k], path, i == 2 ? MQ_SEQ_DIGITS + 1 : 0,
+		    low);
+	}
+	return rc;
+}

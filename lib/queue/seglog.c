@@ -1,0 +1,277 @@
+/*
+ * seglog.c: reading a partition's log of segments (format 2, mq-spool(5)
+ * SEGMENTED STORAGE): where it ends, and the records from a sequence
+ * number on.
+ *
+ * The head's committed is a hint: a publish links its segment at log/C
+ * (the commit point) before it writes the head, so the log's end is found
+ * by following log/C, log/C+count, ... from the head.  A reader lists
+ * log/ once, sorts the names, and finds the segment that holds a sequence
+ * number by bisection; it lists again only when asked for a number past
+ * what its listing holds.  A segment is read whole (it is at most
+ * MQ_SEG_MAX_BYTES, and a merged one is bounded far below that) and
+ * checked before a record of it is handed out (segment.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "queue.h"
+
+/* The first line of log/NAME, checked against its name. */
+static int
+seg_line(int logfd, const char *name, uint64_t first, struct mq_seg *sg)
+{
+	int fd = mq_file_open(logfd, name, O_RDONLY, 0, NULL);
+	if (fd < 0)
+		return -1;
+	char line[128];
+	ssize_t r = pread(fd, line, sizeof line, 0);
+	int e = errno;
+	close(fd);
+	if (r < 0) {
+		errno = e;
+		return mq_err_sys("log/%s", name);
+	}
+	if (mq_seg_read_line(line, (size_t)r, sg) < 0 || sg->first != first)
+		return mq_err(EX_DATAERR, "log/%s: not the segment its name "
+		    "says", name);
+	return 0;
+}
+
+int
+mq_seglog_end(int logfd, uint64_t *c)
+{
+	/* Each step is one lookup; only a crash after a commit point (or
+	 * a head not yet rewritten by the publish that is under way)
+	 * leaves more than the one that fails. */
+	for (;;) {
+		char name[MQ_SEQ_DIGITS + 1];
+		struct mq_seg sg;
+		snprintf(name, sizeof name, "%020" PRIu64, *c);
+		if (seg_line(logfd, name, *c, &sg) < 0)
+			return errno == ENOENT ? 0 : -1;
+		*c += sg.count;
+	}
+}
+
+void
+mq_seglog_init(struct mq_seglog *l, int logfd)
+{
+	memset(l, 0, sizeof *l);
+	l->logfd = logfd;
+}
+
+void
+mq_seglog_free(struct mq_seglog *l)
+{
+	free(l->first);
+	free(l->data);
+	l->first = NULL;
+	l->data = NULL;
+	l->n = l->cap = 0;
+	l->seg = (struct mq_seg){ 0 };
+}
+
+static int
+u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Lists log/ again: the first sequence number of each segment, sorted. */
+static int
+relist(struct mq_seglog *l)
+{
+	struct mq_names names = { 0 };
+	if (mq_names_read(l->logfd, NULL, &names) < 0)
+		return -1;
+	uint64_t *v = reallocarray(NULL, names.n ? names.n : 1, sizeof *v);
+	if (!v) {
+		mq_names_free(&names);
+		return mq_err_sys("malloc");
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < names.n; i++)
+		if (mq_seg_name(names.v[i], &v[n]) == 0)
+			n++;
+	mq_names_free(&names);
+	qsort(v, n, sizeof *v, u64_cmp);
+	free(l->first);
+	l->first = v;
+	l->n = n;
+	return 0;
+}
+
+/* Index of the last segment whose first is at most seq, or n. */
+static size_t
+holder(const struct mq_seglog *l, uint64_t seq)
+{
+	size_t lo = 0, hi = l->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->first[mid] <= seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : l->n;
+}
+
+/* Reads log/<first> whole into l->data and checks its first line. */
+static int
+load(struct mq_seglog *l, uint64_t first)
+{
+	char name[MQ_SEQ_DIGITS + 1];
+	struct stat st;
+	snprintf(name, sizeof name, "%020" PRIu64, first);
+	int fd = mq_file_open(l->logfd, name, O_RDONLY, 0, &st);
+	if (fd < 0)
+		return -1;
+	if ((uint64_t)st.st_size > MQ_SEG_MAX_BYTES) {
+		close(fd);
+		return mq_err(EX_DATAERR, "log/%s: larger than a segment may be",
+		    name);
+	}
+	size_t size = (size_t)st.st_size;
+	if (size > l->cap) {
+		char *d = realloc(l->data, size);
+		if (!d) {
+			close(fd);
+			return mq_err_sys("malloc");
+		}
+		l->data = d;
+		l->cap = size;
+	}
+	size_t got = 0;
+	while (got < size) {
+		ssize_t r = pread(fd, l->data + got, size - got, (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int e = errno;
+			close(fd);
+			errno = e;
+			return r < 0 ? mq_err_sys("read log/%s", name) :
+			    mq_err(EX_DATAERR, "log/%s: shorter than it was", name);
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	l->seg = (struct mq_seg){ 0 };
+	if (mq_seg_open_bytes(l->data, size, name, &l->seg) < 0)
+		return -1;
+	l->off = mq_seg_start();
+	l->prev = 0;
+	l->loaded = true;
+	return 0;
+}
+
+int
+mq_seglog_seek(struct mq_seglog *l, uint64_t seq)
+{
+	/* Segments never change: the one loaded serves while it holds seq,
+	 * read on from where it is, or again from its start. */
+	if (l->loaded && seq >= l->seg.first &&
+	    seq - l->seg.first < l->seg.count) {
+		if (seq < l->want || l->off == l->seg.len) {
+			l->off = mq_seg_start();
+			l->prev = 0;
+		}
+		l->want = seq;
+		return 1;
+	}
+	l->loaded = false;
+	/* What we listed first; listed again when seq is not in it (past
+	 * its last, or merged away since). */
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass && relist(l) < 0)
+			return -1;
+		size_t i = holder(l, seq);
+		if (i == l->n)
+			continue;
+		if (load(l, l->first[i]) < 0) {
+			if (errno == ENOENT && !pass)
+				continue;
+			return -1;
+		}
+		if (seq < l->seg.first + l->seg.count) {
+			l->want = seq;
+			return 1;
+		}
+		l->loaded = false;
+	}
+	return 0;
+}
+
+int
+mq_seglog_next(struct mq_seglog *l, uint64_t *seq, struct mq_seg_rec *r)
+{
+	while (l->loaded) {
+		size_t off = l->off;
+		int rc = mq_seg_next(&l->seg, &off, &l->prev, r);
+		if (rc <= 0) {
+			if (rc < 0)
+				l->loaded = false;
+			return rc;
+		}
+		l->off = off;
+		if (l->prev >= l->want) {
+			*seq = l->prev;
+			l->want = l->prev + 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+struct mq_seglog *
+mq_topic_seglog(const struct mq_topic *t, unsigned k)
+{
+	struct mq_seglog *l = &t->seglog[k];
+	if (l->logfd < 0) {
+		int fd = mq_dir_open(t->pfd[k], "log");
+		if (fd < 0)
+			return NULL;
+		mq_seglog_init(l, fd);
+	}
+	return l;
+}
+
+int
+mq_topic_log_end(const struct mq_topic *t, unsigned k, uint64_t hint,
+    uint64_t *end)
+{
+	struct mq_seglog *l = mq_topic_seglog(t, k);
+	*end = hint;
+	return l ? mq_seglog_end(l->logfd, end) : -1;
+}
+
+int
+mq_seglog_totals(int logfd, uint64_t end, uint64_t *records,
+    uint64_t *bytes)
+{
+	struct mq_names names = { 0 };
+	*records = *bytes = 0;
+	if (mq_names_read(logfd, NULL, &names) < 0)
+		return -1;
+	for (size_t i = 0; i < names.n; i++) {
+		uint64_t first;
+		struct mq_seg sg;
+		/* A name that is no segment of the log is not counted. */
+		if (mq_seg_name(names.v[i], &first) < 0 || first >= end ||
+		    seg_line(logfd, names.v[i], first, &sg) < 0)
+			continue;
+		*records += sg.count;
+		*bytes += sg.size;
+	}
+	mq_names_free(&names);
+	return 0;
+}

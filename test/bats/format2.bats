@@ -1,0 +1,355 @@
+#!/usr/bin/env bats
+# Format 2 (mq-spool(5), SEGMENTED STORAGE): a partition's log of segment
+# files, a group's cursor and the names it feeds, on topics made with
+# mq-topic create --format 2 (or MQ_FORMAT=2): what they store, what the
+# tools deliver from them, crashes at any point, and the tools that do
+# not read the format yet refusing it by name.
+
+load helper
+load torture
+
+# seg_lines TOPIC [PARTITION]: the first line of each segment, in order.
+seg_lines() {
+	local f
+	for f in "$MQ_SPOOL/topics/$1/p${2:-0}"/log/*; do
+		head -n 1 "$f"
+	done
+}
+
+# tiles TOPIC [PARTITION]: the segments' ranges follow each other from 0
+# with no gap and no overlap, and each segment is named by its first.
+tiles() {
+	local f line want=0 first count
+	for f in "$MQ_SPOOL/topics/$1/p${2:-0}"/log/*; do
+		IFS= read -r line <"$f"
+		[[ $line =~ ^mq-segment\ 2\ first=([0-9]{20})\ count=([0-9]{10})\ size=([0-9]{20})$ ]] ||
+			fail "$f: no segment line: $line"
+		[[ ${f##*/} == "${BASH_REMATCH[1]}" ]] || fail "$f is not named by its first"
+		first=$((10#${BASH_REMATCH[1]})) count=$((10#${BASH_REMATCH[2]}))
+		((first == want)) || fail "$f starts at $first, not $want"
+		(($(stat -c %s "$f") == 10#${BASH_REMATCH[3]})) || fail "$f: size"
+		want=$((first + count))
+	done
+	echo "$want"
+}
+
+@test "format 2: mq-topic create --format 2 writes it into topic.conf; bad formats are 64 and make nothing" {
+	run -0 mq-topic create --format 2 t
+	grep -qx 'format=2' "$MQ_SPOOL/topics/t/topic.conf"
+	[[ -d $MQ_SPOOL/topics/t/p0/tmp && -d $MQ_SPOOL/topics/t/p0/log ]]
+	run -0 mq-topic info t
+	assert_line 'format: 2'
+	run -0 mq-topic create plain
+	! grep -q '^format=' "$MQ_SPOOL/topics/plain/topic.conf"
+	local f
+	for f in 0 3 x ''; do
+		run --separate-stderr mq-topic create --format "$f" bad
+		assert_equal "$status" 64
+		assert_one_line_error mq-topic
+		[[ ! -e $MQ_SPOOL/topics/bad ]]
+	done
+	# MQ_FORMAT gives new topics their format, not old ones.
+	MQ_FORMAT=2 mq-pub -q made x
+	grep -qx 'format=2' "$MQ_SPOOL/topics/made/topic.conf"
+	MQ_FORMAT=2 mq-pub -q plain x
+	! grep -q '^format=' "$MQ_SPOOL/topics/plain/topic.conf"
+	[[ -n $(ls "$MQ_SPOOL/topics/plain/p0/log") ]]
+}
+
+@test "format 2: a publish is one segment named by its first sequence number, readable with grep; no file per message" {
+	mq-topic create --format 2 t
+	seq 1000 | mq-pub -q -l t
+	mq-pub -q t one two
+	run -0 seg_lines t
+	assert_output "mq-segment 2 first=00000000000000000000 count=0000001000 size=$(printf '%020d' "$(stat -c %s "$MQ_SPOOL/topics/t/p0/log/00000000000000000000")")
+mq-segment 2 first=00000000000000001000 count=0000000002 size=$(printf '%020d' "$(stat -c %s "$MQ_SPOOL/topics/t/p0/log/00000000000000001000")")"
+	assert_equal "$(tiles t)" 1002
+	assert_equal "$(count_entries "$MQ_SPOOL/topics/t/p0/log")" 2
+	assert_equal "$(count_entries "$MQ_SPOOL/topics/t/p0/tmp")" 0
+	assert_equal "$(head_field t committed)" 1002
+	# Header blocks and bodies as in a message file, one after another.
+	run -0 grep -c '^Topic: t$' "$MQ_SPOOL/topics/t/p0/log/00000000000000000000"
+	assert_output 1000
+	grep -qx 'Seq: 1001' "$MQ_SPOOL/topics/t/p0/log/00000000000000001000"
+	grep -qx two "$MQ_SPOOL/topics/t/p0/log/00000000000000001000"
+}
+
+@test "format 2: groups get what was published after them, --from-start all of it, in order, each once; acks empty the queue" {
+	mq-topic create --format 2 t
+	mkgroup t early
+	seq 3 | mq-pub -q -l t
+	mkgroup t late
+	mq-pub -q t 4 5
+	run -0 mq-sub -g early t
+	assert_output "$(seq 5)"
+	run -0 mq-sub -g late t
+	assert_output "$(printf '4\n5')"
+	run -0 mq-sub -g all --from-start t
+	assert_output "$(seq 5)"
+	run mq-sub -g early t
+	assert_equal "$status" 1
+	group_empty t early
+	assert_equal "$(cursor_of t early)" 5
+	# Nothing is left in the group's queue once acked.
+	assert_equal "$(count_entries "$(group_dir t early)/new")" 0
+	assert_equal "$(count_entries "$(group_dir t early)/cur")" 0
+}
+
+@test "format 2: mq-stat, mq-group list and mq-topic info count the log past each cursor as pending" {
+	mq-topic create --format 2 --partitions 2 t
+	mkgroup t a
+	mkgroup t b
+	seq 1000 | mq-pub -q -l t
+	mq-sub -q -n 10 -g a t
+	run -0 mq-group list --json
+	"$PY" - "$output" <<'EOF'
+import json, sys
+g = {x['group']: x for x in json.loads(sys.argv[1])}
+assert g['a']['pending'] == 990, g['a']
+assert g['b']['pending'] == 1000, g['b']
+assert g['b']['lag'] == 1000, g['b']
+EOF
+	run -0 mq-topic info --json t
+	"$PY" - "$output" <<'EOF'
+import json, sys
+t = json.loads(sys.argv[1])
+assert t['format'] == 2, t
+assert sum(p['messages'] for p in t['heads']) == 1000, t['heads']
+assert sum(p['committed'] for p in t['heads']) == 1000, t['heads']
+g = {x['name']: x for x in t['groups']}
+assert g['a']['pending'] == 990 and g['b']['pending'] == 1000, g
+EOF
+	run -0 mq-stat t b
+	assert_line --regexp '^t +b +1000 +0 +0 +0 '
+}
+
+@test "format 2: 4 publishers at once, single and batched: the segments tile the sequence numbers; every id once" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	local w
+	for w in 1 2 3 4; do
+		(
+			for b in $(seq 20); do
+				seq "$w$b"001 "$w$b"050 | mq-pub -l t
+				mq-pub t "single-$w-$b"
+			done
+		) >"$TD/ids.$w" &
+	done
+	wait
+	assert_equal "$(cat "$TD"/ids.* | sort -u | wc -l)" $((4 * 20 * 51))
+	assert_equal "$(tiles t)" $((4 * 20 * 51))
+	run -0 mq-sub -F '%i\n' -g g t
+	assert_equal "$(printf '%s\n' "$output" | sort -u | wc -l)" $((4 * 20 * 51))
+	diff <(printf '%s\n' "$output" | sort) <(cat "$TD"/ids.* | sort)
+}
+
+@test "format 2: crash safety, kill -9 producers and consumers at random; nothing acked is lost, nothing half-written is delivered" {
+	export MQ_FORMAT=2
+	crash_torture
+	# The log is segments: fewer files than messages.
+	(($(count_entries "$MQ_SPOOL/topics/t/p0/log") < $(count_log t)))
+}
+
+# set_head TOPIC NEXT COMMITTED: p0/head as a publisher killed there left it.
+set_head() {
+	local line
+	line=$(printf 'mq-head 1 next=%020d committed=%020d' "$2" "$3")
+	printf '%s sum=%s\n' "$line" "$("$PY" -c 'import sys, xxhash
+print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
+	    >"$MQ_SPOOL/topics/$1/p0/head"
+}
+
+@test "format 2: a publisher killed between its link and its head is repaired by the next; one killed before its link leaves nothing" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	seq 10 | mq-pub -q -l t
+	local p=$MQ_SPOOL/topics/t/p0
+	# Killed after its link: a segment at 10 the head does not know,
+	# its tmp/ name still there.
+	printf '%s\n' a b c | mq-pub -q -l t
+	cp "$p/log/00000000000000000010" "$p/tmp/00000000000000000010.$(printf '%032d' 0)"
+	set_head t 13 10
+	run -0 mq-sub -g g t
+	assert_output "$(printf '%s\n' $(seq 10) a b c)"
+	assert_equal "$(head_field t committed)" 13
+	assert_equal "$(head_field t next)" 13
+	assert_equal "$(count_entries "$p/tmp")" 0
+	# Killed before its link: next above committed, a half written
+	# segment in tmp/, an idempotency key claimed for a number it took.
+	mq-pub -q -i key-1 t first
+	set_head t 20 14
+	printf 'mq-segment 2 first=000' >"$p/tmp/00000000000000000014.$(printf '%032d' 1)"
+	ln -s 00000000000000000016.66200000000000000000000000000001 "$p/dedup/00000000000000000000000000000abc"
+	run -0 mq-pub -q t after
+	assert_equal "$(count_entries "$p/tmp")" 0
+	[[ ! -L $p/dedup/00000000000000000000000000000abc ]]
+	[[ -n $(find "$p/dedup" -type l) ]] || fail "the committed key went too"
+	run -0 mq-sub -g g t
+	assert_output "$(printf 'first\nafter')"
+	assert_equal "$(tiles t)" 15
+}
+
+@test "format 2: consumers killed at random while they feed and claim: every message delivered, none lost, the queue ends empty" {
+	mq-topic create --format 2 t
+	mkgroup t g --lease 1
+	seq 20000 | mq-pub -q -l t
+	local r pid
+	for r in $(seq 12); do
+		spawn "$TD/d.$r.1" mq-sub -f --lease 1 -g g t
+		local a=$SPAWNED
+		spawn "$TD/d.$r.2" mq-sub -f --lease 1 -g g t
+		local b=$SPAWNED
+		sleep "0.$(printf '%03d' $((RANDOM % 300)))"
+		for pid in $a $b; do
+			kill -9 -- "-$pid" 2>/dev/null || true
+			wait_for -t 30 pgroup_gone "$pid"
+		done
+	done
+	drain() {
+		mq-sub -g g t >>"$TD/d.drain" || true
+		group_empty t g
+	}
+	wait_for -t 60 drain
+	# Every message at least once (a kill between a print and its ack
+	# delivers it again), nothing that was not published.
+	cat "$TD"/d.* | grep -x '[0-9]*' | sort -n | uniq >"$TD/seen"
+	cmp "$TD/seen" <(seq 20000)
+	assert_equal "$(cursor_of t g)" 20000
+}
+
+@test "format 2: delayed messages wait in delay/ until due; TTL expiry dead-letters with the message kept" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	local t0=${EPOCHREALTIME/./}
+	mq-pub -q --delay 1.5 t later
+	mq-pub -q --ttl 0.3 t brief
+	mq-pub -q t now
+	wait_for past_ms $(( t0 / 1000 + 400 ))
+	run -0 mq-sub -g g t
+	assert_output now
+	assert_equal "$(count_entries "$(group_dir t g)/delay")" 1
+	run -0 mq-sub -g g -t 10 -n 1 t
+	assert_output later
+	(( ${EPOCHREALTIME/./} - t0 >= 1500000 )) || fail "delivered before it was due"
+	run -0 mq-dlq list --json t
+	local id
+	id=$("$PY" -c 'import json, sys
+d = json.loads(sys.argv[1])
+assert len(d) == 1 and d[0]["reason"] == "expired", d
+print(d[0]["id"])' "$output")
+	run -0 mq-dlq show t "$id"
+	[[ $output == *brief* ]] || fail "the dead letter lost its message: $output"
+}
+
+@test "format 2: a group's filter is applied as it is fed" {
+	mq-topic create --format 2 t
+	mkgroup t even --group-filter '(.n % 2) == 0'
+	mkgroup t all
+	local x
+	for x in 1 2 3 4 5 6; do mq-pub -q t "{\"n\": $x}"; done
+	run -0 mq-sub -g even t
+	assert_output "$(printf '{"n": 2}\n{"n": 4}\n{"n": 6}')"
+	run -0 mq-sub -q -g all t
+	group_empty t even
+}
+
+@test "format 2: an idempotency key repeated returns the first id, and says so when the content differs" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	local a b
+	a=$(mq-pub -i order-7 t first)
+	run --separate-stderr mq-pub -i order-7 t first
+	assert_success
+	assert_output "$a"
+	assert_equal "$stderr" ""
+	run --separate-stderr mq-pub -i order-7 t other
+	assert_success
+	assert_output "$a"
+	assert_equal "$stderr" "mq-pub: warning: idempotency key order-7 was used by message $a with other content; not stored"
+	run -0 mq-sub -g g t
+	assert_output first
+}
+
+@test "format 2: a damaged record is never delivered: dead-lettered as unreadable, the rest delivered" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	mq-pub -q t aaaa bbbb cccc
+	local f=$MQ_SPOOL/topics/t/p0/log/00000000000000000000 off
+	off=$(grep -abo '^bbbb$' "$f" | cut -d: -f1)
+	printf 'X' | dd of="$f" bs=1 seek="$off" conv=notrunc status=none
+	run -0 mq-sub -g g t
+	assert_output "$(printf 'aaaa\ncccc')"
+	run -0 mq-dlq list t
+	assert_line --partial unreadable
+	group_empty t g
+}
+
+@test "format 2: what is in log/ is not trusted: a FIFO, a link or a lie named as a segment is refused, never waited on" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	mq-pub -q t one
+	local p=$MQ_SPOOL/topics/t/p0
+	mkfifo "$p/log/00000000000000000001"
+	run --separate-stderr timeout 10 mq-pub t two
+	assert_equal "$status" 65
+	assert_one_line_error mq-pub
+	rm "$p/log/00000000000000000001"
+	ln -s /etc/passwd "$p/log/00000000000000000001"
+	run --separate-stderr timeout 10 mq-pub t two
+	assert_equal "$status" 65
+	rm "$p/log/00000000000000000001"
+	printf 'mq-segment 2 first=00000000000000000007 count=0000000001 size=00000000000000000085\n' >"$p/log/00000000000000000001"
+	run --separate-stderr timeout 10 mq-pub t two
+	assert_equal "$status" 65
+	[[ $stderr == *"not the segment its name says"* ]] || fail "$stderr"
+	rm "$p/log/00000000000000000001"
+	run -0 mq-pub -q t two
+	run -0 mq-sub -g g t
+	assert_output "$(printf 'one\ntwo')"
+}
+
+@test "format 2: mq-group commit acks below an offset, unfed records too, by moving the cursor" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	seq 10 | mq-pub -q -l t
+	run -0 mq-ack -g g --commit 0:7 t
+	run -0 mq-sub -g g t
+	assert_output "$(seq 8 10)"
+}
+
+@test "format 2: gc removes whole segments older than the retention that every group is past, never one a group still needs" {
+	mq-topic create --format 2 --retention 1h t
+	mkgroup t fast
+	mkgroup t slow
+	seq 5 | mq-pub -q -l t
+	seq 6 10 | mq-pub -q -l t
+	mq-sub -q -g fast t
+	run -0 mq-topic gc t
+	assert_equal "$(count_log t)" 10
+	touch -d '-2 hours' "$MQ_SPOOL"/topics/t/p0/log/*
+	run -0 mq-topic gc t
+	assert_equal "$(count_log t)" 10
+	mq-sub -q -n 7 -g slow t
+	run -0 mq-topic gc t
+	# The first segment (0..4) is behind both; the second holds 7..9.
+	assert_equal "$(count_log t)" 5
+	run -0 mq-sub -g slow t
+	assert_output "$(seq 8 10)"
+}
+
+@test "format 2: the tools that do not read it yet refuse it by name (69) and change nothing" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	mq-pub -q t one
+	local before
+	before=$(spool_snapshot)
+	run --separate-stderr mq-stat --peek t g
+	assert_equal "$status" 69
+	assert_one_line_error mq-stat
+	[[ $stderr == *"topic t is of format 2"* ]] || fail "$stderr"
+	mkdir "$TD/replica"
+	run --separate-stderr mq-replicate push --rsh env --remote-spool "$TD/replica"
+	assert_equal "$status" 69
+	[[ $stderr == *"format 2"* ]] || fail "$stderr"
+	assert_equal "$(spool_snapshot)" "$before"
+}
