@@ -80,7 +80,8 @@ check-shared: all
 	@PATH="$(CURDIR)/bin:$$PATH" BATS_FILES="$(CURDIR)/test/shared" \
 		test/run < /dev/null
 
-# Long runs (test/slow: a journal kept bounded over 200,000 messages),
+# Long runs (test/slow: a journal kept bounded over 200,000 messages, and
+# format 2 under SIGKILL at random),
 # once in check-all, not again under the sanitizers.
 check-slow: all
 	@PATH="$(CURDIR)/bin:$$PATH" BATS_FILES="$(CURDIR)/test/slow" \

@@ -84,6 +84,10 @@ REPL_N=$N LAG_RATE=1000 LAG_N=$((LAG_RATE * LAG_SECS))
 # (mq-pub -l strips the newline: 15-byte bodies).
 STAT_PENDING=$DEEP STAT_PARTS=4 STAT_GROUPS="s1 s2" STAT_LEN=16
 STAT_MSGS=$((STAT_PENDING / 2))   # each is pending in both groups
+# The same in format 2, ten times as many (the issue's 10 M pending when
+# not quick): counts from cursors, not names.
+STAT2_PENDING=$((10 * STAT_PENDING)) STAT2_MSGS=$((5 * STAT_PENDING))
+STAT2_FORMS="floor2 table2 groups2 info2"
 STAT_CRIT="pending>$((2 * STAT_PENDING))"
 # Section 10: messages per publish and drain, plain and signed.
 SIGN_N=$((N / 2))
@@ -138,7 +142,7 @@ signed) files=$sign_files ;;
 sealed) files=$seal_files ;;
 fanout) files=$(( REPEAT * 9 * FAN_N )) ;;
 replicate) files=$repl_files ;;
-stat) files=$STAT_MSGS ;;
+stat) files=$(( STAT_MSGS + STAT2_MSGS / 1000 )) ;;
 shared|req|http) files=0 ;;
 esac
 need_kb=$(( files * 5 + N * SIZE / 1024 + 100000 ))
@@ -779,6 +783,68 @@ stat_measure() {
 		for f in $STAT_FORMS; do stat_run "$f" "stat.$f.$r"; done
 	done
 }
+# stat2_run FORM NAME: one timed run of a format 2 FORM into res/NAME.
+stat2_run() {
+	local ss=$W/stat2-spool out=$W/stat-out/$2
+	case $1 in
+	floor2) run "$2" "$STAT2_PENDING" sh -c 'cat "$@" | wc -l' sh \
+	    "$ss"/topics/stat/p*/head "$ss"/topics/stat/p*/g/*/cursor ;;
+	table2) run "$2" "$STAT2_PENDING" "$BIN/mq-stat" -s "$ss" --json ;;
+	groups2) run "$2" "$STAT2_PENDING" "$BIN/mq-group" -s "$ss" list ;;
+	info2) run "$2" "$STAT2_PENDING" "$BIN/mq-topic" -s "$ss" info stat ;;
+	esac > "$out"
+}
+stat2_measure() {
+	local ss=$W/stat2-spool g r f
+	step "stat: format 2, publishing $STAT2_MSGS messages into $STAT_PARTS partitions, groups $STAT_GROUPS"
+	MQ_FORMAT=2 "$BIN/mq-topic" -s "$ss" create --partitions "$STAT_PARTS" \
+	    stat || die "mq-topic create stat failed"
+	for g in $STAT_GROUPS; do
+		"$BIN/mq-sub" -s "$ss" -g "$g" -t 0 stat > /dev/null ||
+		    [ $? = 1 ] || die "subscribe stat -g $g failed"
+	done
+	backlog stat2.pub "$ss" stat "$STAT2_MSGS" "$STAT_LEN"
+	sync
+	for f in $STAT2_FORMS; do
+		step "stat: format 2, $f, cold"
+		sync
+		case $(cat "$W/res/stat.coldnote") in
+		sync*) echo 3 > /proc/sys/vm/drop_caches ;;
+		esac
+		stat2_run "$f" "stat.cold.$f"
+	done
+	for r in $(seq "$REPEAT"); do
+		step "stat: format 2, every form, warm (run $r/$REPEAT)"
+		for f in $STAT2_FORMS; do stat2_run "$f" "stat.$f.$r"; done
+	done
+}
+stat2_table() {
+	local f m label c
+	echo "  format 2 (mq-spool(5), SEGMENTED STORAGE): $STAT2_PENDING pending: $STAT2_MSGS messages, each pending in both groups; counted from cursors"
+	for f in $STAT2_FORMS; do
+		case $f in
+		floor2) label="floor: cat every head and cursor" ;;
+		table2) label="mq-stat --json" ;;
+		groups2) label="mq-group list" ;;
+		info2) label="mq-topic info stat" ;;
+		esac
+		m=$(med "stat.$f")
+		awk -v l="$label" -v c="$(kv "$W/res/stat.cold.$f" seconds)" \
+		    -v w="$(kv "$m" seconds)" -v f="$f" 'BEGIN {
+		    t = f == "floor2" ? "" : sprintf("target < 50 ms warm, < 1 s cold: %s",
+			(w < 0.05 && c < 1) ? "met" : "NOT MET")
+		    printf "  %-42s %9.1f cold %9.1f warm (ms)  %s\n", l, c * 1000,
+			w * 1000, t }'
+	done
+	c=$(awk '/"pending":/ { gsub(/[^0-9]/, ""); n += $0 } END { print n + 0 }' \
+	    "$W/stat-out/stat.table2.1")
+	[ "$c" = "$STAT2_PENDING" ] || printf '  %-42s %9s   %s\n' \
+	    "  WARNING: mq-stat --json counted" "$c" "(expected $STAT2_PENDING)"
+	printf '  %-42s %9.0f   msgs/s (%.3f s for %s): building the spool\n' \
+	    "  context: format 2, mq-pub -l --sync=none" \
+	    "$(kv "$W/res/stat2.pub" rate)" "$(kv "$W/res/stat2.pub" seconds)" \
+	    "$STAT2_MSGS"
+}
 stat_table() {
 	local f m fl flc label c first=cold
 	fl=$(med stat.floor) flc=$W/res/stat.cold.floor
@@ -900,8 +966,10 @@ if [ "$SECTION" = replicate ]; then
 fi
 if [ "$SECTION" = stat ]; then
 	stat_measure
+	stat2_measure
 	alone_header "section 8 alone: median of $REPEAT warm run(s) where several"
 	stat_table
+	stat2_table
 	exit 0
 fi
 if [ "$SECTION" = sealed ]; then
@@ -1089,6 +1157,7 @@ repl_measure
 
 # ---- 8. stat (creates its spool, then only reads) ----
 stat_measure
+stat2_measure
 
 # ---- 9. a spool shared between hosts (GlusterFS, when it can run) ----
 shared_measure
@@ -1302,6 +1371,7 @@ note "ledger cost: --exactly-once less normal" "$(awk \
 fanout_table
 repl_table
 stat_table
+stat2_table
 shared_table
 signed_table
 sealed_table

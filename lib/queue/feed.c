@@ -218,7 +218,7 @@ mq_feed_skip(const struct mq_topic *t, unsigned k, const char *group,
 	int fd = mq_file_open(t->pfd[k], path, O_RDWR | O_CREAT, 0666, NULL);
 	if (fd < 0)
 		return -1;
-	int rc = mq_file_lock(fd, 1, "cursor");
+	int rc = mq_file_lock(fd, 1, "cursor") < 0 ? -1 : 0;
 	if (rc == 0)
 		rc = mq_cursor_read(fd, &next);
 	bool unset = rc == 1;

@@ -76,6 +76,10 @@ int mq_pub_stage(mq_pub *, unsigned k, const struct mq_pub_msg *msgs,
     const size_t *idx, size_t n, uint64_t seq, size_t ng,
     char (*ids)[MQ_ID_LEN + 1], size_t *ns);
 void mq_pub_staged_free(mq_pub *, size_t n);
+/* The filter of a group (NULL: none), compiled once per version of its
+ * conf; at is where to look first in the cache. */
+int mq_pub_group_filter(mq_pub *, const char *group, size_t at,
+    mq_filter **out);
 /* Calls put for each of the n staged messages in order, with its
  * signature lines when signing (sig, slen; else slen 0), signing them in
  * trees of at most MQ_TREE_MAX. */

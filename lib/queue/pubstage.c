@@ -202,3 +202,54 @@ mq_pub_write_signed(mq_pub *p, unsigned k, size_t n, mq_pub_put *put,
 	}
 	return rc;
 }
+
+/* The filter of a group (NULL: none), compiled once per version of its
+ * conf; at is where to look first in the cache. */
+int
+mq_pub_group_filter(mq_pub *p, const char *group, size_t at, mq_filter **out)
+{
+	char path[MQ_NAME_MAX + 16];
+	struct stat st;
+	if (mq_path(path, sizeof path, "groups/%s.conf", group) < 0)
+		return -1;
+	if (mq_fstatat(p->t.fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return mq_err_sys("group %s", group);
+	struct pub_filter *c = at < p->nflt && !strcmp(p->flt[at].group, group) ?
+	    &p->flt[at] : NULL;
+	for (size_t i = 0; !c && i < p->nflt; i++)
+		if (!strcmp(p->flt[i].group, group))
+			c = &p->flt[i];
+	if (c && c->ino == st.st_ino && c->mtim.tv_sec == st.st_mtim.tv_sec &&
+	    c->mtim.tv_nsec == st.st_mtim.tv_nsec) {
+		*out = c->f;
+		return 0;
+	}
+	struct mq_conf kv;
+	mq_filter *f;
+	if (mq_group_conf_read(&p->t, group, &kv) < 0)
+		return -1;
+	int rc = mq_filter_from_conf(&kv, path, &f);
+	mq_conf_free(&kv);
+	if (rc < 0)
+		return -1;
+	if (!c) {
+		struct pub_filter *v = reallocarray(p->flt, p->nflt + 1, sizeof *v);
+		char *name = v ? strdup(group) : NULL;
+		if (v)
+			p->flt = v;
+		if (!name) {
+			mq_filter_free(f);
+			return mq_err_sys("malloc");
+		}
+		c = &p->flt[p->nflt++];
+		*c = (struct pub_filter){ .group = name };
+	}
+	/* The combined program may hold the old one. */
+	mq_filterset_free(&p->set);
+	mq_filter_free(c->f);
+	c->f = f;
+	c->ino = st.st_ino;
+	c->mtim = st.st_mtim;
+	*out = f;
+	return 0;
+}

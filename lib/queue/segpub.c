@@ -84,6 +84,24 @@ ours(const char *key, void *ctx)
 	return false;
 }
 
+/* A sealed topic takes no message while a group has a jq filter, which
+ * could not read its body (as format 1 refuses it at publish, though
+ * here the group's feed applies the filter). */
+static int
+no_jq_group(mq_pub *p)
+{
+	struct mq_names groups = { 0 };
+	int rc = mq_groups_read(&p->t, &groups);
+	for (size_t i = 0; rc == 0 && i < groups.n; i++) {
+		mq_filter *f;
+		rc = mq_pub_group_filter(p, groups.v[i], i, &f);
+		if (rc == 0 && f && mq_filter_has_jq(f))
+			rc = mq_seal_jq_refused(p->t.name, groups.v[i]);
+	}
+	mq_names_free(&groups);
+	return rc;
+}
+
 /* One try at the chunk: 1 when another publisher linked log/C first
  * (what we made is undone), 0 when committed, -1 on error (undone by the
  * repair of whoever holds the lock next, or by us at once). */
@@ -99,6 +117,8 @@ try_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 		rc = mq_seg_repair_locked(&p->t, k, hfd, &h);
 	if (rc == 0)
 		rc = mq_seal_chunk(&p->seal, &p->t, NULL, NULL, 0);
+	if (rc == 0 && p->seal.n)
+		rc = no_jq_group(p);
 	if (rc < 0)
 		return -1;
 	if (mq_head_room(&h) < n)

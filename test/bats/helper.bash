@@ -165,8 +165,10 @@ cursor_of() {
 		echo $((10#${BASH_REMATCH[1]}))
 	else
 		line=$(grep -E "^(from|start)\.p${3:-0}=" \
-		    "$MQ_SPOOL/topics/$1/groups/$2.conf" | sort | head -1)
-		echo "${line#*=}"
+		    "$MQ_SPOOL/topics/$1/groups/$2.conf" | sort | head -1 || true)
+		# A partition added later starts at 0.
+		line=${line#*=}
+		echo "${line:-0}"
 	fi
 }
 
