@@ -17,7 +17,9 @@
 #   filter on each group); `replicate` runs section 7 alone (mq-replicate:
 #   initial sync beside rsync, and the lag of push --follow); `stat` runs
 #   section 8 alone (mq-stat on a spool with 1,000,000 pending, 100,000
-#   when quick, beside the raw listing of its directories); `shared` runs
+#   when quick, beside the raw listing of its directories; then a spool of
+#   storage format 2 with ten times as many, counted from cursors);
+#   `shared` runs
 #   section 9 alone (bench/shared.bash: publish, drain and cross-mount
 #   latency on a GlusterFS volume mounted twice, beside the floor on the
 #   volume and on the local disk; as root with glusterd, else it says why
@@ -836,8 +838,7 @@ stat2_table() {
 		    printf "  %-42s %9.1f cold %9.1f warm (ms)  %s\n", l, c * 1000,
 			w * 1000, t }'
 	done
-	c=$(awk '/"pending":/ { gsub(/[^0-9]/, ""); n += $0 } END { print n + 0 }' \
-	    "$W/stat-out/stat.table2.1")
+	c=$(jq '[.groups[].pending] | add' "$W/stat-out/stat.table2.1")
 	[ "$c" = "$STAT2_PENDING" ] || printf '  %-42s %9s   %s\n' \
 	    "  WARNING: mq-stat --json counted" "$c" "(expected $STAT2_PENDING)"
 	printf '  %-42s %9.0f   msgs/s (%.3f s for %s): building the spool\n' \

@@ -107,6 +107,10 @@ int mq_seglog_totals(int logfd, uint64_t end, uint64_t *records,
     uint64_t *bytes);
 
 
+/* segmerge.c: small segments of partition k below committed merged
+ * into one, when the log holds enough of them and no one else merges. */
+int mq_seg_merge(const struct mq_topic *, unsigned k, uint64_t committed);
+
 /* segrepair.c: a partition of format 2 repaired under its lock: its head
  * brought to its log's end, and what a publish that died before its
  * commit point left (tmp/ names, dedup entries) removed. */

@@ -174,6 +174,26 @@ load(struct mq_seglog *l, uint64_t first)
 	return 0;
 }
 
+/* The segment of the listing that holds seq, from index i back: a name
+ * inside the range of one before it (a merge that died before its
+ * unlinks) holds less than that one.  Only first lines are read; the
+ * walk is bounded by what one merge covers. */
+static size_t
+covering(struct mq_seglog *l, size_t i, uint64_t seq)
+{
+	for (size_t back = 0; i < l->n && back <= 64; back++, i--) {
+		char name[MQ_SEQ_DIGITS + 1];
+		struct mq_seg sg;
+		snprintf(name, sizeof name, "%020" PRIu64, l->first[i]);
+		if (seg_line(l->logfd, name, l->first[i], &sg) == 0 &&
+		    seq - l->first[i] < sg.count)
+			return i;
+		if (i == 0)
+			break;
+	}
+	return l->n;
+}
+
 int
 mq_seglog_seek(struct mq_seglog *l, uint64_t seq)
 {
@@ -203,6 +223,14 @@ mq_seglog_seek(struct mq_seglog *l, uint64_t seq)
 			return -1;
 		}
 		if (seq < l->seg.first + l->seg.count) {
+			l->want = seq;
+			return 1;
+		}
+		l->loaded = false;
+		/* Not in the last one below it: one before may cover it. */
+		size_t c = pass ? covering(l, i, seq) : l->n;
+		if (c < l->n && c != i && load(l, l->first[c]) == 0 &&
+		    seq - l->seg.first < l->seg.count) {
 			l->want = seq;
 			return 1;
 		}
@@ -262,15 +290,20 @@ mq_seglog_totals(int logfd, uint64_t end, uint64_t *records,
 	*records = *bytes = 0;
 	if (mq_names_read(logfd, NULL, &names) < 0)
 		return -1;
+	uint64_t covered = 0;
 	for (size_t i = 0; i < names.n; i++) {
 		uint64_t first;
 		struct mq_seg sg;
-		/* A name that is no segment of the log is not counted. */
+		/* A name that is no segment of the log is not counted, nor
+		 * one that a segment before it covers (names sort in
+		 * sequence order: a merge that died before its unlinks). */
 		if (mq_seg_name(names.v[i], &first) < 0 || first >= end ||
+		    (i && first < covered) ||
 		    seg_line(logfd, names.v[i], first, &sg) < 0)
 			continue;
 		*records += sg.count;
 		*bytes += sg.size;
+		covered = first + sg.count;
 	}
 	mq_names_free(&names);
 	return 0;

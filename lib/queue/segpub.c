@@ -108,7 +108,7 @@ no_jq_group(mq_pub *p)
 static int
 try_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
     const size_t *idx, size_t n, enum mq_sync sync,
-    char (*ids)[MQ_ID_LEN + 1], uint64_t *stored)
+    char (*ids)[MQ_ID_LEN + 1], uint64_t *stored, uint64_t *end)
 {
 	int hfd = p->hfd[k];
 	struct mq_head h;
@@ -183,6 +183,7 @@ try_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 		return mq_err_sys("unlink tmp/%s", tmp);
 	struct mq_head done = { c + ns, c + ns };
 	*stored = ns;
+	*end = c + ns;
 	return mq_head_write(hfd, &done, 0);
 }
 
@@ -199,11 +200,14 @@ mq_pub_chunk_segment(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 	int hfd = p->hfd[k];
 	if (mq_head_lock(hfd, 1) < 0)
 		return -1;
-	uint64_t stored = 0;
+	uint64_t stored = 0, end = 0;
 	int rc = 1;
 	for (int tries = 0; rc == 1 && tries < LINK_TRIES; tries++)
-		rc = try_chunk(p, k, msgs, idx, n, sync, ids, &stored);
+		rc = try_chunk(p, k, msgs, idx, n, sync, ids, &stored, &end);
 	mq_head_unlock(hfd);
+	/* Best effort: a merge that fails leaves the log as it was. */
+	if (rc == 0 && stored && p->sw.len < (1u << 20))
+		mq_seg_merge(&p->t, k, end);
 	if (rc == 1)
 		rc = mq_err(EX_TEMPFAIL, "topic %s partition %u: another "
 		    "publisher took each sequence number tried", p->t.name, k);

@@ -153,7 +153,7 @@ for name in os.listdir(part + '/log'):
 if sorted(log.values()) != list(range(committed)):
     errors.append('log/ does not hold exactly seq 0..%d (%d files)' % (committed - 1, len(log)))
 for d in [spool + '/tmp'] + glob.glob(part + '/g/*/tmp') + glob.glob(part + '/g/*/new') + glob.glob(part + '/g/*/cur') + glob.glob(part + '/tmp'):
-    left = os.listdir(d)
+    left = [x for x in os.listdir(d) if x != '.merge']
     if left:
         errors.append('%s not empty: %s' % (d, left[:5]))
 

@@ -15,15 +15,6 @@ load ../bats/torture
 	(($(count_entries "$MQ_SPOOL/topics/t/p0/log") < $(count_log t)))
 }
 
-# set_head TOPIC NEXT COMMITTED: p0/head as a publisher killed there left it.
-set_head() {
-	local line
-	line=$(printf 'mq-head 1 next=%020d committed=%020d' "$2" "$3")
-	printf '%s sum=%s\n' "$line" "$("$PY" -c 'import sys, xxhash
-print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
-	    >"$MQ_SPOOL/topics/$1/p0/head"
-}
-
 @test "format 2: consumers killed at random while they feed and claim: every message delivered, none lost, the queue ends empty" {
 	mq-topic create --format 2 t
 	mkgroup t g --lease 1

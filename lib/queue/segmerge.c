@@ -1,0 +1,223 @@
+/*
+ * segmerge.c: small segments merged (mq-spool(5), SEGMENTED STORAGE,
+ * Merge).
+ *
+ * A segment per chunk is a file per mq-pub call, so a publisher that
+ * linked a small segment merges, after it unlocked the head, when the
+ * log holds MERGE_MIN segments under MERGE_SMALL bytes below the head's
+ * committed, and when it gets tmp/.merge locked without waiting (else
+ * another merges).  A run of consecutive small segments a, b, ... is
+ * checked record by record, written as one segment into tmp/merge.<a>,
+ * synced, and renamed onto log/a: the commit point (the name stays, its
+ * file holds more).  Then log/ is synced and log/b, ... unlinked.  A
+ * crash after the rename leaves names that log/a covers: readers find
+ * the same records in either, and the next merge unlinks them.  A merge
+ * never reaches the segment at committed or past it, never merges a
+ * damaged segment, and stops at MERGE_MAX bytes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "queue.h"
+
+#define MERGE_MIN 64
+#define MERGE_SMALL (1u << 20)
+#define MERGE_MAX (64u << 20)
+
+struct small {
+	uint64_t first, count;
+	size_t size;
+};
+
+/* The segments of log/ in order with their ranges (read from their
+ * first lines); names that an earlier segment covers (a merge that died
+ * before its unlinks) are unlinked on the way. */
+static int
+list_log(int logfd, struct small **out, size_t *n)
+{
+	struct mq_names names = { 0 };
+	*out = NULL;
+	*n = 0;
+	if (mq_names_read(logfd, NULL, &names) < 0)
+		return -1;
+	struct small *v = calloc(names.n ? names.n : 1, sizeof *v);
+	if (!v) {
+		mq_names_free(&names);
+		return mq_err_sys("malloc");
+	}
+	uint64_t end = 0;
+	for (size_t i = 0; i < names.n; i++) {
+		uint64_t first;
+		struct stat st;
+		char line[128];
+		struct mq_seg sg;
+		/* Names sort in sequence order: 20 digits each. */
+		if (mq_seg_name(names.v[i], &first) < 0)
+			continue;
+		int fd = mq_file_open(logfd, names.v[i], O_RDONLY, 0, &st);
+		ssize_t r = fd < 0 ? -1 : pread(fd, line, sizeof line, 0);
+		if (fd >= 0)
+			close(fd);
+		if (r < 0 || mq_seg_read_line(line, (size_t)r, &sg) < 0)
+			continue;
+		if (*n && first < end) {
+			mq_unlinkat(logfd, names.v[i], 0);
+			continue;
+		}
+		v[(*n)++] = (struct small){ first, sg.count, (size_t)st.st_size };
+		end = first + sg.count;
+	}
+	mq_names_free(&names);
+	*out = v;
+	return 0;
+}
+
+/* Appends the records of segment log/<s->first> to w, each checked. */
+static int
+add_segment(int logfd, const struct small *s, struct mq_seg_writer *w)
+{
+	char name[MQ_SEQ_DIGITS + 1], *buf = malloc(s->size ? s->size : 1);
+	if (!buf)
+		return mq_err_sys("malloc");
+	snprintf(name, sizeof name, "%020" PRIu64, s->first);
+	int fd = mq_file_open(logfd, name, O_RDONLY, 0, NULL);
+	ssize_t r = fd < 0 ? -1 : mq_read_full(fd, buf, s->size);
+	if (fd >= 0)
+		close(fd);
+	struct mq_seg sg;
+	int rc = r < 0 || (size_t)r != s->size ? -1 :
+	    mq_seg_open_bytes(buf, s->size, name, &sg);
+	size_t off = mq_seg_start();
+	uint64_t seq = 0;
+	struct mq_seg_rec rec;
+	while (rc == 0 && (rc = mq_seg_next(&sg, &off, &seq, &rec)) == 1)
+		rc = rec.hash_ok ? mq_seg_add(w, rec.hdr, rec.hdr_len, rec.body,
+		    rec.body_len) : -1;
+	free(buf);
+	return rc;
+}
+
+/* Merges the run v[a..b) into log/<v[a].first>. */
+static int
+merge_run(int logfd, int tmpfd, const struct small *v, size_t a, size_t b)
+{
+	struct mq_seg_writer w;
+	char tmp[32 + MQ_SEQ_DIGITS], name[MQ_SEQ_DIGITS + 1];
+	if (mq_seg_begin(&w, v[a].first) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = a; rc == 0 && i < b; i++)
+		rc = add_segment(logfd, &v[i], &w);
+	if (rc == 0)
+		rc = mq_seg_finish(&w);
+	snprintf(name, sizeof name, "%020" PRIu64, v[a].first);
+	snprintf(tmp, sizeof tmp, "merge.%s", name);
+	int fd = rc < 0 ? -1 : mq_openat(tmpfd, tmp, O_WRONLY | O_CREAT |
+	    O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	struct iovec iov = { w.buf, w.len };
+	if (rc == 0 && (fd < 0 || mq_write_all(fd, &iov, 1) < 0 ||
+	    fdatasync(fd) < 0))
+		rc = mq_err_sys("merge into tmp/%s", tmp);
+	if (fd >= 0)
+		close(fd);
+	mq_seg_writer_free(&w);
+	/* The commit point: log/<a> now holds the whole run. */
+	if (rc == 0 && mq_renameat(tmpfd, tmp, logfd, name) < 0)
+		rc = mq_err_sys("merge onto log/%s", name);
+	if (rc < 0) {
+		mq_unlinkat(tmpfd, tmp, 0);
+		return -1;
+	}
+	if (mq_fsync_fd(logfd) < 0)
+		return -1;
+	for (size_t i = a + 1; i < b; i++) {
+		snprintf(name, sizeof name, "%020" PRIu64, v[i].first);
+		mq_unlinkat(logfd, name, 0);
+	}
+	return 0;
+}
+
+/* What a merge that died before its rename left in tmp/ (under the merge
+ * lock: no other merge is writing). */
+static void
+sweep_merges(int tmpfd)
+{
+	struct mq_names l = { 0 };
+	if (mq_names_read(tmpfd, NULL, &l) == 0)
+		for (size_t i = 0; i < l.n; i++)
+			if (!strncmp(l.v[i], "merge.", 6))
+				mq_unlinkat(tmpfd, l.v[i], 0);
+	mq_names_free(&l);
+}
+
+/* How many names of log/ are files under MERGE_SMALL bytes: a stat
+ * each, no open, so that a publish that merges nothing pays little. */
+static size_t
+count_small(int pfd)
+{
+	int logfd = mq_dir_open(pfd, "log");
+	struct mq_names names = { 0 };
+	size_t n = 0;
+	if (logfd >= 0 && mq_names_read(logfd, NULL, &names) == 0)
+		for (size_t i = 0; i < names.n; i++) {
+			struct stat st;
+			n += mq_fstatat(logfd, names.v[i], &st,
+			    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+			    st.st_size < MERGE_SMALL;
+		}
+	mq_names_free(&names);
+	if (logfd >= 0)
+		close(logfd);
+	return n;
+}
+
+int
+mq_seg_merge(const struct mq_topic *t, unsigned k, uint64_t committed)
+{
+	if (count_small(t->pfd[k]) < MERGE_MIN)
+		return 0;
+	int tmpfd = mq_dir_open(t->pfd[k], "tmp");
+	if (tmpfd < 0)
+		return -1;
+	int lfd = mq_openat(tmpfd, ".merge", O_RDWR | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0666);
+	int rc = lfd < 0 ? mq_err_sys("tmp/.merge") :
+	    mq_lock_take(lfd, MQ_LOCK_WRITE, 0, "tmp/.merge");
+	struct small *v = NULL;
+	size_t n = 0, nsmall = 0;
+	if (rc == 1)
+		sweep_merges(tmpfd);
+	int logfd = rc == 1 ? mq_dir_open(t->pfd[k], "log") : -1;
+	if (rc == 1)
+		rc = logfd < 0 ? -1 : list_log(logfd, &v, &n);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		nsmall += v[i].size < MERGE_SMALL &&
+		    v[i].first + v[i].count <= committed;
+	/* The first run of consecutive small segments below committed. */
+	for (size_t a = 0; rc == 0 && nsmall >= MERGE_MIN && a < n; a++) {
+		size_t b = a, bytes = 0;
+		while (b < n && v[b].size < MERGE_SMALL &&
+		    v[b].first + v[b].count <= committed &&
+		    bytes + v[b].size <= MERGE_MAX &&
+		    (b == a || v[b].first == v[b - 1].first + v[b - 1].count))
+			bytes += v[b++].size;
+		if (b - a >= 2) {
+			rc = merge_run(logfd, tmpfd, v, a, b);
+			break;
+		}
+	}
+	free(v);
+	if (logfd >= 0)
+		close(logfd);
+	if (lfd >= 0)
+		close(lfd);
+	close(tmpfd);
+	return rc < 0 ? -1 : 0;
+}
