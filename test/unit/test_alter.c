@@ -88,7 +88,7 @@ test_subscribe_retry(mq_spool *sp)
 	ok(slept, "the subscribe waits for the lock");
 	const char *conf = "partitions=2\nmax-message-size=1048576\n"
 	    "retention=604800\nttl=0.000\nexpired=dlq\ndedup-window=3600\n";
-	ok(mq_partition_build(t.fd, 1, NULL, &t.conf.roles) == 0 &&
+	ok(mq_partition_build(t.fd, 1, NULL, &t.conf.roles, 1) == 0 &&
 	    mq_write_file(t.fd, "topic.conf", conf, strlen(conf), 1, 1) == 0,
 	    "an alter to 2 partitions committed");
 	mq_unlock_all(&t, hfd);
