@@ -21,7 +21,7 @@ setup() {
 	export PATH="$MQ_BIN_DIR:$PATH"
 	export MQ_SPOOL="$BATS_TEST_TMPDIR/spool"
 	export HOME="$BATS_TEST_TMPDIR/home"
-	unset XDG_STATE_HOME MQ_POLL MQ_NOW
+	unset XDG_STATE_HOME MQ_POLL MQ_NOW MQ_FORMAT
 	mkdir -p "$MQ_SPOOL" "$HOME"
 	# Exported: handlers (mq-sub --exec) write their traces under it.
 	export TD="$BATS_TEST_TMPDIR"

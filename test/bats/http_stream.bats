@@ -191,6 +191,8 @@ ended_by_exp() {
 	run --separate-stderr "$PY" "$BATS_TEST_DIRNAME/../browser/drive.py" \
 	    "http://127.0.0.1:$page_port/page.html#base=$URL&token=$TOKEN" "$TD/page.png" 30
 	echo "# $output" >&3
+	# What made it fail, if it did (a traceback, chromium's complaint).
+	[[ $status == 0 ]] || echo "# $stderr" >&3
 	assert_success
 	assert_equal "$(jq -c '[.status, .sse, .ws, .done]' <<<"$output")" '["published 200",["first","second"],["first","second"],"done"]'
 	# The screenshot is a PNG, kept beside the test's files.

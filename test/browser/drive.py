@@ -10,6 +10,7 @@ import asyncio
 import base64
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -81,13 +82,18 @@ def main():
     url, shot = sys.argv[1:3]
     seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 30
     port = free_port()
-    with tempfile.TemporaryDirectory() as profile:
+    # Chromium's helpers (renderer, crashpad) outlive the browser for a
+    # moment and keep writing the profile: they are killed with it, as a
+    # process group, and the profile's removal forgives a late file, so
+    # a finished page is never an exit 1 (seen on a busy machine).
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         chrome = subprocess.Popen(
             ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
              "--disable-dev-shm-usage", "--no-first-run",
              "--remote-allow-origins=*", f"--remote-debugging-port={port}",
              f"--user-data-dir={profile}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
         try:
             dws = browser_ws(port, time.time() + 30)
             ok = asyncio.run(drive(dws, url, shot, seconds))
@@ -96,7 +102,12 @@ def main():
             try:
                 chrome.wait(10)
             except subprocess.TimeoutExpired:
-                chrome.kill()
+                pass
+            try:
+                os.killpg(chrome.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            chrome.wait()
     sys.exit(0 if ok else 1)
 
 

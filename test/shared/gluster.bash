@@ -314,7 +314,13 @@ gl_up() {
 # gl_down: undo gl_up, as far as it got.  Never fails.
 gl_down() {
 	local m p f
-	[[ -n ${GL_DIR:-} && -d $GL_DIR ]] || return 0
+	[[ -n ${GL_NAME:-} ]] || return 0
+	# A run killed after bats removed its directory: what is left is in
+	# its namespace and its state file.
+	[[ -n ${GL_DIR:-} && -d $GL_DIR ]] || {
+		gl_down_ns
+		return 0
+	}
 	gl_note_sockets
 	for m in "$GL_M1" "$GL_M2"; do
 		if gl_mounted "$m"; then
@@ -331,24 +337,33 @@ gl_down() {
 	while IFS= read -r f; do
 		gl_kill "$(cat "$f" 2>/dev/null)"
 	done < <(find "$GL_DIR/run" -name '*.pid' 2>/dev/null)
-	for p in $(gl_ns_pids); do
-		gl_kill "$p"
-	done
 	if [[ -f $GL_DIR/sockets ]]; then
 		while IFS= read -r f; do
 			[[ -S $f ]] && rm -f "$f"
 		done < <(sort -u "$GL_DIR/sockets")
 	fi
+	gl_down_ns
+	return 0
+}
+
+# gl_down_ns: what a run leaves outside its directory: the processes in
+# its network namespace, the namespace, its /etc/hosts line, its state.
+gl_down_ns() {
+	local p hosts
+	for p in $(gl_ns_pids); do
+		gl_kill "$p"
+	done
 	if [[ -n $GL_NS ]]; then
 		ip netns del "$GL_NS" 2>/dev/null || true
 	fi
 	if [[ -n $GL_HOSTS_LINE ]]; then
 		# Rewritten in place: /etc/hosts may be a bind mount.
-		grep -vxF "$GL_HOSTS_LINE" /etc/hosts >"$GL_DIR/hosts" || true
-		cat "$GL_DIR/hosts" >/etc/hosts
+		hosts=$(mktemp)
+		grep -vxF "$GL_HOSTS_LINE" /etc/hosts >"$hosts" || true
+		cat "$hosts" >/etc/hosts
+		rm -f "$hosts"
 	fi
 	rm -f "$GL_STATE_DIR/$GL_NAME"
-	return 0
 }
 
 # --- per test ----------------------------------------------------------------

@@ -336,7 +336,13 @@ mfs_up() {
 # mfs_down: undo mfs_up, as far as it got.  Never fails.
 mfs_down() {
 	local m p
-	[[ -n ${MFS_DIR:-} && -d $MFS_DIR ]] || return 0
+	[[ -n ${MFS_NAME:-} ]] || return 0
+	# A run killed after bats removed its directory: what is left is in
+	# its namespace and its state file.
+	[[ -n ${MFS_DIR:-} && -d $MFS_DIR ]] || {
+		mfs_down_ns
+		return 0
+	}
 	for m in "$MFS_M1" "$MFS_M2"; do
 		if findmnt --mountpoint "$m" >/dev/null 2>&1; then
 			timeout 30 umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
@@ -350,6 +356,14 @@ mfs_down() {
 	for m in cs1 cs2 master; do
 		mfs_kill "$(mfs_lock_pid "$MFS_DIR/$m")"
 	done
+	mfs_down_ns
+	return 0
+}
+
+# mfs_down_ns: what a run leaves outside its directory: the processes in
+# its network namespace, the namespace, its state.
+mfs_down_ns() {
+	local p
 	for p in $(mfs_ns_pids); do
 		mfs_kill "$p"
 	done
@@ -357,7 +371,6 @@ mfs_down() {
 		ip netns del "$MFS_NS" 2>/dev/null || true
 	fi
 	rm -f "$MFS_STATE_DIR/$MFS_NAME"
-	return 0
 }
 
 # --- per test ----------------------------------------------------------------
