@@ -28,8 +28,8 @@
 #include "queue.h"
 
 #define MERGE_MIN 64
-#define MERGE_SMALL (1u << 20)
-#define MERGE_MAX (64u << 20)
+#define MERGE_SMALL (256u << 10)
+#define MERGE_MAX (4u << 20)
 
 struct small {
 	uint64_t first, count;

@@ -206,7 +206,7 @@ mq_pub_chunk_segment(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 		rc = try_chunk(p, k, msgs, idx, n, sync, ids, &stored, &end);
 	mq_head_unlock(hfd);
 	/* Best effort: a merge that fails leaves the log as it was. */
-	if (rc == 0 && stored && p->sw.len < (1u << 20))
+	if (rc == 0 && stored && p->sw.len < (256u << 10))
 		mq_seg_merge(&p->t, k, end);
 	if (rc == 1)
 		rc = mq_err(EX_TEMPFAIL, "topic %s partition %u: another "

@@ -448,7 +448,7 @@ pipeline_done() {
 	grep -qx 'exactly-once=1' "$MQ_SPOOL/topics/in/groups/p.conf"
 	seq 300 | mq-pub -q -l in
 	local r pid
-	for ((r = 1; r <= ${MQ_PIPELINE_ROUNDS:-50}; r++)); do
+	for ((r = 1; r <= ${PIPELINE_ROUNDS:-50}; r++)); do
 		spawn "$TD/pipe.$r" mq-sub -f --lease 0.5 --backoff 0 \
 		    --exec 'read x; echo "out-$x"; echo "also-$x"' \
 		    --publish-to out -g p in

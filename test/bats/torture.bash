@@ -1,14 +1,14 @@
 # torture.bash: the crash test of guarantees.bats, for either storage
 # format (format2.bats runs it with MQ_FORMAT=2): publishers (one message
 # per mq-pub, and batches through mq-pub -l) and consumers of two groups
-# killed with SIGKILL at random, MQ_CRASH_ROUNDS times; then every group
+# killed with SIGKILL at random, CRASH_ROUNDS times; then every group
 # drained, and checked: nothing that a publisher was told was stored is
 # lost, nothing half written or never committed is delivered, the head is
 # repaired, the log holds exactly the committed sequence numbers, and no
 # temporary or queued name is left over.
 
 crash_torture() {
-	local rounds=${MQ_CRASH_ROUNDS:-30}
+	local rounds=${CRASH_ROUNDS:-30}
 	mkgroup t g1
 	mkgroup t g2
 

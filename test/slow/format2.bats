@@ -9,7 +9,7 @@ load ../bats/helper
 load ../bats/torture
 
 @test "format 2: crash safety, kill -9 producers and consumers at random; nothing acked is lost, nothing half-written is delivered" {
-	export MQ_FORMAT=2 MQ_CRASH_ROUNDS=${MQ_CRASH_ROUNDS:-12}
+	export MQ_FORMAT=2 CRASH_ROUNDS=${CRASH_ROUNDS:-12}
 	crash_torture
 	# The log is segments: fewer files than messages.
 	(($(count_entries "$MQ_SPOOL/topics/t/p0/log") < $(count_log t)))
