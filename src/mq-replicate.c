@@ -319,9 +319,6 @@ main(int argc, char *argv[])
 	mq_spool *sp = tool_spool(spool, is_keygen || is_auth || is_serve ||
 	    transfer ? MQ_CREATE : !strcmp(cmd, "status") ? MQ_READONLY : 0);
 	signals(is_push || (is_serve && !opt.stdio && !opt.inetd));
-	/* Format 2 is not shipped yet: refused before a peer is recorded. */
-	if ((is_serve || transfer) && mq_topics_format1(sp, "replication") < 0)
-		tool_fail();
 	int rc;
 	if (is_serve)
 		rc = serve(sp);

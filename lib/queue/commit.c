@@ -105,10 +105,8 @@ mq_group_commit(mq_spool *sp, const char *topic, const char *group,
 	    mq_head_read(hfd, &h) < 0))
 		rc = -1;
 	/* Format 2: the head is a hint, the log's end the truth. */
-	struct mq_seglog *l = rc == 0 && t.conf.format == 2 ?
-	    mq_topic_seglog(&t, at->partition) : NULL;
-	if (rc == 0 && t.conf.format == 2 &&
-	    (!l || mq_seglog_end(l->logfd, &h.committed) < 0))
+	if (rc == 0 && t.conf.format == 2 && mq_topic_log_end(&t,
+	    at->partition, h.committed, &h.committed) < 0)
 		rc = -1;
 	if (rc == 0 && at->offset > h.committed)
 		rc = mq_err(EX_USAGE, "offset %" PRIu64 " is past the head of "

@@ -83,6 +83,37 @@ group_start(const struct mq_topic *t, unsigned k, const char *group,
 	return rc;
 }
 
+int
+mq_cursor_open(const struct mq_topic *t, unsigned k, const char *group,
+    int flags)
+{
+	char path[MQ_NAME_MAX + 16];
+	if (mq_path(path, sizeof path, "g/%s/cursor", group) < 0)
+		return -1;
+	return mq_file_open(t->pfd[k], path, flags, 0666, NULL);
+}
+
+/* Under the cursor's lock (held by the caller): the cursor's next (one
+ * never written: where the group starts; *unset says so) and the log's
+ * end, from the head's hint.  A cursor past the end is one a file system
+ * served the log stale to: the cursor decides. */
+static int
+cursor_and_end(const struct mq_topic *t, unsigned k, const char *group,
+    int hfd, int cursorfd, uint64_t *next, uint64_t *end, bool *unset)
+{
+	struct mq_head h;
+	int rc = mq_cursor_read(cursorfd, next);
+	*unset = rc == 1;
+	if (rc < 0 || mq_head_read(hfd, &h) < 0 ||
+	    mq_topic_log_end(t, k, h.committed, end) < 0)
+		return -1;
+	if (*unset && group_start(t, k, group, *end, next) < 0)
+		return -1;
+	if (*next > *end)
+		*end = *next;
+	return 0;
+}
+
 /* Makes the empty file dirfd/NAME; there already is no error. */
 static int
 make_name(int dirfd, const char *name)
@@ -146,25 +177,11 @@ mq_feed(const struct mq_topic *t, unsigned k, const char *group,
 {
 	if (mq_file_lock(cursorfd, 1, "cursor") < 0)
 		return -1;
-	uint64_t next, end;
-	struct mq_head h;
+	uint64_t next = 0, end = 0;
+	bool unset = false;
 	struct batch *b = calloc(1, sizeof *b);
-	int rc = b ? mq_cursor_read(cursorfd, &next) : mq_err_sys("malloc");
-	bool unset = rc == 1;
-	if (unset)
-		rc = 0;
-	if (rc == 0)
-		rc = mq_head_read(hfd, &h);
-	struct mq_seglog *l = rc == 0 ? mq_topic_seglog(t, k) : NULL;
-	end = h.committed;
-	if (rc == 0 && (!l || mq_seglog_end(l->logfd, &end) < 0))
-		rc = -1;
-	if (rc == 0 && unset)
-		rc = group_start(t, k, group, end, &next);
-	/* A cursor past the log's end is one that a file system served
-	 * stale: the log's end decides. */
-	if (rc == 0 && next > end)
-		end = next;
+	int rc = b ? cursor_and_end(t, k, group, hfd, cursorfd, &next, &end,
+	    &unset) : mq_err_sys("malloc");
 	for (uint64_t s = next; rc == 0 && s < end && b->n < FEED_MAX; s++) {
 		/* Unreadable: named all the same, to be dead-lettered. */
 		struct mq_msg *m = NULL;
@@ -209,29 +226,15 @@ int
 mq_feed_skip(const struct mq_topic *t, unsigned k, const char *group,
     int hfd, uint64_t to, uint64_t *skipped)
 {
-	char path[MQ_NAME_MAX + 16];
 	uint64_t next, end;
-	struct mq_head h;
+	bool unset;
 	*skipped = 0;
-	if (mq_path(path, sizeof path, "g/%s/cursor", group) < 0)
-		return -1;
-	int fd = mq_file_open(t->pfd[k], path, O_RDWR | O_CREAT, 0666, NULL);
+	int fd = mq_cursor_open(t, k, group, O_RDWR | O_CREAT);
 	if (fd < 0)
 		return -1;
-	int rc = mq_file_lock(fd, 1, "cursor") < 0 ? -1 : 0;
-	if (rc == 0)
-		rc = mq_cursor_read(fd, &next);
-	bool unset = rc == 1;
-	if (unset)
-		rc = 0;
-	struct mq_seglog *l = rc == 0 ? mq_topic_seglog(t, k) : NULL;
-	if (rc == 0)
-		rc = mq_head_read(hfd, &h);
-	end = h.committed;
-	if (rc == 0 && (!l || mq_seglog_end(l->logfd, &end) < 0))
-		rc = -1;
-	if (rc == 0 && unset)
-		rc = group_start(t, k, group, end, &next);
+	int rc = mq_file_lock(fd, 1, "cursor") < 0 ||
+	    cursor_and_end(t, k, group, hfd, fd, &next, &end, &unset) < 0 ?
+	    -1 : 0;
 	if (rc == 0 && to > next) {
 		rc = mq_cursor_write(fd, to, 1);
 		*skipped = to - next;
@@ -262,10 +265,7 @@ int
 mq_feed_cursor(const struct mq_topic *t, unsigned k, const char *group,
     uint64_t end, uint64_t *next)
 {
-	char path[MQ_NAME_MAX + 16];
-	if (mq_path(path, sizeof path, "g/%s/cursor", group) < 0)
-		return -1;
-	int fd = mq_file_open(t->pfd[k], path, O_RDONLY, 0, NULL);
+	int fd = mq_cursor_open(t, k, group, O_RDONLY);
 	int rc = fd < 0 ? (errno == ENOENT ? 1 : -1) :
 	    mq_cursor_read(fd, next);
 	if (fd >= 0)

@@ -161,15 +161,9 @@ segments_gc(const struct mq_topic *t, unsigned k, int lfd, uint64_t hint,
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
 		uint64_t first;
 		struct stat st;
-		char line[128];
 		struct mq_seg sg;
-		if (mq_seg_name(l.v[i], &first) < 0 || first >= low)
-			continue;
-		int fd = mq_file_open(lfd, l.v[i], O_RDONLY, 0, &st);
-		ssize_t n = fd < 0 ? -1 : pread(fd, line, sizeof line, 0);
-		if (fd >= 0)
-			close(fd);
-		if (n < 0 || mq_seg_read_line(line, (size_t)n, &sg) < 0 ||
+		if (mq_seg_name(l.v[i], &first) < 0 || first >= low ||
+		    mq_seglog_line(lfd, l.v[i], first, &sg, &st) < 0 ||
 		    sg.first + sg.count > low ||
 		    now - (double)st.st_mtime <= keep)
 			continue;

@@ -254,11 +254,8 @@ subscribe_locked(const struct mq_topic *t, const char *group,
 		start[k] = h.committed;
 		/* Format 2: the head is a hint; the log's end is the start
 		 * (the group's cursor starts there, feed.c). */
-		struct mq_seglog *l = t->conf.format == 2 && rc == 0 ?
-		    mq_topic_seglog(t, k) : NULL;
-		if (t->conf.format == 2 && rc == 0 &&
-		    (!l || mq_seglog_end(l->logfd, &start[k]) < 0))
-			rc = -1;
+		if (t->conf.format == 2 && rc == 0)
+			rc = mq_topic_log_end(t, k, h.committed, &start[k]);
 		if (rc == 0)
 			rc = mq_group_dirs_make(t, k, group, c->ordered);
 	}

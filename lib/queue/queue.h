@@ -74,6 +74,10 @@ int mq_topic_tree_remove(int dirfd, const char *path);
  * SEGMENTED STORAGE).  mq_seglog_end moves *c (the head's committed, a
  * hint) past every segment linked at it: the log's end. */
 int mq_seglog_end(int logfd, uint64_t *c);
+/* The first line of segment log/NAME, checked against its name (first);
+ * st, if not NULL, gets the file's stat. */
+int mq_seglog_line(int logfd, const char *name, uint64_t first,
+    struct mq_seg *, struct stat *st);
 struct mq_seglog {
 	int logfd;                      /* log/, not owned */
 	uint64_t *first;                /* log/ as last listed, sorted */
@@ -255,6 +259,10 @@ struct mq_gdirs {
 int mq_gdirs_open(const struct mq_topic *, unsigned k, const char *group,
     struct mq_gdirs *);
 void mq_gdirs_close(struct mq_gdirs *);
+/* feed.c: the group's cursor in partition k, opened with flags (the
+ * file as mq_file_open opens one). */
+int mq_cursor_open(const struct mq_topic *, unsigned k, const char *group,
+    int flags);
 /* feed.c: a group of format 2 takes the records past its cursor into its
  * queue: how many (filtered ones count), *cursor its cursor after. */
 int mq_feed(const struct mq_topic *, unsigned k, const char *group,

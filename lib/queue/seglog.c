@@ -24,11 +24,11 @@
 
 #include "queue.h"
 
-/* The first line of log/NAME, checked against its name. */
-static int
-seg_line(int logfd, const char *name, uint64_t first, struct mq_seg *sg)
+int
+mq_seglog_line(int logfd, const char *name, uint64_t first,
+    struct mq_seg *sg, struct stat *st)
 {
-	int fd = mq_file_open(logfd, name, O_RDONLY, 0, NULL);
+	int fd = mq_file_open(logfd, name, O_RDONLY, 0, st);
 	if (fd < 0)
 		return -1;
 	char line[128];
@@ -55,7 +55,7 @@ mq_seglog_end(int logfd, uint64_t *c)
 		char name[MQ_SEQ_DIGITS + 1];
 		struct mq_seg sg;
 		snprintf(name, sizeof name, "%020" PRIu64, *c);
-		if (seg_line(logfd, name, *c, &sg) < 0)
+		if (mq_seglog_line(logfd, name, *c, &sg, NULL) < 0)
 			return errno == ENOENT ? 0 : -1;
 		*c += sg.count;
 	}
@@ -185,7 +185,7 @@ covering(struct mq_seglog *l, size_t i, uint64_t seq)
 		char name[MQ_SEQ_DIGITS + 1];
 		struct mq_seg sg;
 		snprintf(name, sizeof name, "%020" PRIu64, l->first[i]);
-		if (seg_line(l->logfd, name, l->first[i], &sg) == 0 &&
+		if (mq_seglog_line(l->logfd, name, l->first[i], &sg, NULL) == 0 &&
 		    seq - l->first[i] < sg.count)
 			return i;
 		if (i == 0)
@@ -299,7 +299,7 @@ mq_seglog_totals(int logfd, uint64_t end, uint64_t *records,
 		 * sequence order: a merge that died before its unlinks). */
 		if (mq_seg_name(names.v[i], &first) < 0 || first >= end ||
 		    (i && first < covered) ||
-		    seg_line(logfd, names.v[i], first, &sg) < 0)
+		    mq_seglog_line(logfd, names.v[i], first, &sg, NULL) < 0)
 			continue;
 		*records += sg.count;
 		*bytes += sg.size;

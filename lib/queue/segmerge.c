@@ -55,22 +55,18 @@ list_log(int logfd, struct small **out, size_t *n)
 	uint64_t end = 0;
 	for (size_t i = 0; i < names.n; i++) {
 		uint64_t first;
-		struct stat st;
-		char line[128];
 		struct mq_seg sg;
+		struct stat st;
 		/* Names sort in sequence order: 20 digits each. */
-		if (mq_seg_name(names.v[i], &first) < 0)
-			continue;
-		int fd = mq_file_open(logfd, names.v[i], O_RDONLY, 0, &st);
-		ssize_t r = fd < 0 ? -1 : pread(fd, line, sizeof line, 0);
-		if (fd >= 0)
-			close(fd);
-		if (r < 0 || mq_seg_read_line(line, (size_t)r, &sg) < 0)
+		if (mq_seg_name(names.v[i], &first) < 0 ||
+		    mq_seglog_line(logfd, names.v[i], first, &sg, &st) < 0)
 			continue;
 		if (*n && first < end) {
 			mq_unlinkat(logfd, names.v[i], 0);
 			continue;
 		}
+		/* The file's own size: one that is not what its line says
+		 * is damaged, and add_segment refuses it. */
 		v[(*n)++] = (struct small){ first, sg.count, (size_t)st.st_size };
 		end = first + sg.count;
 	}

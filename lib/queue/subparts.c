@@ -43,9 +43,8 @@ open_part(mq_sub *s, struct part *p)
 	 * filter, which they apply (feed.c). */
 	if (t->conf.format == 2) {
 		struct mq_conf kv;
-		if (mq_path(path, sizeof path, "g/%s/cursor", s->group) < 0 ||
-		    (p->cursorfd = mq_file_open(t->pfd[k], path, O_RDWR |
-		    O_CREAT, 0666, NULL)) < 0 ||
+		if ((p->cursorfd = mq_cursor_open(t, k, s->group, O_RDWR |
+		    O_CREAT)) < 0 ||
 		    mq_group_conf_read(t, s->group, &kv) < 0)
 			return -1;
 		int rc = mq_filter_from_conf(&kv, s->group, &p->filter);

@@ -107,7 +107,11 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 	struct repl_epoch ep = { 0 };
 	const char *rest;
 	size_t len;
-	if (repl_spool_id(sp, me) < 0)
+	/* Format 2 is not shipped yet: refused before anything of the
+	 * session is written, a spool id or a peer's record; a topic made
+	 * while a --follow runs stops its next session. */
+	if (mq_topics_format1(sp, "replication") < 0 ||
+	    repl_spool_id(sp, me) < 0)
 		return -1;
 	/* A damaged epoch is said to the peer after the hellos, as any
 	 * error of the session; the hello meanwhile says none (0). */

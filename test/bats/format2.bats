@@ -353,6 +353,10 @@ print(d[0]["id"])' "$output")
 	assert_equal "$status" 69
 	assert_one_line_error mq-stat
 	[[ $stderr == *"topic t is of format 2"* ]] || fail "$stderr"
+	run --separate-stderr mq-stat --message "$(mq-pub t two)" t
+	assert_equal "$status" 69
+	[[ $stderr == *"topic t is of format 2"* ]] || fail "$stderr"
+	before=$(spool_snapshot)
 	mkdir "$TD/replica"
 	run --separate-stderr mq-replicate push --rsh env --remote-spool "$TD/replica"
 	assert_equal "$status" 69
