@@ -114,15 +114,40 @@ cursor_and_end(const struct mq_topic *t, unsigned k, const char *group,
 	return 0;
 }
 
-/* Makes the empty file dirfd/NAME; there already is no error. */
+/* The file a feed's names share (an inode per batch, not per name: an
+ * inode allocation is what a name costs, ext4's allocator walking its
+ * recently freed inodes on a busy queue), and where it is. */
+struct feedfile {
+	int dirfd;
+	char name[MQ_KEY_LEN + 32];
+	bool linked;               /* names share it: not on a shared fs */
+};
+
+/* Makes dirfd/NAME: a link to the batch's file, or the batch's file (an
+ * empty one this feed created: never a name it found, which a consumer
+ * with write access may have made, of any type).  A name already there
+ * is no error (a feed that died made it). */
 static int
-make_name(int dirfd, const char *name)
+make_name(int dirfd, const char *name, struct feedfile *ff)
 {
+	if (ff->dirfd >= 0) {
+		if (mq_linkat(ff->dirfd, ff->name, dirfd, name, 0) == 0 ||
+		    errno == EEXIST)
+			return 0;
+		/* Full, or promoted out of delay/ meanwhile: a new one. */
+		if (errno != EMLINK && errno != ENOENT)
+			return mq_err_sys("feed %s", name);
+	}
 	int fd = mq_openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (fd < 0)
 		return errno == EEXIST ? 0 : mq_err_sys("feed %s", name);
-	return close(fd) < 0 ? mq_err_sys("feed %s", name) : 0;
+	if (close(fd) < 0)
+		return mq_err_sys("feed %s", name);
+	if (ff->linked)
+		ff->dirfd = dirfd;
+	snprintf(ff->name, sizeof ff->name, "%s", name);
+	return 0;
 }
 
 /* The batch read: each record's message, NULL when it cannot be read. */
@@ -146,6 +171,10 @@ name_batch(const struct mq_topic *t, unsigned k, const char *group,
     struct mq_gdirs *d, const struct batch *b, uint64_t first, bool *delayed)
 {
 	double now = mq_now();
+	/* A dead letter's copy swaps its name for a file of its own
+	 * (msgread.c), which a shared file system may not do: names of
+	 * their own there. */
+	struct feedfile ff = { .dirfd = -1, .linked = !mq_fs_shared(d->newfd) };
 	for (size_t i = 0; i < b->n; i++) {
 		const struct mq_msg *m = b->m[i];
 		char key[MQ_KEY_LEN + 1], name[MQ_KEY_LEN + 32];
@@ -164,7 +193,7 @@ name_batch(const struct mq_topic *t, unsigned k, const char *group,
 		} else {
 			snprintf(name, sizeof name, "%s", key);
 		}
-		if (make_name(dirfd, name) < 0)
+		if (make_name(dirfd, name, &ff) < 0)
 			return -1;
 	}
 	return 0;

@@ -95,10 +95,12 @@ too_old(const char *key, void *ctx)
 	return a->now - mq_key_time(key) > a->window;
 }
 
-/* Ledger entries of exactly-once groups last as long as the dedup window:
- * a redelivery later than that is no longer recognised. */
+/* A group's housekeeping in partition pfd: entries of an exactly-once
+ * ledger last as long as the dedup window (a redelivery later than that
+ * is no longer recognised); a dead letter's copy that a crash left in
+ * cur/ (msgread.c) is removed once stale. */
 static void
-expire_ledgers(int pfd, double now, double window)
+groups_housekeeping(int pfd, double now, double window)
 {
 	struct mq_names groups = { 0 };
 	int gfd = mq_openat(pfd, "g", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
@@ -107,6 +109,13 @@ expire_ledgers(int pfd, double now, double window)
 		goto out;
 	for (size_t i = 0; i < groups.n; i++) {
 		char path[MQ_NAME_MAX + 8];
+		snprintf(path, sizeof path, "%s/cur", groups.v[i]);
+		int cfd = mq_openat(gfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		if (cfd >= 0) {
+			sweep_temporaries(cfd, now);
+			close(cfd);
+		}
 		snprintf(path, sizeof path, "%s/done", groups.v[i]);
 		int dfd = mq_openat(gfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
@@ -223,7 +232,7 @@ mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 			mq_head_unlock(hfd);
 		}
 		if (rc == 0)
-			expire_ledgers(t.pfd[k], now, t.conf.dedup_window);
+			groups_housekeeping(t.pfd[k], now, t.conf.dedup_window);
 		if (lfd >= 0)
 			close(lfd);
 		if (hfd >= 0)

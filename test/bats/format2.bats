@@ -16,6 +16,15 @@ seg_lines() {
 	done
 }
 
+# dead_letter TOPIC REASON: the id of the topic's one dead letter, whose
+# reason is REASON.
+dead_letter() {
+	mq-dlq list --json "$1" | "$PY" -c 'import json, sys
+d = json.load(sys.stdin)
+assert len(d) == 1 and d[0]["reason"] == sys.argv[1], d
+print(d[0]["id"])' "$2"
+}
+
 # tiles TOPIC [PARTITION]: the segments' ranges follow each other from 0
 # with no gap and no overlap, and each segment is named by its first.
 tiles() {
@@ -225,13 +234,8 @@ print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
 	run -0 mq-sub -g g -t 10 -n 1 t
 	assert_output later
 	(( ${EPOCHREALTIME/./} - t0 >= 1500000 )) || fail "delivered before it was due"
-	run -0 mq-dlq list --json t
-	local id
-	id=$("$PY" -c 'import json, sys
-d = json.loads(sys.argv[1])
-assert len(d) == 1 and d[0]["reason"] == "expired", d
-print(d[0]["id"])' "$output")
-	run -0 mq-dlq show t "$id"
+	run -0 dead_letter t expired
+	run -0 mq-dlq show t "$output"
 	[[ $output == *brief* ]] || fail "the dead letter lost its message: $output"
 }
 
@@ -362,4 +366,36 @@ print(d[0]["id"])' "$output")
 	assert_equal "$status" 69
 	[[ $stderr == *"format 2"* ]] || fail "$stderr"
 	assert_equal "$(spool_snapshot)" "$before"
+}
+
+@test "format 2: a feed's names share one inode, not one each; a dead letter of one gets a file of its own, the others stay empty and are delivered" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	printf 'msg-%s\n' 1 2 3 4 5 | mq-pub -q -l t
+	run -0 mq-sub -g g -n 1 --manual -F '%r' t
+	local receipt=$output d f
+	d=$(group_dir t g)
+	assert_equal "$(count_entries "$d/new")" 4
+	# One inode for the batch: 4 names in new/ and the claim in cur/.
+	assert_equal "$(stat -c %i "$d"/new/* "$d"/cur/* | sort -u | wc -l)" 1
+	assert_equal "$(stat -c %h "$d"/new/* | sort -u)" 5
+	run -0 mq-ack -g g --reject --reason bad t "$receipt"
+	for f in "$d"/new/*; do
+		[[ ! -s $f ]] || fail "$f got the dead letter's copy"
+		assert_equal "$(stat -c %h "$f")" 4
+	done
+	run -0 dead_letter t rejected
+	run -0 mq-dlq show t "$output"
+	[[ $output == *msg-1* && $output != *msg-2* ]] ||
+		fail "the dead letter holds another message than its own: $output"
+	assert_equal "$(count_entries "$d/cur")" 0
+	run -0 mq-sub -g g t
+	assert_output "$(printf 'msg-%s\n' 2 3 4 5)"
+	group_empty t g
+	# A copy that a crash left before its swap: gc removes it once stale.
+	touch -d '2 hours ago' "$d/cur/.tmp.0123456789abcdef"
+	touch "$d/cur/.tmp.fedcba9876543210"
+	run -0 mq-topic gc t
+	[[ ! -e $d/cur/.tmp.0123456789abcdef ]] || fail "the stale copy is left"
+	[[ -e $d/cur/.tmp.fedcba9876543210 ]] || fail "a fresh one went"
 }
