@@ -10,6 +10,12 @@
  * sorted names of new/ below the head's committed, the partitions in
  * turn.  What a consumer would settle unseen (expired, unreadable) is
  * passed over too.
+ *
+ * Format 2: a partition's names in new/ below the group's cursor, then
+ * the log's records from the cursor on, as a feed would take them (the
+ * group's filter applied, a record not yet due passed over: it would wait
+ * in delay/).  The cursor is read without its lock: a feed may move it
+ * the moment after, as a consumer may claim a name.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,7 +26,8 @@
 
 #include "info.h"
 
-/* Reads path under partition k of t as the message of KEY seq.id. */
+/* Reads path under partition k of t as the message of KEY seq.id (in
+ * format 2 the record an empty name stands for). */
 static int
 peek_read(const struct mq_topic *t, unsigned k, const char *path,
     uint64_t seq, const char *id, unsigned attempts, struct mq_msg **out)
@@ -28,7 +35,9 @@ peek_read(const struct mq_topic *t, unsigned k, const char *path,
 	char key[MQ_KEY_LEN + 1];
 	snprintf(key, sizeof key, "%0*llu.%.*s", MQ_SEQ_DIGITS,
 	    (unsigned long long)seq, MQ_ID_LEN, id);
-	if (mq_claim_read(t, t->pfd[k], path, key, out) < 0)
+	if ((t->conf.format == 2 ?
+	    mq_claim_read_at(t, k, t->pfd[k], path, out) :
+	    mq_claim_read(t, t->pfd[k], path, key, out)) < 0)
 		return -1;
 	(*out)->attempts = attempts;
 	return 0;
@@ -41,11 +50,13 @@ is_pending(const char *name)
 	return mq_entry_parse(name, &e) == 0 && !e.claimed;
 }
 
-/* A partition's pending names, those below committed. */
+/* A partition's pending names, those below committed (format 2: the
+ * cursor), and in format 2 the records from there to the log's end. */
 struct plist {
 	struct mq_names names;
 	size_t pos;
 	uint64_t committed;
+	uint64_t end;
 };
 
 static int
@@ -60,14 +71,43 @@ plist_read(const struct mq_topic *t, unsigned k, const char *group,
 		close(hfd);
 	if (rc < 0 || mq_path(dir, sizeof dir, "g/%s/new", group) < 0)
 		return -1;
-	pl->committed = h.committed;
+	pl->committed = pl->end = h.committed;
+	if (t->conf.format == 2 &&
+	    (mq_topic_log_end(t, k, h.committed, &pl->end) < 0 ||
+	    mq_feed_cursor(t, k, group, pl->end, &pl->committed) < 0))
+		return -1;
 	return mq_names_read_at(t->pfd[k], dir, is_pending, &pl->names);
+}
+
+/* Format 2: the next record past the cursor that a feed would name in
+ * new/: 1 with *out, 0 none left. */
+static int
+plist_next_record(const struct mq_topic *t, unsigned k, mq_filter *f,
+    struct plist *pl, struct mq_msg **out)
+{
+	while (pl->committed < pl->end) {
+		uint64_t seq = pl->committed++;
+		if (mq_record_read(t, k, seq, NULL, out) < 0) {
+			if (mq_errcode() == EX_DATAERR)
+				continue;
+			return -1;
+		}
+		double now = mq_now();
+		int match = f ? mq_filter_match(f, *out) : 1;
+		if (match == 1 && (*out)->deliver_at <= now &&
+		    !((*out)->expires > 0 && now > (*out)->expires))
+			return 1;
+		mq_msg_free(*out);
+		if (match < 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* The next message of the partition: 1 with *out, 0 none left. */
 static int
 plist_next(const struct mq_topic *t, unsigned k, const char *group,
-    struct plist *pl, struct mq_msg **out)
+    mq_filter *f, struct plist *pl, struct mq_msg **out)
 {
 	while (pl->pos < pl->names.n) {
 		const char *name = pl->names.v[pl->pos++];
@@ -77,8 +117,9 @@ plist_next(const struct mq_topic *t, unsigned k, const char *group,
 		if (mq_entry_parse(name, &e) < 0 || mq_seq_of(name, &seq) < 0)
 			continue;
 		if (seq >= pl->committed) {
-			pl->pos = pl->names.n;  /* a publish in progress */
-			return 0;
+			/* A publish (format 2: a feed) in progress. */
+			pl->pos = pl->names.n;
+			break;
 		}
 		if (mq_path(path, sizeof path, "g/%s/new/%s", group, name) < 0)
 			return -1;
@@ -96,7 +137,7 @@ plist_next(const struct mq_topic *t, unsigned k, const char *group,
 		}
 		return 1;
 	}
-	return 0;
+	return t->conf.format == 2 ? plist_next_record(t, k, f, pl, out) : 0;
 }
 
 int
@@ -105,16 +146,19 @@ mq_peek_group(mq_spool *sp, const char *topic, const char *group,
 {
 	struct mq_topic t;
 	struct mq_conf kv;
-	if (mq_topic_open(sp, topic, &t) < 0)
+	mq_filter *f = NULL;
+	if (mq_topic_open_as(sp, topic, MQ_FORMAT1 | MQ_FORMAT2, &t) < 0)
 		return -1;
 	if (mq_group_conf_read(&t, group, &kv) < 0) {
 		mq_topic_close(&t);
 		return -1;
 	}
+	int rc = t.conf.format == 2 ? mq_filter_from_conf(&kv, group, &f) : 0;
 	mq_conf_free(&kv);
 	unsigned np = t.conf.partitions;
-	struct plist *pl = calloc(np, sizeof *pl);
-	int rc = pl ? 0 : mq_err_sys("malloc");
+	struct plist *pl = rc < 0 ? NULL : calloc(np, sizeof *pl);
+	if (rc == 0 && !pl)
+		rc = mq_err_sys("malloc");
 	for (unsigned k = 0; rc == 0 && k < np; k++)
 		rc = plist_read(&t, k, group, &pl[k]);
 	size_t given = 0;
@@ -123,7 +167,7 @@ mq_peek_group(mq_spool *sp, const char *topic, const char *group,
 		for (unsigned k = 0; rc == 0 && k < np && (!max ||
 		    given < max); k++) {
 			struct mq_msg *m;
-			int r = plist_next(&t, k, group, &pl[k], &m);
+			int r = plist_next(&t, k, group, f, &pl[k], &m);
 			if (r <= 0) {
 				rc = r;
 				continue;
@@ -137,6 +181,7 @@ mq_peek_group(mq_spool *sp, const char *topic, const char *group,
 	for (unsigned k = 0; pl && k < np; k++)
 		mq_names_free(&pl[k].names);
 	free(pl);
+	mq_filter_free(f);
 	mq_topic_close(&t);
 	return rc < 0 ? -1 : rc > 0 ? rc : (int)given;
 }

@@ -352,14 +352,17 @@ print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
 	mkgroup t g
 	mq-pub -q t one
 	local before
+	local id
+	id=$(mq-pub t two)
 	before=$(spool_snapshot)
-	run --separate-stderr mq-stat --peek t g
+	run --separate-stderr mq-stat --message "$id" t
 	assert_equal "$status" 69
 	assert_one_line_error mq-stat
 	[[ $stderr == *"topic t is of format 2"* ]] || fail "$stderr"
-	run --separate-stderr mq-stat --message "$(mq-pub t two)" t
+	run --separate-stderr mq-stat --peek --message "$id" t g
 	assert_equal "$status" 69
 	[[ $stderr == *"topic t is of format 2"* ]] || fail "$stderr"
+	assert_equal "$(spool_snapshot)" "$before"
 	before=$(spool_snapshot)
 	mkdir "$TD/replica"
 	run --separate-stderr mq-replicate push --rsh env --remote-spool "$TD/replica"
@@ -398,4 +401,34 @@ print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
 	run -0 mq-topic gc t
 	[[ ! -e $d/cur/.tmp.0123456789abcdef ]] || fail "the stale copy is left"
 	[[ -e $d/cur/.tmp.fedcba9876543210 ]] || fail "a fresh one went"
+}
+
+@test "format 2: mq-stat --peek shows a group's next messages, the names fed below its cursor and then the records past it, its filter applied; it claims and moves nothing" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	mkgroup t f --group-match 'h=yes'
+	printf '%s\n' 1 2 3 | mq-pub -q -l t
+	# The first receive feeds 1 to 3 into new/ and takes 1.
+	run -0 mq-sub -g g -n 1 t
+	assert_output 1
+	assert_equal "$(cursor_of t g)" 3
+	mq-pub -q -H 'h: yes' t 4
+	mq-pub -q --delay 1h -H 'h: yes' t later
+	mq-pub -q -H 'h: no' t 5
+	mq-pub -q -H 'h: yes' t 6
+	local before
+	before=$(spool_snapshot)
+	run -0 mq-stat --peek t g
+	assert_output "$(printf '%s\n' 2 3 4 5 6)"
+	run -0 mq-stat --peek -n 3 t g
+	assert_output "$(printf '%s\n' 2 3 4)"
+	run -0 mq-stat --peek --json -n 1 t f
+	[[ $output == *'"body":"4"'* && $output == *'"seq":3'* ]] || fail "$output"
+	run -0 mq-stat --peek t f
+	assert_output "$(printf '%s\n' 4 6)"
+	assert_equal "$(spool_snapshot)" "$before"
+	run -0 mq-sub -g g t
+	assert_output "$(printf '%s\n' 2 3 4 5 6)"
+	run -0 mq-sub -g f t
+	assert_output "$(printf '%s\n' 4 6)"
 }
