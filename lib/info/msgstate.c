@@ -34,6 +34,13 @@
  * Each directory is listed once and the listings are not atomic
  * together: a message given back (cur/ to new/) between the listing of
  * new/ and that of cur/ is in neither, and is reported acked.
+ *
+ * Format 2: a group's names are searched as in format 1; the log is
+ * searched by id, record by record, only when no group holds a name of
+ * it (there is no index of ids: O(messages) then).  A group that holds no
+ * name of a record at or past its cursor has not been fed it: pending,
+ * delayed, expired or filtered as a feed would make it; below its cursor
+ * it is told from what never changes, as in format 1.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -296,8 +303,10 @@ static const struct mq_msg *
 found_msg(struct found *fo)
 {
 	if (!fo->read)
-		fo->read = mq_claim_read(fo->t, fo->t->pfd[fo->k], fo->path,
-		    NULL, &fo->m) == 0 ? 1 : -1;
+		fo->read = (fo->t->conf.format == 2 ?
+		    mq_record_read(fo->t, fo->k, fo->seq, fo->key, &fo->m) :
+		    mq_claim_read(fo->t, fo->t->pfd[fo->k], fo->path, NULL,
+		    &fo->m)) == 0 ? 1 : -1;
 	return fo->read > 0 ? fo->m : NULL;
 }
 
@@ -442,14 +451,52 @@ why_not_held(struct found *fo, const char *group, const struct mq_conf *kv,
 	return 0;
 }
 
+/* Format 2: what a feed would make of a record the group has not been
+ * fed: pending, delayed, expired (its Mq-Expires passed) or filtered. */
+static int
+not_fed(struct found *fo, const char *group, const struct mq_conf *kv,
+    struct mq_msg_where *w)
+{
+	const struct mq_msg *m = found_msg(fo);
+	mq_filter *f;
+	if (!m)
+		return 0;               /* to be dead-lettered: unknown here */
+	if (mq_filter_from_conf(kv, group, &f) < 0)
+		return -1;
+	int match = f ? mq_filter_match(f, m) : 1;
+	mq_filter_free(f);
+	double now = mq_now();
+	if (match <= 0) {
+		w->state = MQ_MSG_FILTERED;
+		return match;
+	}
+	w->in = "log";
+	w->state = m->deliver_at > now ? MQ_MSG_DELAYED : MQ_MSG_PENDING;
+	w->due = m->deliver_at > now ? m->deliver_at : 0;
+	w->expires = m->expires;
+	if (m->expires > 0 && m->expires <= now)
+		w->state = MQ_MSG_EXPIRED;
+	return 0;
+}
+
 static int
 gone_why(struct found *fo, const char *group, struct mq_msg_where *w)
 {
 	struct mq_conf kv;
+	uint64_t next, end;
 	if (mq_group_conf_read(fo->t, group, &kv) < 0)
 		/* Unsubscribed meanwhile: nothing more to tell. */
 		return mq_errcode() == EX_NOINPUT ? 0 : -1;
-	int rc = why_not_held(fo, group, &kv, w);
+	int rc = 0;
+	bool fed = true;
+	if (fo->t->conf.format == 2) {
+		rc = mq_topic_log_end(fo->t, fo->k, fo->seq + 1, &end) < 0 ||
+		    mq_feed_cursor(fo->t, fo->k, group, end, &next) < 0 ? -1 : 0;
+		fed = fo->seq < next;
+	}
+	if (rc == 0)
+		rc = fed ? why_not_held(fo, group, &kv, w) :
+		    not_fed(fo, group, &kv, w);
 	mq_conf_free(&kv);
 	return rc;
 }
@@ -481,24 +528,59 @@ push(struct mq_msg_where **v, size_t *n, const struct mq_topic *t,
 	return w->topic && (w->group || !group) ? 0 : mq_err_sys("malloc");
 }
 
+/* Format 2: the record of id in partition k's log, into fo's key and
+ * seq: 1 found, 0 not. */
+static int
+find_record(const struct mq_topic *t, unsigned k, const char *id,
+    struct found *fo)
+{
+	struct mq_head h;
+	uint64_t end;
+	struct mq_seglog *l = mq_topic_seglog(t, k);
+	int hfd = mq_head_open(t->pfd[k], MQ_HEAD_READ);
+	int rc = hfd < 0 || !l || mq_head_read(hfd, &h) < 0 ||
+	    mq_topic_log_end(t, k, h.committed, &end) < 0 ? -1 :
+	    mq_seglog_find_id(l, end, id, &fo->seq);
+	if (hfd >= 0)
+		close(hfd);
+	if (rc > 0)
+		snprintf(fo->key, sizeof fo->key, "%0*llu.%s", MQ_SEQ_DIGITS,
+		    (unsigned long long)fo->seq, id);
+	return rc;
+}
+
+/* A pending or delayed name of format 2: expired when its record's
+ * Mq-Expires has passed. */
+static void
+name_expiry(struct found *fo, struct mq_msg_where *w)
+{
+	const struct mq_msg *m = found_msg(fo);
+	if (!m || m->expires <= 0)
+		return;
+	w->expires = m->expires;
+	if (m->expires <= mq_now())
+		w->state = MQ_MSG_EXPIRED;
+}
+
 static int
 in_topic(mq_spool *sp, const char *topic, int named, const char *id,
     struct mq_msg_where **v, size_t *n)
 {
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, &t) < 0)
+	if (mq_topic_open_as(sp, topic, MQ_FORMAT1 | MQ_FORMAT2, &t) < 0)
 		return !named && mq_errcode() == EX_NOINPUT ? 0 : -1;
 	struct mq_names groups = { 0 };
 	int rc = mq_groups_read(&t, &groups);
+	bool f2 = t.conf.format == 2;
 	for (unsigned k = 0; rc == 0 && k < t.conf.partitions; k++) {
 		struct found fo = { .t = &t, .k = k };
-		int inlog = scan(t.pfd[k], "log", id, ID_AT, mq_is_key, fo.key,
-		    sizeof fo.key);
+		int inlog = f2 ? 0 : scan(t.pfd[k], "log", id, ID_AT, mq_is_key,
+		    fo.key, sizeof fo.key);
 		if (inlog < 0) {
 			rc = -1;
 			break;
 		}
-		if (!inlog && t.conf.retention <= 0)
+		if (!inlog && !f2 && t.conf.retention <= 0)
 			continue;
 		if (inlog)
 			snprintf(fo.path, sizeof fo.path, "log/%s", fo.key);
@@ -534,6 +616,12 @@ in_topic(mq_spool *sp, const char *topic, int named, const char *id,
 			found |= r > 0;
 			rc = push(v, n, &t, k, groups.v[g], &w);
 		}
+		if (rc == 0 && !found && f2) {
+			int r = find_record(&t, k, id, &fo);
+			if (r < 0)
+				rc = -1;
+			found = r > 0;
+		}
 		if (rc == 0 && !found) {
 			/* Neither in the log nor in a group: not here. */
 			where_clear(*v + first, *n - first);
@@ -546,9 +634,14 @@ in_topic(mq_spool *sp, const char *topic, int named, const char *id,
 		}
 		mq_seq_of(fo.key, &fo.seq);
 		for (size_t i = first; i < *n; i++) {
-			(*v)[i].seq = fo.seq;
-			if (rc == 0 && (*v)[i].state == MQ_MSG_ACKED)
-				rc = gone_why(&fo, (*v)[i].group, &(*v)[i]);
+			struct mq_msg_where *w = &(*v)[i];
+			w->seq = fo.seq;
+			if (rc == 0 && w->state == MQ_MSG_ACKED)
+				rc = gone_why(&fo, w->group, w);
+			/* Format 2's names are empty: the record tells. */
+			else if (rc == 0 && f2 && (w->state == MQ_MSG_PENDING ||
+			    w->state == MQ_MSG_DELAYED))
+				name_expiry(&fo, w);
 		}
 		found_clear(&fo);
 	}

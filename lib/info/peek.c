@@ -35,8 +35,11 @@ peek_read(const struct mq_topic *t, unsigned k, const char *path,
 	char key[MQ_KEY_LEN + 1];
 	snprintf(key, sizeof key, "%0*llu.%.*s", MQ_SEQ_DIGITS,
 	    (unsigned long long)seq, MQ_ID_LEN, id);
-	if ((t->conf.format == 2 ?
+	/* Format 2: a name stands for its record; no name, the record past
+	 * the group's cursor. */
+	if ((t->conf.format == 2 ? path ?
 	    mq_claim_read_at(t, k, t->pfd[k], path, out) :
+	    mq_record_read(t, k, seq, key, out) :
 	    mq_claim_read(t, t->pfd[k], path, key, out)) < 0)
 		return -1;
 	(*out)->attempts = attempts;
@@ -186,11 +189,14 @@ mq_peek_group(mq_spool *sp, const char *topic, const char *group,
 	return rc < 0 ? -1 : rc > 0 ? rc : (int)given;
 }
 
+/* Held by a group to be settled: by a name, or in format 2 in the log
+ * past its cursor. */
 static bool
 waits(const struct mq_msg_where *w, const char *group)
 {
 	return (w->state == MQ_MSG_PENDING || w->state == MQ_MSG_INFLIGHT ||
-	    w->state == MQ_MSG_DELAYED) && w->path &&
+	    w->state == MQ_MSG_DELAYED) &&
+	    (w->path || (w->in && !strcmp(w->in, "log"))) &&
 	    (!group || (w->group && !strcmp(w->group, group)));
 }
 
@@ -215,7 +221,8 @@ mq_peek_id(mq_spool *sp, const char *topic, const char *group,
 		    w[i].group ? w[i].group : "", mq_msg_state_name(w[i].state));
 	} else {
 		struct mq_topic t;
-		rc = mq_topic_open(sp, w[i].topic, &t);
+		rc = mq_topic_open_as(sp, w[i].topic, MQ_FORMAT1 | MQ_FORMAT2,
+		    &t);
 		if (rc == 0) {
 			rc = peek_read(&t, w[i].partition, w[i].path, w[i].seq,
 			    id, w[i].attempts, out);

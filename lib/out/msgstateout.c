@@ -35,6 +35,15 @@ time_json(double t)
 	return t > 0 ? json_string(rfc3339(t, b, sizeof b)) : json_null();
 }
 
+/* A name in delay/, or in format 2 a record past the group's cursor not
+ * yet due: its due time is known. */
+static bool
+shows_due(const struct mq_msg_where *w)
+{
+	return w->in && (!strcmp(w->in, "delay") ||
+	    (!strcmp(w->in, "log") && w->state == MQ_MSG_DELAYED));
+}
+
 int
 mq_msg_where_write_text(const struct mq_msg_where *w, size_t n, FILE *f)
 {
@@ -52,7 +61,7 @@ mq_msg_where_write_text(const struct mq_msg_where *w, size_t n, FILE *f)
 		if (w->state == MQ_MSG_INFLIGHT)
 			fprintf(f, " lease-deadline=%s",
 			    rfc3339(w->lease_deadline, b, sizeof b));
-		if (w->in && !strcmp(w->in, "delay"))
+		if (shows_due(w))
 			fprintf(f, " due=%s", rfc3339(w->due, b, sizeof b));
 		if (w->expires > 0)
 			fprintf(f, " expires=%s", rfc3339(w->expires, b,
@@ -91,8 +100,8 @@ mq_msg_where_write_json(const char *id, const struct mq_msg_where *w,
 		json_object_set_new(g, "lease_deadline",
 		    time_json(w->state == MQ_MSG_INFLIGHT ? w->lease_deadline :
 		    0));
-		json_object_set_new(g, "due", time_json(w->in &&
-		    !strcmp(w->in, "delay") ? w->due : 0));
+		json_object_set_new(g, "due", time_json(shows_due(w) ? w->due :
+		    0));
 		json_object_set_new(g, "expires", time_json(w->expires));
 		json_object_set_new(g, "reason", w->reason ?
 		    json_string(w->reason) : json_null());

@@ -309,13 +309,17 @@ mq_feed_low(const struct mq_topic *t, unsigned k, const char *group,
     uint64_t end, uint64_t *low)
 {
 	char path[MQ_NAME_MAX + 16];
-	int rc = mq_feed_cursor(t, k, group, end, low);
+	uint64_t g;
+	int rc = mq_feed_cursor(t, k, group, end, &g);
 	static const char *const q[] = { "new", "cur", "delay" };
 	for (size_t i = 0; rc == 0 && i < 3; i++) {
 		if (mq_path(path, sizeof path, "g/%s/%s", group, q[i]) < 0)
 			return -1;
 		rc = names_low(t->pfd[k], path, i == 2 ? MQ_SEQ_DIGITS + 1 : 0,
-		    low);
+		    &g);
 	}
+	/* Lowered, never raised: the least of every group's. */
+	if (rc == 0 && g < *low)
+		*low = g;
 	return rc;
 }

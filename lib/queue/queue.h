@@ -99,6 +99,10 @@ int mq_seglog_seek(struct mq_seglog *, uint64_t seq);
  * segment, valid until the next seek): 1; 0 at its segment's end (seek
  * again to go on); -1 when the segment is damaged (EX_DATAERR). */
 int mq_seglog_next(struct mq_seglog *, uint64_t *seq, struct mq_seg_rec *);
+/* The sequence number below end of the record whose Message-Id is id:
+ * 1 with *seq, 0 none; every segment read (mq-stat --message). */
+int mq_seglog_find_id(struct mq_seglog *, uint64_t end, const char *id,
+    uint64_t *seq);
 /* Partition k's reader, kept with the topic (opened on first use; NULL
  * with the error when log/ does not open). */
 struct mq_seglog *mq_topic_seglog(const struct mq_topic *, unsigned k);
@@ -276,8 +280,9 @@ int mq_feed_skip(const struct mq_topic *, unsigned k, const char *group,
  * written: where the group starts). */
 int mq_feed_cursor(const struct mq_topic *, unsigned k, const char *group,
     uint64_t end, uint64_t *next);
-/* The least sequence number the group still needs of partition k's log
- * (end: the log's end): its cursor, or the least of its queues' names. */
+/* Lowers *low to the least sequence number the group still needs of
+ * partition k's log (end: the log's end): its cursor, or the least of
+ * its queues' names. */
 int mq_feed_low(const struct mq_topic *, unsigned k, const char *group,
     uint64_t end, uint64_t *low);
 int mq_gdirs_delay(const struct mq_topic *, unsigned k, const char *group,

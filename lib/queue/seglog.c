@@ -260,6 +260,60 @@ mq_seglog_next(struct mq_seglog *l, uint64_t *seq, struct mq_seg_rec *r)
 	return 0;
 }
 
+/* Whether record r's header block says Message-Id: id. */
+static bool
+record_has_id(const struct mq_seg_rec *r, const char *id)
+{
+	static const char tag[] = "Message-Id: ";
+	size_t tl = sizeof tag - 1;
+	for (const char *p = r->hdr, *end = r->hdr + r->hdr_len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (len == tl + MQ_ID_LEN && !memcmp(p, tag, tl))
+			return !memcmp(p + tl, id, MQ_ID_LEN);
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	return false;
+}
+
+int
+mq_seglog_find_id(struct mq_seglog *l, uint64_t end, const char *id,
+    uint64_t *seq)
+{
+	/* A copy of the listing: a seek may list log/ again. */
+	if (relist(l) < 0)
+		return -1;
+	size_t n = l->n;
+	uint64_t *first = n ? reallocarray(NULL, n, sizeof *first) : NULL;
+	if (n && !first)
+		return mq_err_sys("malloc");
+	if (n)
+		memcpy(first, l->first, n * sizeof *first);
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < n && first[i] < end; i++) {
+		int r = mq_seglog_seek(l, first[i]);
+		if (r < 0 && mq_errcode() != EX_DATAERR) {
+			rc = -1;
+			break;
+		}
+		struct mq_seg_rec rec;
+		uint64_t q;
+		/* A damaged segment is passed over, as readers pass its
+		 * records over. */
+		while (r > 0 && (r = mq_seglog_next(l, &q, &rec)) == 1 &&
+		    q < end)
+			if (record_has_id(&rec, id)) {
+				*seq = q;
+				rc = 1;
+				break;
+			}
+	}
+	free(first);
+	return rc;
+}
+
 struct mq_seglog *
 mq_topic_seglog(const struct mq_topic *t, unsigned k)
 {

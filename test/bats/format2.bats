@@ -331,9 +331,13 @@ print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
 	mq-topic create --format 2 --retention 1h t
 	mkgroup t fast
 	mkgroup t slow
+	# Listed after slow, and past everything: the least of every
+	# group's low mark counts, not the last one's.
+	mkgroup t the-last
 	seq 5 | mq-pub -q -l t
 	seq 6 10 | mq-pub -q -l t
 	mq-sub -q -g fast t
+	mq-sub -q -g the-last t
 	run -0 mq-topic gc t
 	assert_equal "$(count_log t)" 10
 	touch -d '-2 hours' "$MQ_SPOOL"/topics/t/p0/log/*
@@ -347,22 +351,11 @@ print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
 	assert_output "$(seq 8 10)"
 }
 
-@test "format 2: the tools that do not read it yet refuse it by name (69) and change nothing" {
+@test "format 2: replication, which does not ship it yet, refuses it by name (69) and changes nothing" {
 	mq-topic create --format 2 t
 	mkgroup t g
 	mq-pub -q t one
 	local before
-	local id
-	id=$(mq-pub t two)
-	before=$(spool_snapshot)
-	run --separate-stderr mq-stat --message "$id" t
-	assert_equal "$status" 69
-	assert_one_line_error mq-stat
-	[[ $stderr == *"topic t is of format 2"* ]] || fail "$stderr"
-	run --separate-stderr mq-stat --peek --message "$id" t g
-	assert_equal "$status" 69
-	[[ $stderr == *"topic t is of format 2"* ]] || fail "$stderr"
-	assert_equal "$(spool_snapshot)" "$before"
 	before=$(spool_snapshot)
 	mkdir "$TD/replica"
 	run --separate-stderr mq-replicate push --rsh env --remote-spool "$TD/replica"
@@ -431,4 +424,44 @@ print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
 	assert_output "$(printf '%s\n' 2 3 4 5 6)"
 	run -0 mq-sub -g f t
 	assert_output "$(printf '%s\n' 4 6)"
+}
+
+@test "format 2: mq-stat --message finds a message by id, in a group's names or in the log, and tells each group's state; --peek --message writes it" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	mkgroup t f --group-match 'h=yes'
+	local a b c d
+	a=$(mq-pub t one)
+	b=$(mq-pub t two)
+	# g is fed one and two, and takes one.
+	run -0 mq-sub -g g -n 1 t
+	assert_output one
+	c=$(mq-pub --delay 1h -H 'h: yes' t later)
+	d=$(mq-pub -H 'h: yes' t four)
+	local before
+	before=$(spool_snapshot)
+	run -0 mq-stat --message "$a" t
+	assert_output "$(printf 't/f filtered\nt/g acked')"
+	run -0 mq-stat --message "$b" t
+	assert_output "$(printf 't/f filtered\nt/g pending attempts=0')"
+	run -0 mq-stat --message "$c" t
+	assert_line --index 0 --regexp '^t/f delayed attempts=0 due=20[0-9-]+T[0-9:.]+Z$'
+	assert_line --index 1 --regexp '^t/g delayed attempts=0 due='
+	run -0 mq-stat --json --message "$d" t
+	"$PY" -c 'import json, sys
+d = json.loads(sys.argv[1])
+assert d["seq"] == 3, d
+s = {g["group"]: (g["state"], g["in"]) for g in d["groups"]}
+assert s == {"f": ("pending", "log"), "g": ("pending", "log")}, s' "$output"
+	run -0 mq-stat --peek --message "$d" t f
+	assert_output four
+	run -0 mq-stat --peek --message "$b" t g
+	assert_output two
+	run --separate-stderr mq-stat --peek --message "$a" t g
+	assert_equal "$status" 66
+	assert_one_line_error mq-stat
+	run --separate-stderr mq-stat --message 0123456789abcdef0123456789abcdef t
+	assert_equal "$status" 66
+	[[ $stderr == *"no message 0123456789abcdef0123456789abcdef"* ]] || fail "$stderr"
+	assert_equal "$(spool_snapshot)" "$before"
 }
