@@ -3,10 +3,13 @@
  * Merge).
  *
  * A segment per chunk is a file per mq-pub call, so a publisher that
- * linked a small segment merges, after it unlocked the head, when the
- * log holds MERGE_MIN segments under MERGE_SMALL bytes below the head's
- * committed, and when it gets tmp/.merge locked without waiting (else
- * another merges).  A run of consecutive small segments a, b, ... is
+ * linked a small segment (under MERGE_SMALL bytes) counts it, after it
+ * unlocked the head, in tmp/.merge, when it gets that file locked without
+ * waiting (else another is merging, and the count misses one: it is a
+ * hint).  Every MERGE_MIN of them it lists log/ from where the last look
+ * left off (the same line: a publish never costs a look at every
+ * segment of the log), and merges the first run of consecutive small
+ * segments below the head's committed.  A run a, b, ... is
  * checked record by record, written as one segment into tmp/merge.<a>,
  * synced, and renamed onto log/a: the commit point (the name stays, its
  * file holds more).  Then log/ is synced and log/b, ... unlinked.  A
@@ -24,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "queue.h"
 
@@ -36,11 +40,11 @@ struct small {
 	size_t size;
 };
 
-/* The segments of log/ in order with their ranges (read from their
- * first lines); names that an earlier segment covers (a merge that died
- * before its unlinks) are unlinked on the way. */
+/* The segments of log/ from `from` on, in order, with their ranges (read
+ * from their first lines); names that an earlier segment covers (a merge
+ * that died before its unlinks) are unlinked on the way. */
 static int
-list_log(int logfd, struct small **out, size_t *n)
+list_log(int logfd, uint64_t from, struct small **out, size_t *n)
 {
 	struct mq_names names = { 0 };
 	*out = NULL;
@@ -58,7 +62,7 @@ list_log(int logfd, struct small **out, size_t *n)
 		struct mq_seg sg;
 		struct stat st;
 		/* Names sort in sequence order: 20 digits each. */
-		if (mq_seg_name(names.v[i], &first) < 0 ||
+		if (mq_seg_name(names.v[i], &first) < 0 || first < from ||
 		    mq_seglog_line(logfd, names.v[i], first, &sg, &st) < 0)
 			continue;
 		if (*n && first < end) {
@@ -153,51 +157,72 @@ sweep_merges(int tmpfd)
 	mq_names_free(&l);
 }
 
-/* How many names of log/ are files under MERGE_SMALL bytes: a stat
- * each, no open, so that a publish that merges nothing pays little. */
-static size_t
-count_small(int pfd)
+/* tmp/.merge's line, a hint (a crash, a lost count or a line that does
+ * not check cost a merge later, never a record): the small segments
+ * linked since the last look, and where the next look starts.
+ *   mq-merge 2 small=<10 digits> from=<20 digits> sum=<8 hex>\n */
+struct merge_state {
+	unsigned small;
+	uint64_t from;
+};
+
+#define STATE_LEN 67
+
+static void
+state_format(const struct merge_state *m, char buf[STATE_LEN + 1])
 {
-	int logfd = mq_dir_open(pfd, "log");
-	struct mq_names names = { 0 };
-	size_t n = 0;
-	if (logfd >= 0 && mq_names_read(logfd, NULL, &names) == 0)
-		for (size_t i = 0; i < names.n; i++) {
-			struct stat st;
-			n += mq_fstatat(logfd, names.v[i], &st,
-			    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-			    st.st_size < MERGE_SMALL;
-		}
-	mq_names_free(&names);
-	if (logfd >= 0)
-		close(logfd);
-	return n;
+	int n = snprintf(buf, STATE_LEN + 1, "mq-merge 2 small=%010u from=%020"
+	    PRIu64, m->small, m->from);
+	snprintf(buf + n, STATE_LEN + 1 - (size_t)n, " sum=%08x\n",
+	    (unsigned)XXH32(buf, (size_t)n, 0));
 }
 
-int
-mq_seg_merge(const struct mq_topic *t, unsigned k, uint64_t committed)
+static void
+state_read(int fd, struct merge_state *m)
 {
-	if (count_small(t->pfd[k]) < MERGE_MIN)
-		return 0;
-	int tmpfd = mq_dir_open(t->pfd[k], "tmp");
-	if (tmpfd < 0)
-		return -1;
-	int lfd = mq_openat(tmpfd, ".merge", O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0666);
-	int rc = lfd < 0 ? mq_err_sys("tmp/.merge") :
-	    mq_lock_take(lfd, MQ_LOCK_WRITE, 0, "tmp/.merge");
+	char buf[STATE_LEN + 2], expect[STATE_LEN + 1];
+	struct merge_state r;
+	ssize_t len = pread(fd, buf, sizeof buf - 1, 0);
+	*m = (struct merge_state){ 0, 0 };
+	if (len != STATE_LEN)
+		return;
+	buf[len] = 0;
+	if (sscanf(buf, "mq-merge 2 small=%10u from=%20" SCNu64, &r.small,
+	    &r.from) != 2 || r.small > MERGE_MIN || r.from > MQ_SEQ_MAX)
+		return;
+	state_format(&r, expect);
+	if (!memcmp(buf, expect, STATE_LEN))
+		*m = r;
+}
+
+static void
+state_write(int fd, const struct merge_state *m)
+{
+	char buf[STATE_LEN + 1];
+	state_format(m, buf);
+	/* A hint: not synced, and a failed write is a merge later. */
+	if (pwrite(fd, buf, STATE_LEN, 0) < 0)
+		return;
+}
+
+/* Looks at log/ from m->from: merges the first run of small segments
+ * below committed, and moves m->from to where the next look may find
+ * one (the run merged, else the small segments at the log's end: one
+ * between two large ones never merges). */
+static int
+look(int logfd, int tmpfd, uint64_t committed, struct merge_state *m)
+{
 	struct small *v = NULL;
-	size_t n = 0, nsmall = 0;
-	if (rc == 1)
-		sweep_merges(tmpfd);
-	int logfd = rc == 1 ? mq_dir_open(t->pfd[k], "log") : -1;
-	if (rc == 1)
-		rc = logfd < 0 ? -1 : list_log(logfd, &v, &n);
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		nsmall += v[i].size < MERGE_SMALL &&
-		    v[i].first + v[i].count <= committed;
-	/* The first run of consecutive small segments below committed. */
-	for (size_t a = 0; rc == 0 && nsmall >= MERGE_MIN && a < n; a++) {
+	size_t n = 0;
+	int rc = list_log(logfd, m->from, &v, &n);
+	size_t tail = n;
+	while (tail > 0 && v[tail - 1].size < MERGE_SMALL &&
+	    (tail == n || v[tail].first == v[tail - 1].first + v[tail - 1].count))
+		tail--;
+	m->small = 0;
+	if (n)
+		m->from = tail < n ? v[tail].first : v[n - 1].first + v[n - 1].count;
+	for (size_t a = 0; rc == 0 && a < n; a++) {
 		size_t b = a, bytes = 0;
 		while (b < n && v[b].size < MERGE_SMALL &&
 		    v[b].first + v[b].count <= committed &&
@@ -206,12 +231,39 @@ mq_seg_merge(const struct mq_topic *t, unsigned k, uint64_t committed)
 			bytes += v[b++].size;
 		if (b - a >= 2) {
 			rc = merge_run(logfd, tmpfd, v, a, b);
+			/* More runs after it: the next publish looks on. */
+			m->from = v[a].first;
+			if (b + 1 < n)
+				m->small = MERGE_MIN - 1;
 			break;
 		}
 	}
 	free(v);
-	if (logfd >= 0)
-		close(logfd);
+	return rc;
+}
+
+int
+mq_seg_merge(const struct mq_topic *t, unsigned k, uint64_t committed)
+{
+	int tmpfd = mq_dir_open(t->pfd[k], "tmp");
+	if (tmpfd < 0)
+		return -1;
+	int lfd = mq_openat(tmpfd, ".merge", O_RDWR | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0666);
+	int rc = lfd < 0 ? mq_err_sys("tmp/.merge") :
+	    mq_lock_take(lfd, MQ_LOCK_WRITE, 0, "tmp/.merge");
+	struct merge_state m;
+	if (rc == 1) {
+		state_read(lfd, &m);
+		if (++m.small >= MERGE_MIN) {
+			sweep_merges(tmpfd);
+			int logfd = mq_dir_open(t->pfd[k], "log");
+			rc = logfd < 0 ? -1 : look(logfd, tmpfd, committed, &m);
+			if (logfd >= 0)
+				close(logfd);
+		}
+		state_write(lfd, &m);
+	}
 	if (lfd >= 0)
 		close(lfd);
 	close(tmpfd);

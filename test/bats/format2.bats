@@ -465,3 +465,43 @@ assert s == {"f": ("pending", "log"), "g": ("pending", "log")}, s' "$output"
 	[[ $stderr == *"no message 0123456789abcdef0123456789abcdef"* ]] || fail "$stderr"
 	assert_equal "$(spool_snapshot)" "$before"
 }
+
+@test "format 2: merges count small publishes in tmp/.merge and look on from where the last look stopped; a line that does not check is a fresh count" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	local x f p=$MQ_SPOOL/topics/t/p0
+	# Large segments (what mq-pub -l chunks 3000 lines into), then two
+	# rounds of the 64 small publishes that make a look.
+	head -c 300000 /dev/zero | tr '\0' x | fold -w 100 | mq-pub -q -l t
+	for ((x = 1; x <= 128; x++)); do mq-pub -q t "m$x"; done
+	run -0 cat "$p/tmp/.merge"
+	[[ $output =~ ^mq-merge\ 2\ small=([0-9]{10})\ from=([0-9]{20})\ sum=[0-9a-f]{8}$ ]] ||
+		fail "tmp/.merge: $output"
+	# The looks moved on: below where the next starts, every segment is
+	# large, or small with a large one after it (it never merges).
+	local counted=$((10#${BASH_REMATCH[1]})) from=$((10#${BASH_REMATCH[2]}))
+	local -a names sizes
+	for f in "$p"/log/*; do
+		names+=($((10#${f##*/}))) sizes+=($(stat -c %s "$f"))
+	done
+	((from > names[0])) || fail "the next look starts at $from"
+	for ((x = 0; x < ${#names[@]} && names[x] < from; x++)); do
+		((sizes[x] >= 262144 || sizes[x + 1] >= 262144)) ||
+			fail "segment ${names[x]} below $from could still merge"
+	done
+	# The small ones, merged: what is left is one merged segment and those
+	# linked since the last look (mq-pub -l may have made small ones too).
+	local small=0
+	for f in "$p"/log/*; do
+		((10#${f##*/} < 3000)) || small=$((small + 1))
+	done
+	((small <= 1 + counted)) || fail "$small segments for 128 small publishes, $counted since the look"
+	echo garbage >"$p/tmp/.merge"
+	for ((x = 129; x <= 134; x++)); do mq-pub -q t "m$x"; done
+	run -0 cat "$p/tmp/.merge"
+	[[ $output =~ ^mq-merge\ 2\ small=0000000006\ from= ]] || fail "tmp/.merge: $output"
+	assert_equal "$(tiles t)" 3134
+	run -0 mq-sub -g g t
+	assert_equal "${#lines[@]}" 3134
+	assert_equal "${lines[3133]}" m134
+}
