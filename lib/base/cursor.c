@@ -10,7 +10,8 @@
  * (feed.c), so consumers see a fed name only once its sequence number is
  * below next.  The file is also the lock feeds take (an OFD write lock,
  * waited for as lock.c waits).  An empty cursor is one not written yet:
- * its group starts where its conf says (mq_cursor_start).
+ * its group starts where its conf says (mq_cursor_start).  next may be
+ * MQ_SEQ_MAX + 1: past the last record a partition can hold.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -42,7 +43,7 @@ cursor_parse(const char *buf, size_t len, void *ctx)
 	uint64_t next;
 	if (len != CURSOR_SIZE || buf[CURSOR_SIZE - 1] != '\n' ||
 	    sscanf(buf, "mq-cursor 2 next=%20" SCNu64, &next) != 1 ||
-	    next > MQ_SEQ_MAX || cursor_format(next, expect) < 0 ||
+	    cursor_format(next, expect) < 0 ||
 	    memcmp(expect, buf, len))
 		return -1;
 	*(uint64_t *)ctx = next;

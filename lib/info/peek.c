@@ -88,23 +88,23 @@ static int
 plist_next_record(const struct mq_topic *t, unsigned k, mq_filter *f,
     struct plist *pl, struct mq_msg **out)
 {
-	while (pl->committed < pl->end) {
-		uint64_t seq = pl->committed++;
-		if (mq_record_read(t, k, seq, NULL, out) < 0) {
-			if (mq_errcode() == EX_DATAERR)
-				continue;
-			return -1;
-		}
+	for (;; pl->committed++) {
+		int r = mq_record_next(t, k, &pl->committed, pl->end, out);
+		if (r <= 0)
+			return r;
+		if (!*out)
+			continue;
 		double now = mq_now();
 		int match = f ? mq_filter_match(f, *out) : 1;
 		if (match == 1 && (*out)->deliver_at <= now &&
-		    !((*out)->expires > 0 && now > (*out)->expires))
+		    !((*out)->expires > 0 && now > (*out)->expires)) {
+			pl->committed++;
 			return 1;
+		}
 		mq_msg_free(*out);
 		if (match < 0)
 			return -1;
 	}
-	return 0;
 }
 
 /* The next message of the partition: 1 with *out, 0 none left. */

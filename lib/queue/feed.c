@@ -40,13 +40,13 @@ static int
 skip_older(const struct mq_topic *t, unsigned k, double from_time,
     uint64_t end, uint64_t *next)
 {
-	for (; *next < end; (*next)++) {
+	for (;; (*next)++) {
 		struct mq_msg *m;
-		if (mq_record_read(t, k, *next, NULL, &m) < 0) {
-			if (mq_errcode() != EX_DATAERR)
-				return -1;
+		int r = mq_record_next(t, k, next, end, &m);
+		if (r <= 0)
+			return r;
+		if (!m)
 			continue;
-		}
 		char key[MQ_KEY_LEN + 1];
 		snprintf(key, sizeof key, "%020" PRIu64 ".%s", *next, m->id);
 		mq_msg_free(m);
@@ -150,11 +150,14 @@ make_name(int dirfd, const char *name, struct feedfile *ff)
 	return 0;
 }
 
-/* The batch read: each record's message, NULL when it cannot be read. */
+/* The batch read: each record's sequence number and message, NULL when
+ * it cannot be read; past the last, where the cursor goes. */
 struct batch {
+	uint64_t seq[FEED_MAX];
 	struct mq_msg *m[FEED_MAX];
 	bool match[FEED_MAX];
 	size_t n;
+	uint64_t upto;
 };
 
 static void
@@ -165,10 +168,10 @@ batch_free(struct batch *b)
 	b->n = 0;
 }
 
-/* Names the batch's records from seq first on in the group's queue. */
+/* Names the batch's records in the group's queue. */
 static int
 name_batch(const struct mq_topic *t, unsigned k, const char *group,
-    struct mq_gdirs *d, const struct batch *b, uint64_t first, bool *delayed)
+    struct mq_gdirs *d, const struct batch *b, bool *delayed)
 {
 	double now = mq_now();
 	/* A dead letter's copy swaps its name for a file of its own
@@ -180,7 +183,7 @@ name_batch(const struct mq_topic *t, unsigned k, const char *group,
 		char key[MQ_KEY_LEN + 1], name[MQ_KEY_LEN + 32];
 		if (m && !b->match[i])
 			continue;
-		snprintf(key, sizeof key, "%020" PRIu64 ".%s", first + i,
+		snprintf(key, sizeof key, "%020" PRIu64 ".%s", b->seq[i],
 		    m ? m->id : no_id);
 		int dirfd = d->newfd;
 		if (m && m->deliver_at > now) {
@@ -211,12 +214,19 @@ mq_feed(const struct mq_topic *t, unsigned k, const char *group,
 	struct batch *b = calloc(1, sizeof *b);
 	int rc = b ? cursor_and_end(t, k, group, hfd, cursorfd, &next, &end,
 	    &unset) : mq_err_sys("malloc");
-	for (uint64_t s = next; rc == 0 && s < end && b->n < FEED_MAX; s++) {
-		/* Unreadable: named all the same, to be dead-lettered. */
-		struct mq_msg *m = NULL;
-		if (mq_record_read(t, k, s, NULL, &m) < 0 &&
-		    mq_errcode() != EX_DATAERR)
-			rc = -1;
+	/* A gap in the log (what retention removed, numbers a head
+	 * skipped) is passed over; a record there that does not read is
+	 * named all the same, to be dead-lettered. */
+	if (b)
+		b->upto = next;
+	while (rc == 0 && b->n < FEED_MAX) {
+		struct mq_msg *m;
+		int r = mq_record_next(t, k, &b->upto, end, &m);
+		if (r <= 0) {
+			rc = r;
+			break;
+		}
+		b->seq[b->n] = b->upto++;
 		b->match[b->n] = true;
 		b->m[b->n++] = m;
 	}
@@ -233,16 +243,16 @@ mq_feed(const struct mq_topic *t, unsigned k, const char *group,
 			b->match[i] = okmatch[j++];
 	bool delayed = false;
 	if (rc == 0 && b->n)
-		rc = name_batch(t, k, group, d, b, next, &delayed);
+		rc = name_batch(t, k, group, d, b, &delayed);
 	/* The names are there for good before the cursor says so. */
 	if (rc == 0 && b->n && mq_fsync_fd(d->newfd) < 0)
 		rc = -1;
 	if (rc == 0 && delayed && mq_fsync_fd(d->delayfd) < 0)
 		rc = -1;
-	if (rc == 0 && (b->n || unset))
-		rc = mq_cursor_write(cursorfd, next + b->n, 1);
+	if (rc == 0 && (b->upto > next || unset))
+		rc = mq_cursor_write(cursorfd, b->upto, 1);
 	if (rc == 0)
-		*cursor = next + (b ? b->n : 0);
+		*cursor = b->upto;
 	int fed = rc == 0 ? (int)b->n : -1;
 	if (b)
 		batch_free(b);

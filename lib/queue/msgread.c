@@ -147,6 +147,30 @@ mq_record_read(const struct mq_topic *t, unsigned k, uint64_t seq,
 	return msg_parsed(m, size, key, out);
 }
 
+int
+mq_record_next(const struct mq_topic *t, unsigned k, uint64_t *seq,
+    uint64_t end, struct mq_msg **out)
+{
+	struct mq_seglog *l = mq_topic_seglog(t, k);
+	if (!l)
+		return -1;
+	*out = NULL;
+	while (*seq < end) {
+		if (mq_record_read(t, k, *seq, NULL, out) == 0)
+			return 1;
+		if (mq_errcode() != EX_DATAERR)
+			return -1;
+		uint64_t next;
+		int gap = mq_seglog_gap(l, *seq, &next);
+		if (gap < 0 && mq_errcode() != EX_DATAERR)
+			return -1;
+		if (gap <= 0)
+			return 1;       /* there, and damaged */
+		*seq = next < end ? next : end;
+	}
+	return 0;
+}
+
 /* Writes the record into a file of its own, .tmp.<random> in dirfd,
  * and swaps it with dirfd/NAME: the name may share its inode with the
  * rest of its feed's batch (feed.c), whose names must stay empty.  The

@@ -99,6 +99,11 @@ int mq_seglog_seek(struct mq_seglog *, uint64_t seq);
  * segment, valid until the next seek): 1; 0 at its segment's end (seek
  * again to go on); -1 when the segment is damaged (EX_DATAERR). */
 int mq_seglog_next(struct mq_seglog *, uint64_t *seq, struct mq_seg_rec *);
+/* Whether no segment holds seq (gone with retention, or numbers a
+ * head skipped: dead letters imported, a head set past them): 1 with
+ * *next the first sequence number above it that one starts at
+ * (UINT64_MAX: none), 0 one holds it. */
+int mq_seglog_gap(struct mq_seglog *, uint64_t seq, uint64_t *next);
 /* The sequence number below end of the record whose Message-Id is id:
  * 1 with *seq, 0 none; every segment read (mq-stat --message). */
 int mq_seglog_find_id(struct mq_seglog *, uint64_t end, const char *id,
@@ -343,6 +348,11 @@ int mq_record_at(const struct mq_topic *, unsigned k, uint64_t seq,
     struct mq_seg_rec *);
 int mq_record_copy(const struct mq_topic *, unsigned k, int dirfd,
     const char *name);
+/* The record at *seq, or past a gap (mq_seglog_gap) at the next one
+ * there, below end: 1 with *seq moved to it and *out (NULL when it is
+ * there but cannot be read: damaged), 0 none left below end. */
+int mq_record_next(const struct mq_topic *, unsigned k, uint64_t *seq,
+    uint64_t end, struct mq_msg **out);
 int mq_claim_read_at(const struct mq_topic *, unsigned k, int curfd,
     const char *curname, struct mq_msg **out);
 

@@ -260,6 +260,19 @@ mq_seglog_next(struct mq_seglog *l, uint64_t *seq, struct mq_seg_rec *r)
 	return 0;
 }
 
+int
+mq_seglog_gap(struct mq_seglog *l, uint64_t seq, uint64_t *next)
+{
+	int rc = mq_seglog_seek(l, seq);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	/* The seek listed log/ again if it had to: its listing is fresh. */
+	size_t i = holder(l, seq);
+	i = i == l->n ? 0 : i + 1;
+	*next = i < l->n ? l->first[i] : UINT64_MAX;
+	return 1;
+}
+
 /* Whether record r's header block says Message-Id: id. */
 static bool
 record_has_id(const struct mq_seg_rec *r, const char *id)

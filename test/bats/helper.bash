@@ -146,9 +146,12 @@ is_format2() {
 }
 
 # log_end TOPIC [PARTITION]: format 2: the first sequence number past the
-# segments in log/ (each says its first and count on its first line).
+# segments in log/ (each says its first and count on its first line), or
+# the head's committed when that is past them (numbers a head skipped:
+# dead letters imported).
 log_end() {
-	local f line first count end=0
+	local f line first count end
+	end=$(head_field "$1" committed "${2:-0}")
 	for f in "$MQ_SPOOL/topics/$1/p${2:-0}"/log/*; do
 		[[ -f $f ]] || continue
 		IFS= read -r line <"$f"
