@@ -89,6 +89,27 @@ box_make(mq_spool *sp, const char *topic, struct mq_reply_box *b)
 	return rc;
 }
 
+/* The FIFO writable by whoever may write the box, whatever the caller's
+ * umask and whether or not the file system keeps the box's default ACL:
+ * without one, a FIFO is the caller's group's, and a server that cannot
+ * open it leaves the caller asleep until its timeout.  Through the
+ * descriptor opened: a name in the box may be changed meanwhile. */
+static int
+fifo_share(const struct mq_reply_box *b)
+{
+	struct stat box, st;
+	if (fstat(b->fd, &box) < 0 || fstat(b->ifd, &st) < 0)
+		return -1;
+	if (!S_ISFIFO(st.st_mode)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (st.st_gid != box.st_gid && fchown(b->ifd, (uid_t)-1, box.st_gid) < 0)
+		return -1;
+	mode_t want = 0600 | (box.st_mode & (S_IWGRP | S_IWOTH));
+	return (st.st_mode & 07777) == want ? 0 : fchmod(b->ifd, want);
+}
+
 int
 mq_reply_box_open(mq_spool *sp, const char *topic, double timeout,
     struct mq_reply_box *b)
@@ -118,7 +139,7 @@ mq_reply_box_open(mq_spool *sp, const char *topic, double timeout,
 		b->poll = 0.02;
 	if (b->poll <= 0 && (mkfifoat(b->fd, "wake", 0666) < 0 ||
 	    (b->ifd = mq_openat(b->fd, "wake", O_RDONLY | O_NONBLOCK |
-	    O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    O_NOFOLLOW | O_CLOEXEC)) < 0 || fifo_share(b) < 0 ||
 	    (b->wfd = mq_openat(b->fd, "wake", O_WRONLY | O_NONBLOCK |
 	    O_NOFOLLOW | O_CLOEXEC)) < 0)) {
 		mq_err_sys("reply box %s/wake", b->name);

@@ -430,6 +430,10 @@ forge() {
 	# p0/g), by no one else.
 	assert_equal "$(stat -c '%U %G %A' "$S/replies/$box")" \
 	    "${RT}pub ${RT}ALL drwxrwx---"
+	# Its FIFO too, or a server cannot wake the caller, who then sleeps
+	# until its timeout.
+	assert_equal "$(stat -c '%U %G %A' "$S/replies/$box/wake")" \
+	    "${RT}pub ${RT}ALL prw--w----"
 	run --separate-stderr as out sh -c "echo forged >'$S/replies/$box/reply'"
 	assert_failure
 	[[ ! -e $S/replies/$box/reply ]] || fail "out wrote a reply"
