@@ -116,8 +116,8 @@ fuzz:
 layers: $(LIB_OBJ)
 	@python3 test/layers.py $(if $(LEVELS),--levels) lib $(LAYERS)
 
-# What CI runs: check, check-shared, check-slow, fuzz, then check-sanitize, with one
-# summary line.
+# What CI runs: check, check-shared with fuzz beside it, check-slow, then
+# check-sanitize, with one summary line.
 check-all:
 	@test/all
 
