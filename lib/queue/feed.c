@@ -249,8 +249,12 @@ mq_feed(const struct mq_topic *t, unsigned k, const char *group,
 		rc = -1;
 	if (rc == 0 && delayed && mq_fsync_fd(d->delayfd) < 0)
 		rc = -1;
+	/* Not synced: lost in a crash, it is an older cursor, and the next
+	 * feed names again what this one named (those already acked come
+	 * again, as an ack that was not synced does); the names, synced
+	 * first, are never behind it. */
 	if (rc == 0 && (b->upto > next || unset))
-		rc = mq_cursor_write(cursorfd, b->upto, 1);
+		rc = mq_cursor_write(cursorfd, b->upto, 0);
 	if (rc == 0)
 		*cursor = b->upto;
 	int fed = rc == 0 ? (int)b->n : -1;
