@@ -254,9 +254,10 @@ mq_seg_merge(const struct mq_topic *t, unsigned k, uint64_t committed)
 	    mq_lock_take(lfd, MQ_LOCK_WRITE, 0, "tmp/.merge");
 	struct merge_state m;
 	if (rc == 1) {
+		/* What a merge killed left goes at once: tmp/ is small. */
+		sweep_merges(tmpfd);
 		state_read(lfd, &m);
 		if (++m.small >= MERGE_MIN) {
-			sweep_merges(tmpfd);
 			int logfd = mq_dir_open(t->pfd[k], "log");
 			rc = logfd < 0 ? -1 : look(logfd, tmpfd, committed, &m);
 			if (logfd >= 0)
