@@ -483,7 +483,7 @@ static int
 gone_why(struct found *fo, const char *group, struct mq_msg_where *w)
 {
 	struct mq_conf kv;
-	uint64_t next, end;
+	uint64_t next = 0, end = 0;
 	if (mq_group_conf_read(fo->t, group, &kv) < 0)
 		/* Unsubscribed meanwhile: nothing more to tell. */
 		return mq_errcode() == EX_NOINPUT ? 0 : -1;
