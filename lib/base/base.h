@@ -165,6 +165,10 @@ int mq_write_file(int dirfd, const char *path, const void *data, size_t len,
 /* The same, replacing, with the file's mode set to mode. */
 int mq_write_file_mode(int dirfd, const char *path, const void *data,
     size_t len, int sync, mode_t mode);
+/* The same, synced, swapped in for path with RENAME_EXCHANGE: fails
+ * (ENOENT) rather than make path when it is gone. */
+int mq_write_file_swap(int dirfd, const char *path, const void *data,
+    size_t len);
 
 struct mq_names {
 	char **v;
@@ -348,6 +352,10 @@ int mq_seg_next(const struct mq_seg *, size_t *off, uint64_t *seq,
  * place and read without a lock (fresh on a shared file system): read
  * returns 0 with parse's result, 1 when the file is empty, -1 (EX_CONFIG
  * when parse keeps refusing it). */
+/* Ends the line's body buf[0..n) (body bytes long, else EX_SOFTWARE
+ * naming what) with " sum=<XXH32 of it, 8 hex>\n"; size is buf's.  A
+ * parser checks a line by sealing what it read again and comparing. */
+int mq_line_seal(char *buf, size_t size, int n, int body, const char *what);
 int mq_line_read(int fd, int (*parse)(const char *, size_t, void *),
     void *ctx, const char *what);
 int mq_line_write(int fd, const char *buf, size_t len, int sync,

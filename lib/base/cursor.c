@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sysexits.h>
-#include <xxhash.h>
 
 #include "base.h"
 
@@ -29,11 +28,7 @@ cursor_format(uint64_t next, char buf[CURSOR_SIZE + 1])
 {
 	int n = snprintf(buf, CURSOR_SIZE + 1, "mq-cursor 2 next=%020" PRIu64,
 	    next);
-	if (n != CURSOR_BODY)
-		return mq_err(EX_SOFTWARE, "cursor line has the wrong length");
-	snprintf(buf + n, CURSOR_SIZE + 1 - (size_t)n, " sum=%08x\n",
-	    (unsigned)XXH32(buf, (size_t)n, 0));
-	return 0;
+	return mq_line_seal(buf, CURSOR_SIZE + 1, n, CURSOR_BODY, "cursor");
 }
 
 static int

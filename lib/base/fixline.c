@@ -15,10 +15,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sysexits.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "base.h"
+
+int
+mq_line_seal(char *buf, size_t size, int n, int body, const char *what)
+{
+	if (n != body)
+		return mq_err(EX_SOFTWARE, "%s line has the wrong length", what);
+	snprintf(buf + n, size - (size_t)n, " sum=%08x\n",
+	    (unsigned)XXH32(buf, (size_t)n, 0));
+	return 0;
+}
 
 /* A file opened to read only is read afresh that way too: a reader
  * writes nothing, and a copy a second old decides no commit. */

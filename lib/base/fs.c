@@ -319,9 +319,13 @@ mq_read_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
 
 /* Writes a whole file under a temporary dot name beside path, then puts it
  * in place: with link when replace is 0 (returns 1, writing nothing, if
- * path already exists), with rename when replace is 1.  A mode other than
+ * path already exists), with rename when replace is 1, and when it is
+ * SWAP by exchanging the two names (path must be there: ENOENT else) and
+ * unlinking what then has the temporary name.  A mode other than
  * 0 is set before that, whatever the umask.  The directory is resolved
  * beneath dirfd once; the steps name entries in it. */
+#define SWAP 2
+
 static int
 write_whole(int dirfd, const char *path, const void *data, size_t len,
     int sync, int replace, mode_t mode)
@@ -369,7 +373,11 @@ write_whole(int dirfd, const char *path, const void *data, size_t len,
 	}
 	fd = -1;
 	int rc = 0;
-	if (replace) {
+	if (replace == SWAP) {
+		if (renameat2(dfd, tmp, dfd, name, RENAME_EXCHANGE) < 0)
+			goto fail;
+		unlinkat(dfd, tmp, 0);
+	} else if (replace) {
 		if (renameat(dfd, tmp, dfd, name) < 0)
 			goto fail;
 	} else {
@@ -398,6 +406,13 @@ mq_write_file(int dirfd, const char *path, const void *data, size_t len,
     int sync, int replace)
 {
 	return write_whole(dirfd, path, data, len, sync, replace, 0);
+}
+
+int
+mq_write_file_swap(int dirfd, const char *path, const void *data,
+    size_t len)
+{
+	return write_whole(dirfd, path, data, len, 1, SWAP, 0);
 }
 
 int

@@ -26,7 +26,6 @@
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "base.h"
 
@@ -38,11 +37,7 @@ mq_head_format(const struct mq_head *h, char buf[MQ_HEAD_SIZE + 1])
 	int n = snprintf(buf, MQ_HEAD_SIZE + 1,
 	    "mq-head 1 next=%020" PRIu64 " committed=%020" PRIu64, h->next,
 	    h->committed);
-	if (n != HEAD_BODY)
-		return mq_err(EX_SOFTWARE, "head line has the wrong length");
-	snprintf(buf + n, MQ_HEAD_SIZE + 1 - (size_t)n, " sum=%08x\n",
-	    (unsigned)XXH32(buf, (size_t)n, 0));
-	return 0;
+	return mq_line_seal(buf, MQ_HEAD_SIZE + 1, n, HEAD_BODY, "head");
 }
 
 uint64_t

@@ -247,7 +247,9 @@ group_state(const struct mq_topic *t, unsigned k, const char *group,
 		w->attempts = e.attempts;
 		w->lease_deadline = (double)e.deadline_ms / 1000;
 		w->due = (double)due / 1000;
-		if (w->state == MQ_MSG_PENDING || w->state == MQ_MSG_DELAYED) {
+		/* Format 2's names are empty: its record tells (name_expiry). */
+		if (t->conf.format != 2 && (w->state == MQ_MSG_PENDING ||
+		    w->state == MQ_MSG_DELAYED)) {
 			w->expires = expires_of(pfd, path);
 			if (w->expires > 0 && w->expires <= mq_now())
 				w->state = MQ_MSG_EXPIRED;
@@ -287,7 +289,26 @@ struct found {
 		uint64_t ms;
 	} *acks;
 	size_t nacks;
+	uint64_t end;                   /* format 2: the log's end, or 0 */
 };
+
+/* Format 2: the partition's log end, from its head (read once). */
+static int
+found_end(struct found *fo, uint64_t *end)
+{
+	if (!fo->end) {
+		struct mq_head h;
+		int hfd = mq_head_open(fo->t->pfd[fo->k], MQ_HEAD_READ);
+		int rc = hfd < 0 || mq_head_read(hfd, &h) < 0 ||
+		    mq_topic_log_end(fo->t, fo->k, h.committed, &fo->end) < 0;
+		if (hfd >= 0)
+			close(hfd);
+		if (rc)
+			return -1;
+	}
+	*end = fo->end;
+	return 0;
+}
 
 static void
 found_clear(struct found *fo)
@@ -463,19 +484,22 @@ not_fed(struct found *fo, const char *group, const struct mq_conf *kv,
 		return 0;               /* to be dead-lettered: unknown here */
 	if (mq_filter_from_conf(kv, group, &f) < 0)
 		return -1;
-	int match = f ? mq_filter_match(f, m) : 1;
+	int fate = mq_feed_fate(f, m, mq_now());
 	mq_filter_free(f);
-	double now = mq_now();
-	if (match <= 0) {
-		w->state = MQ_MSG_FILTERED;
-		return match;
-	}
+	if (fate < 0)
+		return -1;
+	static const enum mq_msg_state as[] = {
+		[MQ_FATE_FILTERED] = MQ_MSG_FILTERED,
+		[MQ_FATE_NEW] = MQ_MSG_PENDING,
+		[MQ_FATE_DELAYED] = MQ_MSG_DELAYED,
+		[MQ_FATE_EXPIRED] = MQ_MSG_EXPIRED,
+	};
+	w->state = as[fate];
+	if (fate == MQ_FATE_FILTERED)
+		return 0;
 	w->in = "log";
-	w->state = m->deliver_at > now ? MQ_MSG_DELAYED : MQ_MSG_PENDING;
-	w->due = m->deliver_at > now ? m->deliver_at : 0;
+	w->due = fate == MQ_FATE_DELAYED ? m->deliver_at : 0;
 	w->expires = m->expires;
-	if (m->expires > 0 && m->expires <= now)
-		w->state = MQ_MSG_EXPIRED;
 	return 0;
 }
 
@@ -490,7 +514,7 @@ gone_why(struct found *fo, const char *group, struct mq_msg_where *w)
 	int rc = 0;
 	bool fed = true;
 	if (fo->t->conf.format == 2) {
-		rc = mq_topic_log_end(fo->t, fo->k, fo->seq + 1, &end) < 0 ||
+		rc = found_end(fo, &end) < 0 ||
 		    mq_feed_cursor(fo->t, fo->k, group, end, &next) < 0 ? -1 : 0;
 		fed = fo->seq < next;
 	}
@@ -534,15 +558,10 @@ static int
 find_record(const struct mq_topic *t, unsigned k, const char *id,
     struct found *fo)
 {
-	struct mq_head h;
 	uint64_t end;
 	struct mq_seglog *l = mq_topic_seglog(t, k);
-	int hfd = mq_head_open(t->pfd[k], MQ_HEAD_READ);
-	int rc = hfd < 0 || !l || mq_head_read(hfd, &h) < 0 ||
-	    mq_topic_log_end(t, k, h.committed, &end) < 0 ? -1 :
+	int rc = !l || found_end(fo, &end) < 0 ? -1 :
 	    mq_seglog_find_id(l, end, id, &fo->seq);
-	if (hfd >= 0)
-		close(hfd);
 	if (rc > 0)
 		snprintf(fo->key, sizeof fo->key, "%0*llu.%s", MQ_SEQ_DIGITS,
 		    (unsigned long long)fo->seq, id);
@@ -638,7 +657,6 @@ in_topic(mq_spool *sp, const char *topic, int named, const char *id,
 			w->seq = fo.seq;
 			if (rc == 0 && w->state == MQ_MSG_ACKED)
 				rc = gone_why(&fo, w->group, w);
-			/* Format 2's names are empty: the record tells. */
 			else if (rc == 0 && f2 && (w->state == MQ_MSG_PENDING ||
 			    w->state == MQ_MSG_DELAYED))
 				name_expiry(&fo, w);

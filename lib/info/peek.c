@@ -27,7 +27,7 @@
 #include "info.h"
 
 /* Reads path under partition k of t as the message of KEY seq.id (in
- * format 2 the record an empty name stands for). */
+ * format 2 its record). */
 static int
 peek_read(const struct mq_topic *t, unsigned k, const char *path,
     uint64_t seq, const char *id, unsigned attempts, struct mq_msg **out)
@@ -35,11 +35,10 @@ peek_read(const struct mq_topic *t, unsigned k, const char *path,
 	char key[MQ_KEY_LEN + 1];
 	snprintf(key, sizeof key, "%0*llu.%.*s", MQ_SEQ_DIGITS,
 	    (unsigned long long)seq, MQ_ID_LEN, id);
-	/* Format 2: a name stands for its record; no name, the record past
-	 * the group's cursor. */
-	if ((t->conf.format == 2 ? path ?
-	    mq_claim_read_at(t, k, t->pfd[k], path, out) :
-	    mq_record_read(t, k, seq, key, out) :
+	/* Format 2: the record, whether a name stands for it (in new/, cur/
+	 * or delay/, where it starts with its due time) or it is past the
+	 * group's cursor. */
+	if ((t->conf.format == 2 ? mq_record_read(t, k, seq, key, out) :
 	    mq_claim_read(t, t->pfd[k], path, key, out)) < 0)
 		return -1;
 	(*out)->attempts = attempts;
@@ -94,15 +93,13 @@ plist_next_record(const struct mq_topic *t, unsigned k, mq_filter *f,
 			return r;
 		if (!*out)
 			continue;
-		double now = mq_now();
-		int match = f ? mq_filter_match(f, *out) : 1;
-		if (match == 1 && (*out)->deliver_at <= now &&
-		    !((*out)->expires > 0 && now > (*out)->expires)) {
+		int fate = mq_feed_fate(f, *out, mq_now());
+		if (fate == MQ_FATE_NEW) {
 			pl->committed++;
 			return 1;
 		}
 		mq_msg_free(*out);
-		if (match < 0)
+		if (fate < 0)
 			return -1;
 	}
 }

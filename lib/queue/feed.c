@@ -266,6 +266,17 @@ mq_feed(const struct mq_topic *t, unsigned k, const char *group,
 }
 
 int
+mq_feed_fate(mq_filter *f, const struct mq_msg *m, double now)
+{
+	int match = f ? mq_filter_match(f, m) : 1;
+	if (match <= 0)
+		return match < 0 ? -1 : MQ_FATE_FILTERED;
+	if (m->expires > 0 && now > m->expires)
+		return MQ_FATE_EXPIRED;
+	return m->deliver_at > now ? MQ_FATE_DELAYED : MQ_FATE_NEW;
+}
+
+int
 mq_feed_skip(const struct mq_topic *t, unsigned k, const char *group,
     int hfd, uint64_t to, uint64_t *skipped)
 {

@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -171,32 +170,6 @@ mq_record_next(const struct mq_topic *t, unsigned k, uint64_t *seq,
 	return 0;
 }
 
-/* Writes the record into a file of its own, .tmp.<random> in dirfd,
- * and swaps it with dirfd/NAME: the name may share its inode with the
- * rest of its feed's batch (feed.c), whose names must stay empty.  The
- * swap fails (ENOENT) when the claim is gone, as a rename of it would;
- * what it swapped out is then a name of the old inode, unlinked. */
-static int
-copy_swapped(int dirfd, const char *name, struct iovec *iov)
-{
-	char rnd[17], tmp[32];
-	mq_hex_random(rnd, 16);
-	snprintf(tmp, sizeof tmp, ".tmp.%s", rnd);
-	int fd = mq_openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL |
-	    O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return -1;
-	int rc = mq_write_all(fd, iov, 2) < 0 || fsync(fd) < 0 ? -1 : 0;
-	if (close(fd) < 0)
-		rc = -1;
-	if (rc == 0 && renameat2(dirfd, tmp, dirfd, name, RENAME_EXCHANGE) < 0)
-		rc = -1;
-	int e = errno;
-	mq_unlinkat(dirfd, tmp, 0);
-	errno = e;
-	return rc;
-}
-
 int
 mq_record_copy(const struct mq_topic *t, unsigned k, int dirfd,
     const char *name)
@@ -208,19 +181,30 @@ mq_record_copy(const struct mq_topic *t, unsigned k, int dirfd,
 		return mq_err(EX_DATAERR, "%s: not a message name", name);
 	if (mq_record_at(t, k, seq, &r) < 0)
 		return -1;
-	struct iovec iov[2] = { { (void *)r.hdr, r.hdr_len },
-	    { (void *)r.body, r.body_len } };
 	int fd = mq_file_open(dirfd, name, O_WRONLY, 0, &st);
 	if (fd < 0)
 		return -1;
-	int rc;
 	if (st.st_nlink > 1) {
-		rc = copy_swapped(dirfd, name, iov);
-	} else {
-		rc = mq_write_all(fd, iov, 2);
-		if (rc == 0)
-			rc = fsync(fd);
+		/* The name shares its inode with the rest of its feed's
+		 * batch (feed.c), whose names must stay empty: a file of its
+		 * own swapped in, or nothing when the claim is gone (its
+		 * lease expired), as a rename of it would fail. */
+		close(fd);
+		char *buf = malloc(r.hdr_len + r.body_len + 1);
+		if (!buf)
+			return mq_err_sys("malloc");
+		memcpy(buf, r.hdr, r.hdr_len);
+		memcpy(buf + r.hdr_len, r.body, r.body_len);
+		int rc = mq_write_file_swap(dirfd, name, buf,
+		    r.hdr_len + r.body_len);
+		free(buf);
+		return rc;
 	}
+	struct iovec iov[2] = { { (void *)r.hdr, r.hdr_len },
+	    { (void *)r.body, r.body_len } };
+	int rc = mq_write_all(fd, iov, 2);
+	if (rc == 0)
+		rc = fsync(fd);
 	if (close(fd) < 0)
 		rc = -1;
 	return rc < 0 ? mq_err_sys("copy record into %s", name) : 0;

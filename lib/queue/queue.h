@@ -285,6 +285,14 @@ int mq_feed_skip(const struct mq_topic *, unsigned k, const char *group,
  * written: where the group starts). */
 int mq_feed_cursor(const struct mq_topic *, unsigned k, const char *group,
     uint64_t end, uint64_t *next);
+/* What a feed makes of record m for a group whose filter is f (NULL:
+ * none), at time now: filtered out, or named, in new/ or (not due yet)
+ * in delay/, or one a consumer settles unseen (past its Mq-Expires);
+ * -1 when the filter fails.  Read-only tools tell from it what is past
+ * a cursor (peek.c, msgstate.c). */
+enum mq_fate { MQ_FATE_FILTERED, MQ_FATE_NEW, MQ_FATE_DELAYED,
+	MQ_FATE_EXPIRED };
+int mq_feed_fate(mq_filter *f, const struct mq_msg *m, double now);
 /* Lowers *low to the least sequence number the group still needs of
  * partition k's log (end: the log's end): its cursor, or the least of
  * its queues' names. */

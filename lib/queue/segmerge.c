@@ -27,7 +27,6 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "queue.h"
 
@@ -166,15 +165,15 @@ struct merge_state {
 	uint64_t from;
 };
 
-#define STATE_LEN 67
+#define STATE_BODY 53       /* "mq-merge 2 small=" 10 " from=" 20 */
+#define STATE_LEN (STATE_BODY + 14)
 
-static void
+static int
 state_format(const struct merge_state *m, char buf[STATE_LEN + 1])
 {
 	int n = snprintf(buf, STATE_LEN + 1, "mq-merge 2 small=%010u from=%020"
 	    PRIu64, m->small, m->from);
-	snprintf(buf + n, STATE_LEN + 1 - (size_t)n, " sum=%08x\n",
-	    (unsigned)XXH32(buf, (size_t)n, 0));
+	return mq_line_seal(buf, STATE_LEN + 1, n, STATE_BODY, "merge count");
 }
 
 static void
@@ -188,9 +187,9 @@ state_read(int fd, struct merge_state *m)
 		return;
 	buf[len] = 0;
 	if (sscanf(buf, "mq-merge 2 small=%10u from=%20" SCNu64, &r.small,
-	    &r.from) != 2 || r.small > MERGE_MIN || r.from > MQ_SEQ_MAX)
+	    &r.from) != 2 || r.small > MERGE_MIN || r.from > MQ_SEQ_MAX ||
+	    state_format(&r, expect) < 0)
 		return;
-	state_format(&r, expect);
 	if (!memcmp(buf, expect, STATE_LEN))
 		*m = r;
 }
@@ -199,9 +198,8 @@ static void
 state_write(int fd, const struct merge_state *m)
 {
 	char buf[STATE_LEN + 1];
-	state_format(m, buf);
 	/* A hint: not synced, and a failed write is a merge later. */
-	if (pwrite(fd, buf, STATE_LEN, 0) < 0)
+	if (state_format(m, buf) < 0 || pwrite(fd, buf, STATE_LEN, 0) < 0)
 		return;
 }
 
