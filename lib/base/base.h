@@ -361,6 +361,28 @@ int mq_line_read(int fd, int (*parse)(const char *, size_t, void *),
 int mq_line_write(int fd, const char *buf, size_t len, int sync,
     const char *what);
 
+/* claimfile.c: a claim of format 2, a range of at most MQ_CLAIM_MAX
+ * records handed out together under one lease: its name in claims/
+ * (<first>+<n>,r<token>) and its line, the lease's deadline and a bit per
+ * record, set once it is settled.  read: 0, 1 when empty, -1. */
+#define MQ_CLAIM_MAX 512
+struct mq_claim_name {
+	uint64_t first;
+	unsigned n;
+	char token[9];
+};
+struct mq_claim_state {
+	uint64_t deadline_ms;
+	unsigned char settled[MQ_CLAIM_MAX / 8];
+};
+int mq_claim_name_parse(const char *name, struct mq_claim_name *);
+int mq_claim_name_make(const struct mq_claim_name *, char *buf, size_t len);
+int mq_claim_state_read(int fd, struct mq_claim_state *);
+int mq_claim_state_write(int fd, const struct mq_claim_state *, int sync);
+bool mq_claim_settled(const struct mq_claim_state *, unsigned i);
+void mq_claim_settle(struct mq_claim_state *, unsigned i);
+unsigned mq_claim_unsettled(const struct mq_claim_state *, unsigned n);
+
 /* cursor.c: a group's cursor in a partition of format 2, and the lock
  * its feeds take.  read: 0 with *next, 1 when not written yet. */
 int mq_cursor_read(int fd, uint64_t *next);

@@ -71,6 +71,7 @@ claim(struct mq_http_req *r, mq_sub *sub, double wait, unsigned long max,
 {
 	struct mq_msg *m;
 	int rc = 0;
+	mq_sub_prefetch(sub, max > 4096 ? 4096 : (unsigned)max);
 	fputc('[', fp);
 	while (d->n < max && (rc = d->n ? mq_sub_receive(sub, 0, &m) :
 	    wait_one(r, sub, wait, &m)) == 1) {

@@ -187,6 +187,18 @@ count_format2(const struct mq_topic *t, unsigned k, const char *group,
 		end = cursor;
 	int rc = count_partition(t, k, group, cursor, p);
 	p->pending += end - cursor;
+	/* What claims hold and have not settled is in flight (claims.c). */
+	struct mq_claims_count cc;
+	if (rc == 0)
+		rc = mq_claims_count(t, k, group, &cc);
+	if (rc == 0 && cc.n) {
+		p->inflight += cc.inflight;
+		if (isfinite(cc.earliest) && (!p->lease_soonest_ms ||
+		    (uint64_t)(cc.earliest * 1000) < p->lease_soonest_ms))
+			p->lease_soonest_ms = (uint64_t)(cc.earliest * 1000);
+		if (cc.low < p->offset)
+			p->offset = cc.low;
+	}
 	/* The oldest not yet fed is the record at the cursor. */
 	struct mq_msg *m;
 	if (rc == 0 && end > cursor && p->oldest_pending == 0 &&

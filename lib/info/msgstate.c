@@ -517,6 +517,20 @@ gone_why(struct found *fo, const char *group, struct mq_msg_where *w)
 		rc = found_end(fo, &end) < 0 ||
 		    mq_feed_cursor(fo->t, fo->k, group, end, &next) < 0 ? -1 : 0;
 		fed = fo->seq < next;
+		/* Handed out in a claim, not settled: in flight. */
+		int held = 0;
+		double deadline;
+		if (rc == 0 && fed && mq_claims_in(fo->t, fo->k, group, fo->seq,
+		    &held, &deadline) < 0)
+			rc = -1;
+		if (rc == 0 && held == 1) {
+			mq_conf_free(&kv);
+			w->state = MQ_MSG_INFLIGHT;
+			w->in = "claims";
+			w->attempts = 1;
+			w->lease_deadline = deadline;
+			return 0;
+		}
 	}
 	if (rc == 0)
 		rc = fed ? why_not_held(fo, group, &kv, w) :

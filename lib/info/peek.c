@@ -187,13 +187,14 @@ mq_peek_group(mq_spool *sp, const char *topic, const char *group,
 }
 
 /* Held by a group to be settled: by a name, or in format 2 in the log
- * past its cursor. */
+ * past its cursor or in a claim. */
 static bool
 waits(const struct mq_msg_where *w, const char *group)
 {
 	return (w->state == MQ_MSG_PENDING || w->state == MQ_MSG_INFLIGHT ||
 	    w->state == MQ_MSG_DELAYED) &&
-	    (w->path || (w->in && !strcmp(w->in, "log"))) &&
+	    (w->path || (w->in && (!strcmp(w->in, "log") ||
+	    !strcmp(w->in, "claims")))) &&
 	    (!group || (w->group && !strcmp(w->group, group)));
 }
 

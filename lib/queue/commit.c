@@ -8,6 +8,7 @@
  * unlink, as an ack is.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,22 +67,54 @@ ack_below(const struct mq_topic *t, unsigned k, const char *group, int dirfd,
 	return rc;
 }
 
-/* Acks counted for the records a commit passed over unfed (format 2),
- * each with its latency, as an ack of its name would be. */
+/* An ack counted for record s (format 2), with its latency, as an ack
+ * of its name would be. */
+static void
+count_record(const struct mq_topic *t, unsigned k, const char *group,
+    uint64_t s, double now)
+{
+	struct mq_msg *m;
+	char key[MQ_KEY_LEN + 1];
+	if (mq_record_read(t, k, s, NULL, &m) < 0)
+		return;
+	snprintf(key, sizeof key, "%020" PRIu64 ".%s", s, m->id);
+	mq_msg_free(m);
+	mq_count_acked(t->sp, t->name, group, now, mq_key_time(key));
+}
+
+/* Format 2: the records of the group's claims below `below` are settled
+ * (claims.c), each counted as acked. */
+static int
+settle_claims(const struct mq_topic *t, unsigned k, const char *group,
+    uint64_t below, uint64_t *acked)
+{
+	int cfd = mq_claims_open(t, k, group, 0);
+	if (cfd == -2)
+		return 0;
+	int fd = cfd < 0 ? -1 : mq_cursor_open(t, k, group, O_RDWR | O_CREAT);
+	uint64_t *seqs = NULL;
+	size_t n = 0;
+	int rc = fd < 0 ? -1 : mq_claims_settle_below(fd, cfd, below, &seqs, &n);
+	double now = mq_now();
+	for (size_t i = 0; i < n; i++)
+		count_record(t, k, group, seqs[i], now);
+	*acked += n;
+	free(seqs);
+	if (fd >= 0)
+		close(fd);
+	if (cfd >= 0)
+		close(cfd);
+	return rc;
+}
+
+/* Acks counted for the records a commit passed over unfed (format 2). */
 static void
 count_skipped(const struct mq_topic *t, unsigned k, const char *group,
     uint64_t from, uint64_t to)
 {
 	double now = mq_now();
-	for (uint64_t s = from; s < to; s++) {
-		struct mq_msg *m;
-		char key[MQ_KEY_LEN + 1];
-		if (mq_record_read(t, k, s, NULL, &m) < 0)
-			continue;
-		snprintf(key, sizeof key, "%020" PRIu64 ".%s", s, m->id);
-		mq_msg_free(m);
-		mq_count_acked(t->sp, t->name, group, now, mq_key_time(key));
-	}
+	for (uint64_t s = from; s < to; s++)
+		count_record(t, k, group, s, now);
 }
 
 int
@@ -115,6 +148,8 @@ mq_group_commit(mq_spool *sp, const char *topic, const char *group,
 	/* Format 2: what was never fed is acked by moving the cursor past
 	 * it, first: a feed then never names it. */
 	uint64_t skipped = 0;
+	if (rc == 0 && t.conf.format == 2)
+		rc = settle_claims(&t, at->partition, group, at->offset, acked);
 	if (rc == 0 && t.conf.format == 2)
 		rc = mq_feed_skip(&t, at->partition, group, hfd, at->offset,
 		    &skipped);

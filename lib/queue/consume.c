@@ -104,6 +104,7 @@ mq_sub_open(mq_spool *sp, const char *topic, const char *group,
 	s->sp = sp;
 	s->wildcard = wildcard;
 	s->earliest = INFINITY;
+	s->prefetch = 1;
 	s->opts = *o;
 	s->wake_fd = o->wake_fd;
 	s->grace = o->grace;
@@ -152,6 +153,7 @@ mq_sub_free(mq_sub *s)
 {
 	if (!s)
 		return;
+	mq_sub_release_taken(s);
 	mq_member_leave(s);
 	mq_sub_parts_close(s);
 	if (s->ifd >= 0)
@@ -171,6 +173,12 @@ int
 mq_sub_wake_fd(const mq_sub *s)
 {
 	return s->wake_fd;
+}
+
+void
+mq_sub_prefetch(mq_sub *s, unsigned n)
+{
+	s->prefetch = n ? n : 1;
 }
 
 double
@@ -224,6 +232,21 @@ expire_partition(mq_sub *s, struct part *p, double now)
 	uint64_t now_ms = (uint64_t)(now * 1000);
 	int returned = 0;
 	p->earliest = INFINITY;
+	/* Claims over their lease leave their records in cur/, expired, for
+	 * the loop below (claims.c). */
+	if (p->claimsfd >= 0) {
+		int n = mq_claims_expire(p->t, p->k, &p->d, p->cursorfd,
+		    p->claimsfd, now, &p->earliest);
+		if (n > 0) {
+			mq_names_free(&l);
+			if (mq_names_reread(p->curdir, NULL, &l) < 0)
+				n = -1;
+		}
+		if (n < 0) {
+			mq_names_free(&l);
+			return -1;
+		}
+	}
 	for (size_t i = 0; i < l.n; i++) {
 		struct mq_entry e;
 		if (mq_entry_parse(l.v[i], &e) < 0 || !e.claimed)
@@ -258,6 +281,9 @@ part_committed(struct part *p, uint64_t *c)
 	int rc = mq_cursor_read(p->cursorfd, c);
 	if (rc == 1)
 		*c = 0;                 /* nothing fed yet */
+	/* Raised lazily past the claims (claims.c). */
+	if (rc >= 0 && p->claimsfd >= 0 && mq_claims_end(p->claimsfd, 0, c) < 0)
+		rc = -1;
 	return rc < 0 ? -1 : 0;
 }
 
@@ -317,6 +343,11 @@ scan_new(struct part *p)
 static int
 feed(mq_sub *s, struct part *p)
 {
+	if (p->taken) {
+		int n = mq_sub_take(s, p);
+		if (n != -2)
+			return n < 0 ? -1 : 0;
+	}
 	uint64_t cursor;
 	int n = mq_feed(p->t, p->k, s->group, &p->d, p->hfd, p->cursorfd,
 	    p->filter, &cursor);
@@ -328,19 +359,6 @@ feed(mq_sub *s, struct part *p)
 	return 0;
 }
 
-/* Dead-letters the claim cur/CUR unseen, the error being the detail:
- * 0, the caller looks for another message. */
-static int
-dead_unseen(mq_sub *s, struct part *p, const char *cur,
-    const struct mq_entry *e, const char *reason)
-{
-	struct mq_why why = { reason, mq_errmsg(), -1, NULL, 0 };
-	if (mq_dlq_put(p->t, p->k, s->group, p->d.curfd, cur, e, &why) < 0 &&
-	    mq_errcode() != EX_NOINPUT)
-		return -1;
-	return 0;
-}
-
 /* A claim that could not be read: dead-lettered for reason when the
  * error says the data is bad (EX_DATAERR), else given back as it was and
  * -1. */
@@ -349,7 +367,7 @@ unread(mq_sub *s, struct part *p, char *cur, struct mq_entry *e,
     const char *reason)
 {
 	if (mq_errcode() == EX_DATAERR)
-		return dead_unseen(s, p, cur, e, reason);
+		return mq_sub_dead_unseen(s, p, cur, e, reason);
 	char back[MQ_KEY_LEN + 32];
 	e->attempts--;
 	if (!s->gc.ordered && mq_entry_new_name(e, back, sizeof back) == 0)
@@ -389,12 +407,12 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 		if (pub < 0)
 			return unread(s, p, cur, e, "unreadable");
 		mq_err(EX_DATAERR, "%s has no log/ name: not published", e->key);
-		return dead_unseen(s, p, cur, e, "unpublished");
+		return mq_sub_dead_unseen(s, p, cur, e, "unpublished");
 	}
 	int ok = mq_msg_verify(p->t, ((struct msg_priv *)m->priv)->buf, m);
 	if (ok <= 0) {
 		mq_msg_free(m);
-		return ok < 0 ? -1 : dead_unseen(s, p, cur, e, "signature");
+		return ok < 0 ? -1 : mq_sub_dead_unseen(s, p, cur, e, "signature");
 	}
 	if (mq_seal_open(s->opts.key, p->t, m) < 0) {
 		mq_msg_free(m);
@@ -521,8 +539,19 @@ try_claim(mq_sub *s, size_t i, struct mq_msg **out)
 	char cur[MQ_KEY_LEN + 64];
 	struct mq_entry e;
 	const char *name;
+	/* A claim whose records were all settled unseen (filtered out,
+	 * not due, dead) is no delivery: the next one is taken at once, a
+	 * few times over, rather than after a pass that a timed receive
+	 * may not make. */
+	int rc;
+	for (int takes = 0; (rc = mq_sub_hand_out(s, i, out)) == 0 && p->taken &&
+	    p->feed && p->pos >= p->cand.n && takes < 64; takes++)
+		if (feed(s, p) < 0)
+			return -1;
+	if (rc != 0)
+		return rc;
 	while ((name = next_candidate(p, &e))) {
-		int rc = claim_new(s, p, name, &e, cur, sizeof cur);
+		rc = claim_new(s, p, name, &e, cur, sizeof cur);
 		if (rc == 0)
 			continue;
 		if (rc < 0)
@@ -707,6 +736,12 @@ mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 		for (size_t i = 0; i < np; i++) {
 			size_t k = (s->rr + i) % np;
 			struct part *p = &s->ps[k];
+			/* Names first where the log is taken as claims: they
+			 * are what came back, older than what the log holds
+			 * next.  A feed's names are listed once it made them. */
+			if (p->taken && p->pos >= p->cand.n && p->scan_new &&
+			    scan_new(p) < 0)
+				return -1;
 			if (p->pos >= p->cand.n && p->feed && feed(s, p) < 0)
 				return -1;
 			if (p->pos >= p->cand.n && p->scan_new && scan_new(p) < 0)
@@ -745,22 +780,10 @@ mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 	}
 }
 
-static struct msg_priv *
-priv_of(const struct mq_msg *m)
-{
-	return m->priv;
-}
-
-static struct part *
-part_of(mq_sub *s, const struct mq_msg *m)
-{
-	return &s->ps[priv_of(m)->part];
-}
-
 int
 mq_sub_ledger_fd(mq_sub *s, const struct mq_msg *m)
 {
-	return part_of(s, m)->donefd;
+	return mq_sub_part(s, m)->donefd;
 }
 
 /* The claim's name now: another process (mq-ack --extend with the
@@ -780,8 +803,8 @@ refresh_claim(mq_sub *s, struct msg_priv *pv)
 static int
 unlink_claim(mq_sub *s, const struct mq_msg *m, struct mq_jbuf *jb)
 {
-	struct msg_priv *pv = priv_of(m);
-	struct part *p = part_of(s, m);
+	struct msg_priv *pv = mq_sub_priv(m);
+	struct part *p = mq_sub_part(s, m);
 	int fd = p->d.curfd;
 	if (mq_unlinkat(fd, pv->cur, 0) < 0) {
 		if (errno != ENOENT)
@@ -812,8 +835,8 @@ mq_sub_ack_batch(mq_sub *s, struct mq_msg *const *m, size_t n)
 			return mq_err_sys("malloc");
 		int rc = 0;
 		for (size_t i = 0; rc == 0 && i < n; i++) {
-			rc = mq_ledger_add(part_of(s, m[i])->donefd, m[i]->id, 0);
-			touched[priv_of(m[i])->part] = true;
+			rc = mq_ledger_add(mq_sub_part(s, m[i])->donefd, m[i]->id, 0);
+			touched[mq_sub_priv(m[i])->part] = true;
 		}
 		for (size_t k = 0; rc == 0 && k < s->np; k++)
 			if (touched[k])
@@ -826,24 +849,27 @@ mq_sub_ack_batch(mq_sub *s, struct mq_msg *const *m, size_t n)
 		 * change record). */
 		struct mq_jbuf jb = { 0 };
 		for (size_t i = 0; i < n; i++) {
-			struct part *p = part_of(s, m[i]);
-			mq_journal_change_add(&jb, p->t->name, 'E', p->k, s->group,
-			    priv_of(m[i])->cur);
+			struct part *p = mq_sub_part(s, m[i]);
+			if (!mq_sub_priv(m[i])->claim[0])
+				mq_journal_change_add(&jb, p->t->name, 'E', p->k,
+				    s->group, mq_sub_priv(m[i])->cur);
 		}
 		mq_journal_write(s->sp, &jb, NULL);
 		mq_jbuf_free(&jb);
 	}
-	int rc = 0;
+	int rc = mq_sub_settle_claimed(s, m, n);
 	struct mq_jbuf jb = { 0 };
 	for (size_t i = 0; i < n; i++) {
-		struct part *p = part_of(s, m[i]);
+		struct part *p = mq_sub_part(s, m[i]);
+		if (mq_sub_priv(m[i])->claim[0])
+			continue;
 		if (unlink_claim(s, m[i], &jb) < 0)
 			rc = -1;
 		p->cur_left = true;
-		snprintf(p->settled, sizeof p->settled, "%s", priv_of(m[i])->cur);
+		snprintf(p->settled, sizeof p->settled, "%s", mq_sub_priv(m[i])->cur);
 	}
 	if (n)
-		mq_journal_write(part_of(s, m[0])->t->sp, &jb, NULL);
+		mq_journal_write(mq_sub_part(s, m[0])->t->sp, &jb, NULL);
 	mq_jbuf_free(&jb);
 	return rc;
 }
@@ -858,8 +884,10 @@ mq_sub_ack(mq_sub *s, const struct mq_msg *m)
 int
 mq_sub_nack(mq_sub *s, const struct mq_msg *m, const struct mq_nack *how)
 {
-	struct msg_priv *pv = priv_of(m);
-	struct part *p = part_of(s, m);
+	struct msg_priv *pv = mq_sub_priv(m);
+	struct part *p = mq_sub_part(s, m);
+	if (pv->claim[0] && mq_sub_detach_claimed(s, m) < 0)
+		return -1;
 	int rc = mq_claim_return(p->t, p->k, s->group, &p->d, pv->cur, how,
 	    &s->gc);
 	if (rc < 0 && mq_errcode() == EX_NOINPUT && refresh_claim(s, pv) == 0)
@@ -873,11 +901,13 @@ mq_sub_nack(mq_sub *s, const struct mq_msg *m, const struct mq_nack *how)
 int
 mq_sub_reject(mq_sub *s, const struct mq_msg *m, const struct mq_nack *how)
 {
-	struct msg_priv *pv = priv_of(m);
-	struct part *p = part_of(s, m);
+	struct msg_priv *pv = mq_sub_priv(m);
+	struct part *p = mq_sub_part(s, m);
 	struct mq_why why = { "rejected", how ? how->detail : NULL,
 	    how ? how->status : -1, how ? how->tail : NULL,
 	    how ? how->tail_len : 0 };
+	if (pv->claim[0] && mq_sub_detach_claimed(s, m) < 0)
+		return -1;
 	int rc = mq_claim_reject(p->t, p->k, s->group, &p->d, pv->cur, &why);
 	p->cur_left = true;
 	if (rc < 0 && mq_errcode() == EX_NOINPUT && refresh_claim(s, pv) == 0)
@@ -888,9 +918,17 @@ mq_sub_reject(mq_sub *s, const struct mq_msg *m, const struct mq_nack *how)
 int
 mq_sub_extend(mq_sub *s, struct mq_msg *m, double seconds)
 {
-	struct msg_priv *pv = priv_of(m);
-	struct part *p = part_of(s, m);
+	struct msg_priv *pv = mq_sub_priv(m);
+	struct part *p = mq_sub_part(s, m);
 	char cur[sizeof pv->cur];
+	if (pv->claim[0]) {
+		uint64_t deadline = (uint64_t)((mq_now() + seconds) * 1000);
+		if (mq_claims_extend(p->cursorfd, p->claimsfd, pv->claim,
+		    deadline) < 0)
+			return -1;
+		m->lease_deadline = (double)deadline / 1000;
+		return mq_member_beat(s, false) < 0 ? -1 : 0;
+	}
 	if (mq_claim_extend(&p->d, pv->cur, seconds, cur, sizeof cur) < 0 &&
 	    (mq_errcode() != EX_NOINPUT || refresh_claim(s, pv) < 0 ||
 	    mq_claim_extend(&p->d, pv->cur, seconds, cur, sizeof cur) < 0))

@@ -99,7 +99,8 @@ mq_cursor_open(const struct mq_topic *t, unsigned k, const char *group,
  * served the log stale to: the cursor decides. */
 static int
 cursor_and_end(const struct mq_topic *t, unsigned k, const char *group,
-    int hfd, int cursorfd, uint64_t *next, uint64_t *end, bool *unset)
+    int hfd, int cursorfd, int claimsfd, uint64_t *next, uint64_t *end,
+    bool *unset)
 {
 	struct mq_head h;
 	int rc = mq_cursor_read(cursorfd, next);
@@ -108,6 +109,14 @@ cursor_and_end(const struct mq_topic *t, unsigned k, const char *group,
 	    mq_topic_log_end(t, k, h.committed, end) < 0)
 		return -1;
 	if (*unset && group_start(t, k, group, *end, next) < 0)
+		return -1;
+	/* Where the group starts is found once: written, it is also the
+	 * cursor's block, taken while there is room (a claim, a feed on a
+	 * full file system rewrite it in place). */
+	if (*unset && mq_cursor_write(cursorfd, *next, 0) < 0)
+		return -1;
+	/* The cursor is raised lazily past claims (claims.c). */
+	if (claimsfd >= 0 && mq_claims_end(claimsfd, 1, next) < 0)
 		return -1;
 	if (*next > *end)
 		*end = *next;
@@ -168,10 +177,55 @@ batch_free(struct batch *b)
 	b->n = 0;
 }
 
-/* Names the batch's records in the group's queue. */
+/* Reads up to max records from next on into b, each checked by its
+ * frame and hash, and applies the filter f (NULL: none) to them.  A gap
+ * in the log (what retention removed, numbers a head skipped) is passed
+ * over, at the start only when contiguous (a claim is a range); a record
+ * there that does not read is taken all the same, to be dead-lettered. */
+static int
+read_batch(const struct mq_topic *t, unsigned k, mq_filter *f,
+    uint64_t next, uint64_t end, size_t max, bool contiguous,
+    struct batch *b)
+{
+	int rc = 0;
+	b->upto = next;
+	while (b->n < max) {
+		struct mq_msg *m;
+		uint64_t at = b->upto;
+		int r = mq_record_next(t, k, &b->upto, end, &m);
+		if (r <= 0) {
+			rc = r;
+			break;
+		}
+		if (contiguous && b->n && b->upto != at) {
+			mq_msg_free(m);
+			b->upto = at;
+			break;
+		}
+		b->seq[b->n] = b->upto++;
+		b->match[b->n] = true;
+		b->m[b->n++] = m;
+	}
+	struct mq_msg *ok[FEED_MAX];
+	bool okmatch[FEED_MAX];
+	size_t nok = 0;
+	for (size_t i = 0; f && rc == 0 && i < b->n; i++)
+		if (b->m[i])
+			ok[nok++] = b->m[i];
+	if (nok && mq_filter_match_many(f, ok, nok, okmatch) < 0)
+		rc = -1;
+	for (size_t i = 0, j = 0; nok && rc == 0 && i < b->n; i++)
+		if (b->m[i])
+			b->match[i] = okmatch[j++];
+	return rc;
+}
+
+/* Names the batch's records in the group's queue (only_delayed: those
+ * not due yet, a claim's exceptions). */
 static int
 name_batch(const struct mq_topic *t, unsigned k, const char *group,
-    struct mq_gdirs *d, const struct batch *b, bool *delayed)
+    struct mq_gdirs *d, const struct batch *b, bool only_delayed,
+    bool *delayed)
 {
 	double now = mq_now();
 	/* A dead letter's copy swaps its name for a file of its own
@@ -181,7 +235,8 @@ name_batch(const struct mq_topic *t, unsigned k, const char *group,
 	for (size_t i = 0; i < b->n; i++) {
 		const struct mq_msg *m = b->m[i];
 		char key[MQ_KEY_LEN + 1], name[MQ_KEY_LEN + 32];
-		if (m && !b->match[i])
+		if ((m && !b->match[i]) || (only_delayed &&
+		    !(m && m->deliver_at > now)))
 			continue;
 		snprintf(key, sizeof key, "%020" PRIu64 ".%s", b->seq[i],
 		    m ? m->id : no_id);
@@ -212,38 +267,19 @@ mq_feed(const struct mq_topic *t, unsigned k, const char *group,
 	uint64_t next = 0, end = 0;
 	bool unset = false;
 	struct batch *b = calloc(1, sizeof *b);
-	int rc = b ? cursor_and_end(t, k, group, hfd, cursorfd, &next, &end,
-	    &unset) : mq_err_sys("malloc");
-	/* A gap in the log (what retention removed, numbers a head
-	 * skipped) is passed over; a record there that does not read is
-	 * named all the same, to be dead-lettered. */
-	if (b)
-		b->upto = next;
-	while (rc == 0 && b->n < FEED_MAX) {
-		struct mq_msg *m;
-		int r = mq_record_next(t, k, &b->upto, end, &m);
-		if (r <= 0) {
-			rc = r;
-			break;
-		}
-		b->seq[b->n] = b->upto++;
-		b->match[b->n] = true;
-		b->m[b->n++] = m;
-	}
-	struct mq_msg *ok[FEED_MAX];
-	bool okmatch[FEED_MAX];
-	size_t nok = 0;
-	for (size_t i = 0; f && rc == 0 && i < b->n; i++)
-		if (b->m[i])
-			ok[nok++] = b->m[i];
-	if (nok && mq_filter_match_many(f, ok, nok, okmatch) < 0)
-		rc = -1;
-	for (size_t i = 0, j = 0; nok && rc == 0 && i < b->n; i++)
-		if (b->m[i])
-			b->match[i] = okmatch[j++];
+	/* Claims a consumer elsewhere took (not on this file system's
+	 * kind, or before the group was ordered) are not fed again. */
+	int cfd = mq_claims_open(t, k, group, 0);
+	int rc = !b ? mq_err_sys("malloc") : cfd == -1 ? -1 :
+	    cursor_and_end(t, k, group, hfd, cursorfd, cfd, &next, &end,
+	    &unset);
+	if (cfd >= 0)
+		close(cfd);
+	if (rc == 0)
+		rc = read_batch(t, k, f, next, end, FEED_MAX, false, b);
 	bool delayed = false;
 	if (rc == 0 && b->n)
-		rc = name_batch(t, k, group, d, b, &delayed);
+		rc = name_batch(t, k, group, d, b, false, &delayed);
 	/* The names are there for good before the cursor says so. */
 	if (rc == 0 && b->n && mq_fsync_fd(d->newfd) < 0)
 		rc = -1;
@@ -263,6 +299,73 @@ mq_feed(const struct mq_topic *t, unsigned k, const char *group,
 	free(b);
 	mq_lock_drop(cursorfd, MQ_LOCK_WRITE);
 	return fed;
+}
+
+int
+mq_claims_take(const struct mq_topic *t, unsigned k, const char *group,
+    struct mq_gdirs *d, int hfd, int cursorfd, int claimsfd, mq_filter *f,
+    unsigned max, double lease, struct mq_taken *tk)
+{
+	if (mq_file_lock(cursorfd, 1, "cursor") < 0)
+		return -1;
+	uint64_t next = 0, end = 0;
+	bool unset = false, delayed = false;
+	struct batch *b = calloc(1, sizeof *b);
+	int rc = b ? cursor_and_end(t, k, group, hfd, cursorfd, claimsfd,
+	    &next, &end, &unset) : mq_err_sys("malloc");
+	if (max > MQ_CLAIM_MAX)
+		max = MQ_CLAIM_MAX;
+	if (rc == 0)
+		rc = read_batch(t, k, f, next, end, max ? max : 1, true, b);
+	/* What is not due yet waits in delay/ as in format 1, named (and
+	 * synced) before the claim settles it. */
+	if (rc == 0 && b->n)
+		rc = name_batch(t, k, group, d, b, true, &delayed);
+	if (rc == 0 && delayed && mq_fsync_fd(d->delayfd) < 0)
+		rc = -1;
+	double now = mq_now();
+	memset(&tk->st, 0, sizeof tk->st);
+	tk->pos = 0;
+	tk->c.n = 0;
+	for (size_t i = 0; rc == 0 && i < b->n; i++) {
+		struct mq_msg *m = b->m[i];
+		b->m[i] = NULL;
+		if (m && (!b->match[i] || m->deliver_at > now)) {
+			mq_claim_settle(&tk->st, (unsigned)i);
+			mq_msg_free(m);
+			m = NULL;
+		}
+		tk->m[i] = m;
+	}
+	/* The commit point: the claim's file. */
+	if (rc == 0 && b->n) {
+		tk->c.first = b->seq[0];
+		tk->c.n = (unsigned)b->n;
+		mq_hex_random(tk->c.token, 8);
+		tk->st.deadline_ms = (uint64_t)ceil((now + lease) * 1000);
+		rc = mq_claim_name_make(&tk->c, tk->name, sizeof tk->name);
+		if (rc == 0)
+			rc = mq_claims_create(cursorfd, claimsfd, &tk->c, &tk->st);
+	}
+	int took = rc == 0 ? (int)b->n : -1, saved = errno;
+	if (rc < 0)
+		mq_taken_clear(tk);
+	if (b)
+		batch_free(b);
+	free(b);
+	mq_lock_drop(cursorfd, MQ_LOCK_WRITE);
+	errno = saved;                  /* ENOSPC: the caller feeds names */
+	return took;
+}
+
+void
+mq_taken_clear(struct mq_taken *tk)
+{
+	for (unsigned i = 0; i < tk->c.n; i++) {
+		mq_msg_free(tk->m[i]);
+		tk->m[i] = NULL;
+	}
+	tk->c.n = tk->pos = 0;
 }
 
 int
@@ -286,9 +389,12 @@ mq_feed_skip(const struct mq_topic *t, unsigned k, const char *group,
 	int fd = mq_cursor_open(t, k, group, O_RDWR | O_CREAT);
 	if (fd < 0)
 		return -1;
-	int rc = mq_file_lock(fd, 1, "cursor") < 0 ||
-	    cursor_and_end(t, k, group, hfd, fd, &next, &end, &unset) < 0 ?
+	int cfd = mq_claims_open(t, k, group, 0);
+	int rc = cfd == -1 || mq_file_lock(fd, 1, "cursor") < 0 ||
+	    cursor_and_end(t, k, group, hfd, fd, cfd, &next, &end, &unset) < 0 ?
 	    -1 : 0;
+	if (cfd >= 0)
+		close(cfd);
 	if (rc == 0 && to > next) {
 		rc = mq_cursor_write(fd, to, 1);
 		*skipped = to - next;
@@ -326,6 +432,13 @@ mq_feed_cursor(const struct mq_topic *t, unsigned k, const char *group,
 		close(fd);
 	if (rc == 1)
 		rc = group_start(t, k, group, end, next);
+	int cfd = rc < 0 ? -1 : mq_claims_open(t, k, group, 0);
+	if (cfd == -1)
+		rc = -1;
+	if (cfd >= 0) {
+		rc = mq_claims_end(cfd, 0, next);
+		close(cfd);
+	}
 	return rc;
 }
 

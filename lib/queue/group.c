@@ -216,8 +216,10 @@ mq_group_dirs_make(const struct mq_topic *t, unsigned k, const char *group,
 	static const struct mq_dir_spec sub[] = {
 		{ "", MQ_DIR_GROUP }, { "tmp", MQ_DIR_GROUP },
 		{ "new", MQ_DIR_QUEUE }, { "cur", MQ_DIR_GROUP },
-		{ "delay", MQ_DIR_QUEUE },
+		{ "delay", MQ_DIR_QUEUE }, { "claims", MQ_DIR_GROUP },
 	};
+	/* Claims are format 2's, for groups that are not ordered. */
+	size_t nsub = sizeof sub / sizeof *sub - (t->conf.format != 2 || ordered);
 	char p[MQ_NAME_MAX + 16];
 	/* Trees without a conf are leftovers of an unfinished unsubscribe:
 	 * a new group of the same name starts empty. */
@@ -225,7 +227,7 @@ mq_group_dirs_make(const struct mq_topic *t, unsigned k, const char *group,
 	    mq_rmtree(t->pfd[k], p) < 0 ||
 	    mq_path(p, sizeof p, "g/%s", group) < 0 ||
 	    mq_rmtree(t->pfd[k], p) < 0 || mq_perm_mkdirs(t->pfd[k], p, sub,
-	    sizeof sub / sizeof *sub, &t->conf.roles) < 0)
+	    nsub, &t->conf.roles) < 0)
 		return -1;
 	if (ordered && mq_owner_init(t, k, group) < 0)
 		return -1;

@@ -40,6 +40,7 @@ msg_alloc(size_t size)
 	}
 	m->priv = pv;
 	pv->dev = 0;
+	pv->claim[0] = pv->cur[0] = 0;
 	pv->ino = 0;
 	return m;
 }

@@ -268,6 +268,51 @@ struct mq_gdirs {
 int mq_gdirs_open(const struct mq_topic *, unsigned k, const char *group,
     struct mq_gdirs *);
 void mq_gdirs_close(struct mq_gdirs *);
+/* claims.c: a group's claims in partition k of format 2 (claims/, one
+ * file per batch handed out; see the file).  Every call that changes one
+ * takes the cursor's lock (cursorfd).  open: the directory, made when
+ * create, else -2 when there is none.  end raises *end to the end of the
+ * last claim (repair, under the lock: removing one its taker died making).  create makes one (under the lock), passed at once when
+ * it is settled whole.  settle sets the bits of seqs (refused past the lease when
+ * refuse_expired): how many it set.  detach gives each record of seqs not
+ * settled a name, new/KEY (attempt 0) or its cur/ name of attempt 1 with
+ * the claim's lease and token (names into out, "" for one settled
+ * already), synced, then sets its bit: how many; with expired_by, only
+ * when the lease is over by then.  ids may be NULL: read from the log.
+ * expire detaches into cur/ what claims whose lease is over hold, and
+ * lowers *earliest to the next deadline.  settle_below settles every
+ * record below a sequence number (a commit), listed into *seqs (free it).
+ * count: for read-only tools, without the lock; in: 0 no claim holds
+ * seq, 1 one holds it unsettled (its lease's end into *deadline), 2
+ * settled. */
+struct mq_claims_count {
+	uint64_t end, inflight, low;
+	size_t n;
+	double earliest;
+};
+int mq_claims_open(const struct mq_topic *, unsigned k, const char *group,
+    int create);
+int mq_claims_end(int claimsfd, int repair, uint64_t *end);
+int mq_claims_create(int cursorfd, int claimsfd,
+    const struct mq_claim_name *, const struct mq_claim_state *);
+int mq_claims_settle(int cursorfd, int claimsfd, const char *name,
+    const uint64_t *seqs, size_t n, int refuse_expired);
+int mq_claims_extend(int cursorfd, int claimsfd, const char *name,
+    uint64_t deadline_ms);
+int mq_claims_detach(const struct mq_topic *, unsigned k,
+    const struct mq_gdirs *, int cursorfd, int claimsfd, const char *name,
+    const uint64_t *seqs, const char (*ids)[MQ_ID_LEN + 1], size_t n,
+    int attempt, double expired_by, char (*out)[MQ_KEY_LEN + 64]);
+int mq_claims_expire(const struct mq_topic *, unsigned k,
+    const struct mq_gdirs *, int cursorfd, int claimsfd, double now,
+    double *earliest);
+int mq_claims_settle_below(int cursorfd, int claimsfd, uint64_t below,
+    uint64_t **seqs, size_t *n);
+int mq_claims_count(const struct mq_topic *, unsigned k, const char *group,
+    struct mq_claims_count *);
+int mq_claims_in(const struct mq_topic *, unsigned k, const char *group,
+    uint64_t seq, int *state, double *deadline);
+
 /* feed.c: the group's cursor in partition k, opened with flags (the
  * file as mq_file_open opens one). */
 int mq_cursor_open(const struct mq_topic *, unsigned k, const char *group,
@@ -277,6 +322,24 @@ int mq_cursor_open(const struct mq_topic *, unsigned k, const char *group,
 int mq_feed(const struct mq_topic *, unsigned k, const char *group,
     struct mq_gdirs *, int hfd, int cursorfd, mq_filter *,
     uint64_t *cursor);
+/* feed.c: a group that is not ordered takes up to max records past its
+ * next as a claim of lease seconds, under the cursor's lock: records
+ * filtered out or not due yet (named in delay/) settled at once, the
+ * others into tk->m (NULL for one that does not read: to be dead-lettered
+ * as unreadable).  Returns how many the claim's range holds, 0 when the
+ * log has none past next. */
+struct mq_taken {
+	char name[64];
+	struct mq_claim_name c;
+	struct mq_claim_state st;
+	struct mq_msg *m[MQ_CLAIM_MAX];
+	unsigned pos;                   /* the next to hand out */
+};
+int mq_claims_take(const struct mq_topic *, unsigned k, const char *group,
+    struct mq_gdirs *, int hfd, int cursorfd, int claimsfd, mq_filter *,
+    unsigned max, double lease, struct mq_taken *);
+/* Frees what a taken claim has not handed out. */
+void mq_taken_clear(struct mq_taken *);
 /* Raises the group's cursor to `to` (a commit of that offset): *skipped
  * how many records it passed over unfed. */
 int mq_feed_skip(const struct mq_topic *, unsigned k, const char *group,
@@ -330,6 +393,7 @@ double mq_sub_beat_every(const mq_sub *);
 struct msg_priv {
 	size_t part;                    /* index into the subscription's parts */
 	char cur[MQ_KEY_LEN + 64];
+	char claim[64];                 /* format 2: the claim holding it, or "" */
 	dev_t dev;                      /* the file read, as opened */
 	ino_t ino;
 	char buf[];

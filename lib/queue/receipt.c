@@ -10,8 +10,14 @@
  * and token, which is how its receipt still finds it.  A claim whose
  * deadline has passed is refused even if it is still there, since another
  * consumer may return it to the queue at any moment.
+ *
+ * In format 2 a record handed out in a claim (claims.c) has the receipt
+ * <topic>/<group>/<partition>/<claim>/<seq>: the claim's name holds its
+ * token, so a receipt of a claim taken back (its lease over) names one
+ * that is gone or a record settled, and changes nothing either.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +41,8 @@ struct receipt {
 	unsigned k;
 	char cur[MQ_KEY_LEN + 64];
 	struct mq_entry e;
+	char claim[64];                 /* format 2: a record of this claim */
+	uint64_t seq;
 };
 
 static int
@@ -64,8 +72,20 @@ receipt_parse(const char *s, const char *topic, const char *group,
 		return mq_err(EX_DATAERR, "malformed receipt '%.80s'", s);
 	errno = 0;
 	unsigned long k = strtoul(part, &end, 10);
+	struct mq_claim_name c;
+	r->claim[0] = 0;
 	if (*end || errno || k >= MQ_PARTITIONS_MAX || part[0] < '0' ||
-	    part[0] > '9' || mq_entry_parse(p, &r->e) < 0 || !r->e.claimed ||
+	    part[0] > '9')
+		return mq_err(EX_DATAERR, "malformed receipt '%.80s'", s);
+	if (strchr(p, '/')) {
+		/* A record of a claim: <claim>/<seq>. */
+		const char *q;
+		if (field(&p, r->claim, sizeof r->claim) < 0 ||
+		    mq_claim_name_parse(r->claim, &c) < 0 ||
+		    !(q = mq_decimal(p, MQ_SEQ_MAX, &r->seq)) || *q ||
+		    r->seq < c.first || r->seq - c.first >= c.n)
+			return mq_err(EX_DATAERR, "malformed receipt '%.80s'", s);
+	} else if (mq_entry_parse(p, &r->e) < 0 || !r->e.claimed ||
 	    strchr(p, ':'))
 		return mq_err(EX_DATAERR, "malformed receipt '%.80s'", s);
 	if (strcmp(r->topic, topic))
@@ -75,10 +95,90 @@ receipt_parse(const char *s, const char *topic, const char *group,
 		return mq_err(EX_DATAERR, "receipt is for group '%s', not '%s'",
 		    r->group, group);
 	r->k = (unsigned)k;
+	if (r->claim[0])
+		return mq_path(r->cur, sizeof r->cur, "%s/%" PRIu64, r->claim,
+		    r->seq);
 	return mq_path(r->cur, sizeof r->cur, "%s:2,", p);
 }
 
 enum settle { ACK, NACK, REJECT, EXTEND, HELD };
+
+/* Settles record r->seq of claim r->claim (format 2; claims.c): refused
+ * once the claim's lease has passed, or the record is settled. */
+static int
+claim_settle(struct mq_topic *t, const char *group,
+    const struct mq_group_conf *gc, struct mq_gdirs *d, const struct receipt *r,
+    enum settle op, const struct mq_nack *how, const struct mq_why *why,
+    double seconds)
+{
+	unsigned k = r->k;
+	int held = 0, cursorfd = t->conf.format == 2 && !gc->ordered ?
+	    mq_cursor_open(t, k, group, O_RDWR) : -1;
+	int claimsfd = cursorfd < 0 ? -1 : mq_claims_open(t, k, group, 0);
+	int rc = cursorfd < 0 || claimsfd == -1 ? -1 : 0;
+	if (rc < 0 && (t->conf.format != 2 || gc->ordered || errno == ENOENT ||
+	    claimsfd == -2))
+		rc = mq_err(EX_NOINPUT, "record %" PRIu64 " of claim %s is gone "
+		    "(settled, or its lease expired)", r->seq, r->claim);
+	/* Held: the claim is there, its lease not over, the record not
+	 * settled. */
+	double deadline;
+	if (rc == 0 && (mq_claims_settle(cursorfd, claimsfd, r->claim, NULL, 0,
+	    1) < 0 || mq_claims_in(t, k, group, r->seq, &held, &deadline) < 0))
+		rc = -1;
+	if (rc == 0 && held != 1)
+		rc = mq_err(EX_NOINPUT, "record %" PRIu64 " of claim %s is "
+		    "settled already", r->seq, r->claim);
+	struct mq_msg *m = NULL;
+	if (rc == 0 && op == ACK &&
+	    mq_record_read(t, k, r->seq, NULL, &m) < 0 &&
+	    mq_errcode() != EX_DATAERR)
+		rc = -1;
+	char cur[1][MQ_KEY_LEN + 64];
+	switch (rc < 0 ? HELD : op) {
+	case ACK:
+		if (m && gc->exactly_once)
+			rc = mq_ledger_record(t, k, group, m->id, 1);
+		if (rc == 0 && mq_claims_settle(cursorfd, claimsfd, r->claim,
+		    &r->seq, 1, 1) < 0)
+			rc = -1;
+		if (rc == 0 && m) {
+			char key[MQ_KEY_LEN + 1];
+			snprintf(key, sizeof key, "%020" PRIu64 ".%s", r->seq,
+			    m->id);
+			mq_count_acked(t->sp, t->name, group, mq_now(),
+			    mq_key_time(key));
+		}
+		break;
+	case NACK:
+	case REJECT:
+		/* A claim of its own in cur/ first, as format 1's. */
+		rc = mq_claims_detach(t, k, d, cursorfd, claimsfd, r->claim,
+		    &r->seq, NULL, 1, 1, 0, cur);
+		if (rc == 0 || (rc > 0 && !cur[0][0]))
+			rc = mq_err(EX_NOINPUT, "record %" PRIu64 " of claim %s "
+			    "is settled already", r->seq, r->claim);
+		if (rc > 0 && op == NACK)
+			rc = mq_claim_return(t, k, group, d, cur[0], how, gc) < 0 ?
+			    -1 : 0;
+		else if (rc > 0)
+			rc = mq_claim_reject(t, k, group, d, cur[0], why);
+		break;
+	case EXTEND:
+		rc = mq_claims_extend(cursorfd, claimsfd, r->claim,
+		    (uint64_t)((mq_now() + seconds) * 1000));
+		break;
+	case HELD:
+		rc = rc < 0 ? -1 : 1;
+		break;
+	}
+	mq_msg_free(m);
+	if (cursorfd >= 0)
+		close(cursorfd);
+	if (claimsfd >= 0)
+		close(claimsfd);
+	return rc;
+}
 
 /* Finds the claim a receipt names (extensions change its deadline, not
  * its identity), refuses it if its lease has passed, and settles it. */
@@ -107,6 +207,14 @@ receipt_settle(mq_spool *sp, const char *topic, const char *group,
 		rc = -1;
 	if (rc == 0)
 		rc = mq_gdirs_open(&t, r.k, group, &d);
+	if (rc == 0 && r.claim[0]) {
+		struct mq_why why = { "rejected", how ? how->detail : NULL, -1,
+		    NULL, 0 };
+		rc = claim_settle(&t, group, &gc, &d, &r, op, how, &why, seconds);
+		mq_gdirs_close(&d);
+		mq_topic_close(&t);
+		return rc;
+	}
 	if (rc == 0)
 		rc = mq_claim_find(&d, r.cur, cur, sizeof cur);
 	if (rc == 0 && (mq_entry_parse(cur, &now_e) < 0 ||

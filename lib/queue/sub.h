@@ -41,6 +41,10 @@ struct part {
 	int cursorfd, wd_cursor;
 	bool feed;
 	mq_filter *filter;
+	/* Format 2, a group that is not ordered: its claims/ and the
+	 * claim being handed out (claims.c); else -1 and NULL. */
+	int claimsfd;
+	struct mq_taken *taken;
 };
 
 /* The exactly-once ledger (done/) of m's partition, or -1. */
@@ -81,6 +85,7 @@ struct mq_sub {
 	char member_name[MQ_MEMBER_MAX + 32];
 	double next_beat;               /* wall clock */
 	bool rebalance;                 /* members or owners changed */
+	unsigned prefetch;              /* records a claim takes at most */
 	struct mq_held *held;           /* failures kept claimed (handle.c) */
 	size_t nheld, capheld;
 };
@@ -97,6 +102,38 @@ int mq_member_beat(mq_sub *, bool force);
 int mq_owner_confirm(mq_sub *, struct part *);
 int mq_ordered_next(mq_sub *, struct part *, char *cur, size_t len,
     struct mq_entry *e);
+
+static inline struct msg_priv *
+mq_sub_priv(const struct mq_msg *m)
+{
+	return m->priv;
+}
+
+static inline struct part *
+mq_sub_part(mq_sub *s, const struct mq_msg *m)
+{
+	return &s->ps[mq_sub_priv(m)->part];
+}
+
+/* subclaims.c: format 2's claims as a subscription takes and hands them
+ * out.  take: 1 when it took a batch, 0 when the log had none, -2 when
+ * the file system has no room for a claim (feed names instead), -1.
+ * hand_out: 1 with *out, 0 when the partition's claim is handed out.
+ * release_taken gives back, as never handed out, what this consumer took
+ * and did not hand out (a stop between two receives).  settle_claimed
+ * acks the records of claims among m, a claim at a time; those no longer
+ * claimed (their lease expired and they were taken back) are EX_NOINPUT.
+ * detach_claimed makes m a claim of its own in cur/, for what only such
+ * a claim can do: be given back, rejected.  dead_unseen dead-letters the
+ * claim cur/CUR unseen, the error being the detail: 0, the caller looks
+ * for another message. */
+int mq_sub_take(mq_sub *, struct part *);
+int mq_sub_hand_out(mq_sub *, size_t i, struct mq_msg **out);
+void mq_sub_release_taken(mq_sub *);
+int mq_sub_settle_claimed(mq_sub *, struct mq_msg *const *m, size_t n);
+int mq_sub_detach_claimed(mq_sub *, const struct mq_msg *m);
+int mq_sub_dead_unseen(mq_sub *, struct part *, const char *cur,
+    const struct mq_entry *, const char *reason);
 
 /* consume.c */
 /* Frees a subscription that holds no message (mq_sub_close gives back

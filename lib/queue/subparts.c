@@ -52,6 +52,15 @@ open_part(mq_sub *s, struct part *p)
 		if (rc < 0)
 			return -1;
 		p->feed = true;
+		/* A group that is not ordered takes the log as claims
+		 * (claims.c); an ordered one names one message at a time, and
+		 * so does every group on a shared file system, where a
+		 * listing of claims/ may be served stale. */
+		if (!s->gc.ordered && !mq_fs_shared(p->d.newfd) &&
+		    ((p->claimsfd = mq_claims_open(t, k,
+		    s->group, 1)) < 0 || !(p->taken = calloc(1,
+		    sizeof *p->taken))))
+			return p->claimsfd < 0 ? -1 : mq_err_sys("malloc");
 	}
 	/* Roles: each claim is checked against log/ (mq_claim_published);
 	 * format 2 reads each from log/. */
@@ -95,6 +104,11 @@ close_part(struct part *p)
 		close(p->ownfd);
 	if (p->cursorfd >= 0)
 		close(p->cursorfd);
+	if (p->claimsfd >= 0)
+		close(p->claimsfd);
+	if (p->taken)
+		mq_taken_clear(p->taken);
+	free(p->taken);
 	mq_filter_free(p->filter);
 	if (p->newdir)
 		closedir(p->newdir);
@@ -121,6 +135,7 @@ add_parts(mq_sub *s, struct mq_topic *t, unsigned from)
 		p->k = from + i;
 		p->d.newfd = p->d.curfd = p->d.delayfd = -1;
 		p->hfd = p->donefd = p->logfd = p->ownfd = p->cursorfd = -1;
+		p->claimsfd = -1;
 		p->wd_new = p->wd_cur = p->wd_head = p->wd_delay = p->wd_own = -1;
 		p->wd_cursor = -1;
 		p->earliest = p->due = INFINITY;

@@ -129,6 +129,7 @@ receive(const struct mq_consume *c, mq_sub *sub, double timeout,
     struct mq_msg **batch, size_t max, size_t *got)
 {
 	size_t n = 0;
+	mq_sub_prefetch(sub, (unsigned)max);
 	while (n < max && !stopped(c)) {
 		int rc = mq_sub_receive(sub, n ? 0 : timeout, &batch[n]);
 		if (rc < 0) {

@@ -120,8 +120,7 @@ claim() {
 	mkgroup t g
 	mq-pub -q t hello
 	claim t g --lease 0.2
-	[[ $RECEIPT =~ ,l([0-9]+),r ]]
-	wait_for past_ms "${BASH_REMATCH[1]}"
+	wait_for past_ms "$(receipt_deadline "$RECEIPT")"
 	local snap
 	snap=$(spool_snapshot)
 	run --separate-stderr mq-ack -g g t "$RECEIPT"
@@ -138,8 +137,7 @@ claim() {
 	mq-pub -q t hello
 	claim t g --lease 0.2
 	local old=$RECEIPT
-	[[ $old =~ ,l([0-9]+),r ]]
-	wait_for past_ms "${BASH_REMATCH[1]}"
+	wait_for past_ms "$(receipt_deadline "$old")"
 	claim t g --lease 60
 	[[ $RECEIPT == *,a2,* ]] || fail "second claim should be attempt 2: $RECEIPT"
 	run --separate-stderr mq-ack -g g t "$old"
@@ -158,9 +156,16 @@ claim() {
 	snap=$(spool_snapshot)
 	r=$RECEIPT
 	local name=${r#t/g/0/}
-	for bad in garbage '' "t/g/0/" "t/g/0/${name%%,*}" "t/g/x/$name" \
-	    "t/g/0/../../../../../VERSION" "t/g/0/${name/,r/,rZZ}" "t/g/$name" \
-	    "${r/,a1,/,a,}" "${r/,l/,x}"; do
+	local -a bads=(garbage '' "t/g/0/" "t/g/0/${name%%,*}" "t/g/x/$name"
+	    "t/g/0/../../../../../VERSION" "t/g/0/${name/,r/,rZZ}" "t/g/$name")
+	if [[ $name == */* ]]; then
+		# Format 2: a record of a claim, <claim>/<seq>.
+		bads+=("${r/+1,/+01,}" "${r%/*}/1" "${r%/*}/" "${r%/*}/x"
+		    "${r%/*}/00" "${r%/*}")
+	else
+		bads+=("${r/,a1,/,a,}" "${r/,l/,x}")
+	fi
+	for bad in "${bads[@]}"; do
 		run --separate-stderr mq-ack -g g t "$bad"
 		assert_equal "$status" 65
 		assert_equal "$output" ""

@@ -175,15 +175,11 @@ count_delay() {
 	mq-pub -q t long
 	local r deadline
 	r=$(mq-sub --manual --lease 1 -F '%r' -g g t)
-	deadline=${r##*,l}
-	deadline=${deadline%%,*}
+	deadline=$(receipt_deadline "$r")
 	run --separate-stderr mq-ack --extend 30 -g g t "$r"
 	assert_success
 	assert_output ""
-	local name
-	name=$(ls "$(group_dir t g)/cur")
-	[[ $name =~ ,l([0-9]+), ]] || fail "cur name $name"
-	((BASH_REMATCH[1] > deadline + 20000)) || fail "deadline not moved: $name"
+	(($(lease_now t g) > deadline + 20000)) || fail "deadline not moved"
 	wait_for past_ms "$((deadline + 200))"
 	# Past the first deadline, still claimed and not returned.
 	run --separate-stderr mq-sub -g g t

@@ -314,24 +314,39 @@ print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
 	assert_output "$(printf 'one\ntwo')"
 }
 
-@test "format 2: mq-ack --commit acks below an offset, unfed records by moving the cursor, fed ones by their names" {
+@test "format 2: mq-ack --commit acks below an offset, records not taken by moving the cursor, claimed ones by their bits, fed ones by their names" {
 	mq-topic create --format 2 t
 	mkgroup t g
 	mkgroup t h
+	mkgroup t o --ordered
 	seq 10 | mq-pub -q -l t
 	# g: nothing fed yet; the commit moves the cursor past 0..6.
 	run -0 mq-ack -g g --commit 0:7 t
 	assert_equal "$(cursor_of t g)" 7
 	run -0 mq-sub -g g t
 	assert_output "$(seq 8 10)"
-	# h: all fed, one in flight; the cursor never goes back.
-	run -0 mq-sub -g h --manual -n 1 -F '%s' t
-	assert_output 1
-	assert_equal "$(cursor_of t h)" 10
+	# h: 1 and 2 in flight, in one claim; the cursor is raised only
+	# once it is settled (claims.c).
+	run -0 mq-sub -g h --manual -n 2 -F '%s\n' t
+	assert_output "$(seq 2)"
+	assert_equal "$(count_entries "$(group_dir t h)/claims")" 1
+	assert_equal "$(cursor_of t h)" 0
+	run -0 mq-ack -g h --commit 0:1 t
+	assert_equal "$(count_entries "$(group_dir t h)/claims")" 1
 	run -0 mq-ack -g h --commit 0:4 t
-	assert_equal "$(cursor_of t h)" 10
-	assert_equal "$(count_cur t h)" 0
+	assert_equal "$(count_entries "$(group_dir t h)/claims")" 0
+	assert_equal "$(cursor_of t h)" 4
 	run -0 mq-sub -g h t
+	assert_output "$(seq 5 10)"
+	# o, ordered, is fed names: all fed, one in flight; the cursor
+	# never goes back.
+	run -0 mq-sub -g o --manual -n 1 -F '%s' t
+	assert_output 1
+	assert_equal "$(cursor_of t o)" 10
+	run -0 mq-ack -g o --commit 0:4 t
+	assert_equal "$(cursor_of t o)" 10
+	assert_equal "$(count_cur t o)" 0
+	run -0 mq-sub -g o t
 	assert_output "$(seq 5 10)"
 }
 
@@ -372,9 +387,9 @@ print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
 	assert_equal "$(spool_snapshot)" "$before"
 }
 
-@test "format 2: a feed's names share one inode, not one each; a dead letter of one gets a file of its own, the others stay empty and are delivered" {
+@test "format 2: a feed's names (an ordered group's) share one inode, not one each; a dead letter of one gets a file of its own, the others stay empty and are delivered" {
 	mq-topic create --format 2 t
-	mkgroup t g
+	mkgroup t g --ordered
 	printf 'msg-%s\n' 1 2 3 4 5 | mq-pub -q -l t
 	run -0 mq-sub -g g -n 1 --manual -F '%r' t
 	local receipt=$output d f
@@ -399,7 +414,7 @@ print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
 	# Where the file system is shared the swap may not be there: each
 	# name is a file of its own.
 	mq-topic create --format 2 u
-	mkgroup u g
+	mkgroup u g --ordered
 	seq 3 | mq-pub -q -l u
 	MQ_SHARED_FS=1 mq-sub -q -g g -n 1 --manual u
 	assert_equal "$(stat -c %h "$(group_dir u g)"/new/* | sort -u)" 1
@@ -417,10 +432,10 @@ print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
 	mkgroup t g
 	mkgroup t f --group-match 'h=yes'
 	printf '%s\n' 1 2 3 | mq-pub -q -l t
-	# The first receive feeds 1 to 3 into new/ and takes 1.
+	# The first receive takes 1 as a claim; its ack raises the cursor.
 	run -0 mq-sub -g g -n 1 t
 	assert_output 1
-	assert_equal "$(cursor_of t g)" 3
+	assert_equal "$(cursor_of t g)" 1
 	mq-pub -q -H 'h: yes' t 4
 	mq-pub -q --delay 1h -H 'h: yes' t later
 	mq-pub -q -H 'h: no' t 5

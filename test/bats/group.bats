@@ -8,7 +8,8 @@ load helper
 receipt_of() {
 	local seq
 	seq=$(printf '%020d' "$3")
-	grep "^[^/]*/[^/]*/$2/$seq\\." "$1"
+	# Format 1's receipts name the message; format 2's its claim and it.
+	grep -E "^[^/]*/[^/]*/$2/($seq\\.|[0-9]{20}\\+[0-9]+,r[0-9a-f]{8}/$3\$)" "$1"
 }
 
 # known_state: topic t with 3 partitions and group g in a known state.

@@ -418,19 +418,27 @@ EOF
 	mq-pub -q t one two
 	local r
 	r=$(mq-sub --manual -n 1 -F '%r\n' -g g t)
-	[[ $r =~ ^t/g/0/([0-9]{20}\.[0-9a-f]{32},a1,l[0-9]+,r[0-9a-f]{8})$ ]] || fail "bad receipt $r"
-	[[ -f $(group_dir t g)/cur/${BASH_REMATCH[1]}:2, ]]
+	# The claim in cur/, or in format 2 a record of a claim in claims/.
+	local held
+	if [[ $r =~ ^t/g/0/([0-9]{20}\.[0-9a-f]{32},a1,l[0-9]+,r[0-9a-f]{8})$ ]]; then
+		held=$(group_dir t g)/cur/${BASH_REMATCH[1]}:2,
+	elif is_format2 t &&
+	    [[ $r =~ ^t/g/0/(00000000000000000000\+1,r[0-9a-f]{8})/0$ ]]; then
+		held=$(group_dir t g)/claims/${BASH_REMATCH[1]}
+	else
+		fail "bad receipt $r"
+	fi
+	[[ -f $held ]]
 	run --separate-stderr mq-ack -g g t "$r"
 	assert_success
 	assert_equal "$(count_cur t g)" 0
-	[[ ! -e $(group_dir t g)/cur/${BASH_REMATCH[1]}:2, ]]
+	[[ ! -e $held ]]
 	run --separate-stderr mq-ack -g g t "$r"
 	assert_equal "$status" 66
 	assert_one_line_error mq-ack
 
 	r=$(mq-sub --manual --lease 0.2 -n 1 -F '%r\n' -g g t)
-	[[ $r =~ ,l([0-9]+),r ]]
-	wait_for past_ms "${BASH_REMATCH[1]}"
+	wait_for past_ms "$(receipt_deadline "$r")"
 	run --separate-stderr mq-ack -g g t "$r"
 	assert_equal "$status" 66
 	assert_one_line_error mq-ack
@@ -452,7 +460,11 @@ EOF
 		cat >"$OUT.body"
 		printf "%s\n" "$MQ_ID" "$MQ_TOPIC" "$MQ_GROUP" "$MQ_PARTITION" "$MQ_SEQ" \
 		    "$MQ_KEY" "$MQ_RECEIPT" "$MQ_ATTEMPTS" >"$OUT.env"
-		[ -e "$MQ_SPOOL/topics/t/p0/g/g/cur/${MQ_RECEIPT#t/g/0/}:2," ] && echo claimed >"$OUT.claimed"
+		r=${MQ_RECEIPT#t/g/0/}
+		# Its claim in cur/, or in format 2 the claim holding it.
+		[ -e "$MQ_SPOOL/topics/t/p0/g/g/cur/$r:2," ] ||
+		    [ -e "$MQ_SPOOL/topics/t/p0/g/g/claims/${r%/0}" ] &&
+		    echo claimed >"$OUT.claimed"
 		exit 3' -g g t
 	assert_equal "$output" ""
 	assert_equal "$(cat "$OUT.body")" hello
@@ -464,7 +476,9 @@ EOF
 	assert_equal "${env[3]}" 0
 	assert_equal "${env[4]}" 0
 	assert_equal "${env[5]}" kk
-	[[ ${env[6]} =~ ^t/g/0/00000000000000000000\.$id,a1,l[0-9]+,r[0-9a-f]{8}$ ]] || fail "MQ_RECEIPT=${env[6]}"
+	[[ ${env[6]} =~ ^t/g/0/00000000000000000000\.$id,a1,l[0-9]+,r[0-9a-f]{8}$ ]] ||
+	    { is_format2 t && [[ ${env[6]} =~ ^t/g/0/00000000000000000000\+1,r[0-9a-f]{8}/0$ ]]; } ||
+	    fail "MQ_RECEIPT=${env[6]}"
 	assert_equal "${env[7]}" 1
 	assert_equal "$(cat "$OUT.claimed")" claimed
 	# Exit 3 nacked it: back in new/ with one attempt counted.

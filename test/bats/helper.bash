@@ -178,19 +178,94 @@ cursor_of() {
 	fi
 }
 
+# next_of TOPIC GROUP [PARTITION]: format 2: the group's next record, the
+# larger of its cursor and the end of its last claim.
+next_of() {
+	local next c n
+	next=$(cursor_of "$@")
+	for c in "$(group_dir "$@")"/claims/*+*; do
+		[[ $c =~ /([0-9]{20})\+([0-9]+),r[0-9a-f]{8}$ ]] || continue
+		n=$((10#${BASH_REMATCH[1]} + BASH_REMATCH[2]))
+		((n > next)) && next=$n
+	done
+	echo "$next"
+}
+
+# claimed TOPIC GROUP [PARTITION]: format 2: the records the group's
+# claims hold and have not settled (a claim being made counts whole).
+claimed() {
+	"$PY" - "$(group_dir "$@")/claims" <<'PYEOF'
+import os, re, sys
+d, n = sys.argv[1], 0
+for name in os.listdir(d) if os.path.isdir(d) else []:
+    m = re.fullmatch(r"\d{20}\+(\d+),r[0-9a-f]{8}", name)
+    if not m:
+        continue
+    count = int(m.group(1))
+    line = open(os.path.join(d, name)).read()
+    bits = re.search(r"settled=([0-9a-f]{128})", line)
+    if not bits:
+        n += count
+        continue
+    b = bytes.fromhex(bits.group(1))
+    n += sum(1 for i in range(count) if not b[i // 8] >> (i % 8) & 1)
+print(n)
+PYEOF
+}
+
+# lease_now TOPIC GROUP: the lease deadline (ms) of the group's one claim
+# in partition 0: its cur/ name's, or in format 2 its claim file's.
+lease_now() {
+	local f line
+	for f in "$(group_dir "$1" "$2")"/cur/* "$(group_dir "$1" "$2")"/claims/*; do
+		[[ -e $f ]] || continue
+		if [[ $f =~ ,l([0-9]+),r[0-9a-f]{8}:2,$ ]]; then
+			echo "${BASH_REMATCH[1]}"
+			return
+		fi
+		line=$(cat "$f")
+		if [[ $line =~ deadline=([0-9]{20}) ]]; then
+			echo $((10#${BASH_REMATCH[1]}))
+			return
+		fi
+	done
+	return 1
+}
+
+# receipt_deadline RECEIPT: the lease deadline (ms) a receipt was given:
+# written in it, or in format 2 in the claim it names.
+receipt_deadline() {
+	if [[ $1 =~ ,l([0-9]+),r[0-9a-f]{8}$ ]]; then
+		echo "${BASH_REMATCH[1]}"
+		return
+	fi
+	local IFS=/ line
+	local -a f
+	read -ra f <<<"$1"
+	line=$(cat "$(group_dir "${f[0]}" "${f[1]}" "${f[2]}")/claims/${f[3]}")
+	[[ $line =~ deadline=([0-9]{20}) ]] || return 1
+	echo $((10#${BASH_REMATCH[1]}))
+}
+
 # count_new / count_cur / count_delay TOPIC GROUP [PARTITION]; in format 2
-# what the log holds past the group's cursor is pending too, as mq-stat
-# counts it (its filter not yet applied).
+# what the log holds past the group's next record is pending too, as
+# mq-stat counts it (its filter not yet applied), and what its claims
+# hold unsettled is in flight.
 count_new() {
 	local n
 	n=$(count_entries "$(group_dir "$@")/new")
 	if is_format2 "$1"; then
-		n=$((n + $(log_end "$1" "${3:-0}") - $(cursor_of "$@")))
+		n=$((n + $(log_end "$1" "${3:-0}") - $(next_of "$@")))
 	fi
 	echo "$n"
 }
 count_cur() {
-	count_entries "$(group_dir "$@")/cur"
+	local n
+	n=$(count_entries "$(group_dir "$@")/cur")
+	if is_format2 "$1"; then
+		n=$((n + $(claimed "$@")))
+	fi
+	echo "$n"
 }
 count_delay() {
 	count_entries "$(group_dir "$@")/delay"

@@ -300,15 +300,13 @@ print((d.days * 86400000000 + d.seconds * 1000000 + d.microseconds) // 1000)' "$
 	run --separate-stderr mq-sub --manual --lease 5m -n 1 -F '%r' -g g t
 	t1=$(now_ms)
 	assert_success
-	[[ $output =~ ,l([0-9]+),r[0-9a-f]{8}$ ]]
-	dl=${BASH_REMATCH[1]}
+	dl=$(receipt_deadline "$output")
 	((dl >= t0 + 300000 && dl <= t1 + 300001)) || fail "deadline $dl not 5 min after [$t0, $t1]"
 	t0=$(now_ms)
 	run --separate-stderr mq-sub --manual --lease 2.5 -n 1 -F '%r' -g g t
 	t1=$(now_ms)
 	assert_success
-	[[ $output =~ ,l([0-9]+),r[0-9a-f]{8}$ ]]
-	dl=${BASH_REMATCH[1]}
+	dl=$(receipt_deadline "$output")
 	((dl >= t0 + 2500 && dl <= t1 + 2501)) || fail "deadline $dl not 2.5 s after [$t0, $t1]"
 }
 
@@ -317,8 +315,7 @@ print((d.days * 86400000000 + d.seconds * 1000000 + d.microseconds) // 1000)' "$
 	mq-pub -q t hello
 	run --separate-stderr mq-sub --manual --lease 0.2 -F '%r' -g g t
 	assert_success
-	[[ $output =~ ,l([0-9]+),r ]]
-	wait_for past_ms "${BASH_REMATCH[1]}"
+	wait_for past_ms "$(receipt_deadline "$output")"
 	run --separate-stderr mq-sub -F '%a %s\n' -g g t
 	assert_success
 	assert_output '2 hello'
