@@ -163,11 +163,11 @@ mqsub(const char *spool, const char *topic, const char *group, size_t n,
 		fail(topic, mq_errmsg());
 	if (!m)
 		die("calloc", NULL);
-	/* A batch is one claim in format 2, as mq-sub's are. */
-	mq_sub_prefetch(s, (unsigned)batch);
 	double t0 = now();
 	for (size_t done = 0; done < n;) {
 		size_t k = 0;
+		/* A batch is one claim in format 2, as mq-sub's are. */
+		mq_sub_prefetch(s, (unsigned)batch);
 		while (k < batch && done + k < n) {
 			int r = mq_sub_receive(s, 0, &m[k]);
 			if (r < 0)

@@ -699,9 +699,10 @@ mq_sub *mq_sub_open(mq_spool *, const char *topic, const char *group,
  * Returns 1 with *out set, 0 on timeout (or when a signal or the wake_fd
  * of the options ended the wait), -1 on error. */
 int mq_sub_receive(mq_sub *, double timeout, struct mq_msg **out);
-/* How many messages the caller takes in a row, at most (1 unless set):
- * a topic of format 2 hands that many out of one claim, one lease for
- * them all (mq-spool(5), SEGMENTED STORAGE, Claims). */
+/* How many messages the caller takes with its next receives, at most (1
+ * unless set; each receive counts one off): a topic of format 2 hands
+ * that many out of one claim, one lease for them all (mq-spool(5),
+ * SEGMENTED STORAGE, Claims). */
 void mq_sub_prefetch(mq_sub *, unsigned n);
 int mq_sub_ack(mq_sub *, const struct mq_msg *);
 /* Acks n messages; in an exactly-once group their ledger entries share

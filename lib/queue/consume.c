@@ -748,7 +748,13 @@ mq_sub_receive(mq_sub *s, double timeout, struct mq_msg **out)
 				return -1;
 			int rc = try_claim(s, k, out);
 			if (rc != 0) {
-				s->rr = (unsigned)((k + 1) % np);
+				/* A claim's records are handed out before the
+				 * next partition's are taken: one batch, one
+				 * claim. */
+				bool more = p->taken && p->taken->pos < p->taken->c.n;
+				s->rr = (unsigned)((more ? k : k + 1) % np);
+				if (rc == 1 && s->prefetch > 1)
+					s->prefetch--;
 				return rc;
 			}
 		}

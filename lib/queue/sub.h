@@ -85,7 +85,9 @@ struct mq_sub {
 	char member_name[MQ_MEMBER_MAX + 32];
 	double next_beat;               /* wall clock */
 	bool rebalance;                 /* members or owners changed */
-	unsigned prefetch;              /* records a claim takes at most */
+	unsigned prefetch;              /* records a claim takes at most: what
+					   the caller said it takes in a row,
+					   less what it took since */
 	struct mq_held *held;           /* failures kept claimed (handle.c) */
 	size_t nheld, capheld;
 };

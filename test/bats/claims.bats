@@ -176,3 +176,41 @@ print(len(json.load(sys.stdin)))'
 	assert_output "$(printf '3 1\n4 1')"
 	assert_equal "$(count_entries "$(group_dir t g)/claims")" 0
 }
+
+@test "claims: a batch over many partitions takes one claim per partition and never more than it hands out" {
+	mq-topic create --format 2 --partitions 3 t
+	mkgroup t g
+	local k
+	for k in 0 1 2; do
+		seq 10 | mq-pub -q -p "$k" -l t
+	done
+	run -0 mq-sub -g g --manual -n 5 -F '%r\n' t
+	assert_equal "${#lines[@]}" 5
+	# Five in flight, in one claim: nothing held that was not handed out.
+	assert_equal "$(figure t g inflight)" 5
+	assert_equal "$(figure t g pending)" 25
+	run -0 mq-sub -g g --manual -n 25 -F '%r\n' t
+	assert_equal "$(printf '%s\n' "$output" | sort -u | wc -l)" 25
+	assert_equal "$(figure t g inflight)" 30
+	local n=0
+	for k in 0 1 2; do
+		n=$((n + $(count_entries "$(group_dir t g "$k")/claims")))
+	done
+	((n <= 4)) || fail "$n claims for two batches over 3 partitions"
+}
+
+@test "claims: on a shared file system a group is fed names instead, and a feed passes what claims hold" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	seq 6 | mq-pub -q -l t
+	# A consumer on a local mount takes 1 and 2 as a claim, and holds it.
+	run -0 mq-sub -g g --manual -n 2 t
+	assert_equal "$(count_entries "$(group_dir t g)/claims")" 1
+	# One where the file system is shared is fed names: never 1 or 2.
+	MQ_SHARED_FS=1 run -0 mq-sub -g g -n 1 --manual -F '%s %r\n' t
+	[[ $output =~ ^3\ t/g/0/00000000000000000002\.[0-9a-f]{32},a1,l ]] || fail "$output"
+	assert_equal "$(count_entries "$(group_dir t g)/claims")" 1
+	assert_equal "$(count_entries "$(group_dir t g)/new")" 3
+	run -0 env MQ_SHARED_FS=1 mq-sub -g g t
+	assert_output "$(seq 4 6)"
+}
