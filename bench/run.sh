@@ -994,7 +994,7 @@ rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "no commit")
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 busy=$(ps -eo pcpu=,pid=,comm= --sort=-pcpu |
-    awk -v me=$$ '$2 != me && $1 >= 20 { printf "%s%s (%s%%)", s, $3, $1; s = ", " }')
+    awk -v me=$$ '$2 != me && $3 != "ps" && $1 >= 20 { printf "%s%s (%s%%)", s, $3, $1; s = ", " }')
 
 # alone_header TITLE: the header of a section run alone.
 alone_header() {

@@ -62,8 +62,10 @@ sc_create() {
 # and distinct inodes under DIR, into res/PREFIX.{bytes,names,inodes}.
 sc_space() {
 	du -sB1 "$1" | cut -f1 > "$W/res/$2.bytes"
-	find "$1" | wc -l > "$W/res/$2.names"
-	find "$1" -printf '%i\n' | sort -u | wc -l > "$W/res/$2.inodes"
+	find "$1" -printf '%i\n' > "$W/res/$2.list"
+	wc -l < "$W/res/$2.list" > "$W/res/$2.names"
+	sort -u "$W/res/$2.list" | wc -l > "$W/res/$2.inodes"
+	rm "$W/res/$2.list"
 }
 # sc_committed SPOOL TOPIC: the sum of the heads' committed counts.
 sc_committed() {
@@ -244,10 +246,11 @@ sc_space_measure() {
 # sc_soak_sample T: one line of res/sc.soak.samples.
 sc_soak_sample() {
 	local d=$W/scale-soak/topics/soak
+	sc_space "$d" sc.soak.now
 	printf 't=%s bytes=%s inodes=%s names=%s segments=%s pending=%s\n' "$1" \
-	    "$(du -sB1 "$d" | cut -f1)" \
-	    "$(find "$d" -printf '%i\n' | sort -u | wc -l)" \
-	    "$(find "$d" | wc -l)" "$(find "$d"/p*/log -type f | wc -l)" \
+	    "$(cat "$W/res/sc.soak.now.bytes")" \
+	    "$(cat "$W/res/sc.soak.now.inodes")" \
+	    "$(cat "$W/res/sc.soak.now.names")" "$(find "$d"/p*/log -type f | wc -l)" \
 	    "$("$BIN/mq-stat" -s "$W/scale-soak" --json soak |
 		jq '[.groups[].pending] | add')" >> "$W/res/sc.soak.samples"
 }
