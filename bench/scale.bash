@@ -61,8 +61,10 @@ sc_create() {
 # sc_space DIR PREFIX: bytes on disk (du, a hard link counted once), names
 # and distinct inodes under DIR, into res/PREFIX.{bytes,names,inodes}.
 sc_space() {
-	du -sB1 "$1" | cut -f1 > "$W/res/$2.bytes"
-	find "$1" -printf '%i\n' > "$W/res/$2.list"
+	# In the soak, files come and go under du and find: a name gone
+	# before they got to it is no error.
+	{ du -sB1 "$1" 2> /dev/null || true; } | cut -f1 > "$W/res/$2.bytes"
+	find "$1" -printf '%i\n' 2> /dev/null > "$W/res/$2.list" || true
 	wc -l < "$W/res/$2.list" > "$W/res/$2.names"
 	sort -u "$W/res/$2.list" | wc -l > "$W/res/$2.inodes"
 	rm "$W/res/$2.list"
@@ -250,7 +252,8 @@ sc_soak_sample() {
 	printf 't=%s bytes=%s inodes=%s names=%s segments=%s pending=%s\n' "$1" \
 	    "$(cat "$W/res/sc.soak.now.bytes")" \
 	    "$(cat "$W/res/sc.soak.now.inodes")" \
-	    "$(cat "$W/res/sc.soak.now.names")" "$(find "$d"/p*/log -type f | wc -l)" \
+	    "$(cat "$W/res/sc.soak.now.names")" \
+	    "$({ find "$d"/p*/log -type f 2> /dev/null || true; } | wc -l)" \
 	    "$("$BIN/mq-stat" -s "$W/scale-soak" --json soak |
 		jq '[.groups[].pending] | add')" >> "$W/res/sc.soak.samples"
 }
