@@ -300,6 +300,7 @@ sc_soak_measure() {
 scale_measure() {
 	[ -x "$W/bin/scale" ] || die "bench/scale.c did not build"
 	command -v jq > /dev/null || die "jq missing: apt-get install jq"
+	mkdir -p "$W/scale-out"
 	if [ "${BENCH_DROP_CACHES:-auto}" != 0 ] && sync &&
 	    echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then
 		SC_COLD="sync; echo 3 > /proc/sys/vm/drop_caches before each"
