@@ -44,7 +44,7 @@
 #   mq-topic info with 10,000,000 pending per group, cold and warm; gc of
 #   1,000,000 acked messages with a publisher beside it; space and inodes
 #   with 1, 10 and 100 groups; a 10-minute soak at 1,000 msgs/s; about
-#   9 GB and 25 minutes, 2 GB and 5 minutes when quick).
+#   9 GB and 20 minutes, 2 GB and 5 minutes when quick).
 #
 # Environment:
 #   BENCH_DIR=DIR     where the scratch directory goes (default /var/tmp)
