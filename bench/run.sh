@@ -11,7 +11,7 @@
 # bench/README.md says what each figure is.
 #
 # Usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed |
-#                     req | http | roles | peers]
+#                     req | http | roles | peers | scale]
 #   With no argument every section runs; `fanout` runs section 6 alone
 #   (publish fan-out into 1, 10 and 100 groups, unfiltered and with a jq
 #   filter on each group); `replicate` runs section 7 alone (mq-replicate:
@@ -38,7 +38,13 @@
 #   NATS JetStream and an append-log floor: durable publish in batches and
 #   one at a time, claim+ack drain, fan-out and space, with the syncs per
 #   message that strace counts; needs redis-server, nats-server, strace,
-#   libhiredis-dev and libnats-dev).
+#   libhiredis-dev and libnats-dev); `scale` section 16 alone, and only
+#   when named (bench/scale.bash: issue 28's targets of scale on format 2,
+#   each beside format 1 or the run without: mq-stat, mq-group list and
+#   mq-topic info with 10,000,000 pending per group, cold and warm; gc of
+#   1,000,000 acked messages with a publisher beside it; space and inodes
+#   with 1, 10 and 100 groups; a 10-minute soak at 1,000 msgs/s; about
+#   9 GB and 20 minutes, 2 GB and 5 minutes when quick).
 #
 # Environment:
 #   BENCH_DIR=DIR     where the scratch directory goes (default /var/tmp)
@@ -73,8 +79,8 @@ fi
 WARMUP=20
 SECTION=${1:-all}
 case $SECTION in
-all|fanout|replicate|stat|shared|signed|sealed|req|http|roles|peers) ;;
-*) echo "usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed | req | http | roles | peers]" >&2; exit 64 ;;
+all|fanout|replicate|stat|shared|signed|sealed|req|http|roles|peers|scale) ;;
+*) echo "usage: bench/run.sh [fanout | replicate | stat | shared | signed | sealed | req | http | roles | peers | scale]" >&2; exit 64 ;;
 esac
 # Section 6: messages per fan-out publish, and the group counts.
 FAN_N=$((N / 5)) FAN_GROUPS="1 10 100"
@@ -91,6 +97,21 @@ STAT_MSGS=$((STAT_PENDING / 2))   # each is pending in both groups
 STAT2_PENDING=$((10 * STAT_PENDING)) STAT2_MSGS=$((5 * STAT_PENDING))
 STAT2_FORMS="floor2 table2 groups2 info2"
 STAT_CRIT="pending>$((2 * STAT_PENDING))"
+# Section 16 (bench/scale.bash; `bench/run.sh scale` only): messages of
+# 100 B pending in each of two groups, format 2 and format 1 (mq-stat and
+# co.); acked for gc, format 2 and 1, and the publisher beside gc; retained
+# for space, per group count; the soak's length, retention and sampling
+# period in seconds (shortened from the issue's 30 min and 10 min).
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+	SC_STAT2_N=1000000 SC_STAT1_N=100000 SC_GC_N=100000 SC_GC1_N=10000
+	SC_GCPUB_N=500000 SC_SPACE_N=100000
+	SC_SOAK_SECS=${SCALE_SOAK_SECS:-120} SC_SOAK_RET=20 SC_SOAK_EVERY=10
+else
+	SC_STAT2_N=10000000 SC_STAT1_N=1000000 SC_GC_N=1000000 SC_GC1_N=100000
+	SC_GCPUB_N=1000000 SC_SPACE_N=1000000
+	SC_SOAK_SECS=${SCALE_SOAK_SECS:-600} SC_SOAK_RET=60 SC_SOAK_EVERY=30
+fi
+SC_SOAK_RATE=1000
 # Section 10: messages per publish and drain, plain and signed.
 SIGN_N=$((N / 2))
 
@@ -136,7 +157,12 @@ role_files=$(( 2 * REPEAT * (N / 5 + N / 500) ))
 # Section 15: mq's spools (2 N messages, N/5 for each of three fan-outs,
 # N/2 + N/50 under strace), a file each.
 peer_files=$(( 2 * N + 3 * N / 5 + N / 2 + N / 50 ))
+# Section 16: format 1's files (the monitoring and gc baselines); format
+# 2's bytes, about 370 a message of 100 B, in scale_kb.
+scale_files=$(( SC_STAT1_N + SC_GC1_N + 100000 ))
+scale_kb=$(( (SC_STAT2_N + 3 * SC_SPACE_N + 3 * SC_GC_N + 6 * SC_GCPUB_N) * 370 / 1024 ))
 case $SECTION in
+scale) files=$scale_files ;;
 all) files=$(( files + repl_files + STAT_MSGS + sign_files + seal_files + role_files + peer_files )) ;;
 roles) files=$role_files ;;
 peers) files=$peer_files ;;
@@ -148,6 +174,7 @@ stat) files=$(( STAT_MSGS + STAT2_MSGS / 1000 )) ;;
 shared|req|http) files=0 ;;
 esac
 need_kb=$(( files * 5 + N * SIZE / 1024 + 100000 ))
+[ "$SECTION" != scale ] || need_kb=$(( files * 5 + scale_kb + 100000 ))
 avail_kb=$(df -Pk "$BASE" | awk 'NR == 2 { print $4 }')
 ifree=$(df -Pi "$BASE" | awk 'NR == 2 { print $4 }')
 if [ "$avail_kb" -lt "$need_kb" ]; then
@@ -227,6 +254,11 @@ if [ "$have_lib" = 1 ] && { [ "$SECTION" = all ] || [ "$SECTION" = peers ]; }; t
 	    $MQ_LIBS -lhiredis -lnats ||
 	    echo "bench: bench/peers.c does not build (libhiredis-dev, libnats-dev?): no section 15" >&2
 fi
+if [ "$SECTION" = scale ]; then
+	# shellcheck disable=SC2086
+	$CC "${CF[@]}" -o "$W/bin/scale" "$ROOT/bench/scale.c" ||
+	    die "bench/scale.c does not build"
+fi
 if [ "$have_lib" = 0 ]; then
 	echo "bench: lib/libmq.a missing or not linkable: no mq latency" >&2
 	# shellcheck disable=SC2086
@@ -241,6 +273,7 @@ LAT=$W/bin/lat
 . "$ROOT/bench/http.bash"
 . "$ROOT/bench/roles.bash"
 . "$ROOT/bench/peers.bash"
+. "$ROOT/bench/scale.bash"
 
 # kv FILE KEY: a value from a key=value result line.
 kv() {
@@ -961,7 +994,7 @@ rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "no commit")
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 busy=$(ps -eo pcpu=,pid=,comm= --sort=-pcpu |
-    awk -v me=$$ '$2 != me && $1 >= 20 { printf "%s%s (%s%%)", s, $3, $1; s = ", " }')
+    awk -v me=$$ '$2 != me && $3 != "ps" && $1 >= 20 { printf "%s%s (%s%%)", s, $3, $1; s = ", " }')
 
 # alone_header TITLE: the header of a section run alone.
 alone_header() {
@@ -1028,6 +1061,12 @@ if [ "$SECTION" = http ]; then
 	http_measure
 	alone_header "section 13 alone: one run"
 	http_table
+	exit 0
+fi
+if [ "$SECTION" = scale ]; then
+	scale_measure
+	alone_header "section 16 alone: median of $REPEAT warm run(s) where several"
+	scale_table
 	exit 0
 fi
 if [ "$SECTION" = peers ]; then
