@@ -169,9 +169,9 @@ int mq_topic_gc(mq_spool *, const char *topic, uint64_t *removed);
  * partition's end, then topic.conf says format=2 (the commit point).  A
  * run that died is finished by the next.  0 when converted, 1 when it
  * already was of format 2 (what a run that died after the switch left is
- * removed), -1: EX_UNAVAILABLE for a spool that replicates, EX_NOPERM or
- * EX_CANTCREAT where it cannot write, EX_TEMPFAIL when the topic changed
- * as it started; nothing changed then. */
+ * removed), -1: EX_UNAVAILABLE for a spool that replicates, EX_NOPERM
+ * where it cannot write, EX_TEMPFAIL when the topic changed as it
+ * started; nothing changed then. */
 struct mq_upgrade_stats {
 	unsigned partitions;
 	size_t groups;

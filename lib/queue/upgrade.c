@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -111,7 +112,7 @@ writable(const struct mq_topic *t, const struct mq_names *groups)
 {
 	char p[MQ_NAME_MAX + 16];
 	if (mq_faccessat(t->fd, ".", W_OK, AT_EACCESS) < 0)
-		return mq_err(errno == EROFS ? EX_CANTCREAT : EX_NOPERM,
+		return mq_err(mq_errno_code(errno),
 		    "cannot write the topic's directory: %s: nothing changed",
 		    strerror(errno));
 	for (unsigned k = 0; k < t->conf.partitions; k++) {
@@ -122,10 +123,8 @@ writable(const struct mq_topic *t, const struct mq_names *groups)
 			    groups->v[i - 2]) < 0)
 				return -1;
 			if (mq_faccessat(t->pfd[k], d, W_OK, AT_EACCESS) < 0)
-				return mq_err(errno == EROFS ? EX_CANTCREAT :
-				    errno == ENOENT ? EX_DATAERR : EX_NOPERM,
-				    "cannot write p%u/%s: %s: nothing changed", k, d,
-				    strerror(errno));
+				return mq_err(mq_errno_code(errno), "cannot write "
+				    "p%u/%s: %s: nothing changed", k, d, strerror(errno));
 		}
 	}
 	return 0;
@@ -204,9 +203,10 @@ add_message(struct part *pp, const char *key, double *mtime)
 	return rc;
 }
 
-/* Writes the segment built as log/<first>, its modification time the
- * last publish it holds (retention of format 2 goes by it, as format 1's
- * goes by each message's). */
+/* Writes the segment built as log/<first> (through tmp/<first>, which
+ * the next run removes when this one dies), its modification time the
+ * last publish it holds: retention of format 2 goes by it, as format 1's
+ * goes by each message's. */
 static int
 link_segment(struct part *pp, double mtime)
 {
@@ -216,10 +216,15 @@ link_segment(struct part *pp, double mtime)
 	snprintf(name, sizeof name, "%020" PRIu64, pp->w.first);
 	struct timespec ts[2] = { { 0, UTIME_OMIT },
 	    { (time_t)mtime, (long)((mtime - (double)(time_t)mtime) * 1e9) } };
-	if (mq_write_file(pp->tmpfd, name, pp->w.buf, pp->w.len, 1, 1) < 0)
-		return -1;
-	if (mtime > 0 && utimensat(pp->tmpfd, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
-		return mq_err_sys("tmp/%s", name);
+	struct iovec iov = { pp->w.buf, pp->w.len };
+	int fd = mq_openat(pp->tmpfd, name, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_NOFOLLOW | O_CLOEXEC, 0666);
+	int rc = fd < 0 || mq_write_all(fd, &iov, 1) < 0 ||
+	    (mtime > 0 && futimens(fd, ts) < 0) || fdatasync(fd) < 0 ? -1 : 0;
+	if (fd >= 0 && close(fd) < 0)
+		rc = -1;
+	if (rc < 0)
+		return mq_err_sys("write tmp/%s", name);
 	/* Replaces only a name that did not read (list_segments). */
 	if (mq_renameat(pp->tmpfd, name, pp->logfd, name) < 0)
 		return mq_err_sys("rename tmp/%s into log/", name);
