@@ -36,6 +36,27 @@ segments_tile() {
 	echo "$n"
 }
 
+# topic_g [CREATE-OPTION...] -- MESSAGE...: topic t made with the options,
+# its group g, and the messages published into it.
+topic_g() {
+	local -a opts=()
+	while [[ $1 != -- ]]; do
+		opts+=("$1")
+		shift
+	done
+	shift
+	mq-topic create "${opts[@]}" t
+	mkgroup t g
+	mq-pub -q t "$@"
+}
+
+# upgrade_noted TOPIC: nothing to convert: exit 0, and a note saying so.
+upgrade_noted() {
+	run --separate-stderr mq-topic upgrade "$1"
+	assert_success
+	assert_equal "$stderr" "mq-topic: topic '$1' is already of format 2"
+}
+
 # upgrade_ok TOPIC: upgraded, quietly, and of format 2 after.
 upgrade_ok() {
 	run --separate-stderr mq-topic upgrade "$1"
@@ -197,9 +218,7 @@ EOF
 }
 
 @test "upgrade: retention removes the upgraded segments as it removed the messages; a group made after reads from its start" {
-	mq-topic create --retention 1h t
-	mkgroup t g
-	mq-pub -q t a b c
+	topic_g --retention 1h -- a b c
 	mq-sub -g g t >/dev/null
 	upgrade_ok t
 	local seg=$MQ_SPOOL/topics/t/p0/log/00000000000000000000
@@ -218,9 +237,7 @@ EOF
 }
 
 @test "upgrade: a pending message whose file format 1 retention removed is delivered, and peeked at, from its name" {
-	mq-topic create --retention 1h t
-	mkgroup t g
-	mq-pub -q t old
+	topic_g --retention 1h -- old
 	local now
 	now=$(date +%s)
 	MQ_NOW=$((now + 7200)) mq-topic gc t
@@ -236,23 +253,17 @@ EOF
 }
 
 @test "upgrade: a topic of format 2 is left as it is: exit 0 and a note" {
-	mq-topic create --format 2 t
-	mkgroup t g
-	mq-pub -q t a
+	topic_g --format 2 -- a
 	local snap
 	snap=$(spool_snapshot "$MQ_SPOOL/topics")
-	run --separate-stderr mq-topic upgrade t
-	assert_success
-	assert_equal "$stderr" "mq-topic: topic 't' is already of format 2"
+	upgrade_noted t
 	assert_equal "$(spool_snapshot "$MQ_SPOOL/topics")" "$snap"
 	run -0 mq-sub -g g t
 	assert_output a
 }
 
 @test "upgrade: refusals: no topic 66, a bad name 64, no operand 64, a read-only topic 77, a replicating spool 69; nothing changed" {
-	mq-topic create t
-	mkgroup t g
-	mq-pub -q t a b
+	topic_g -- a b
 	local snap
 	snap=$(spool_snapshot)
 	run --separate-stderr mq-topic upgrade nosuch
@@ -304,9 +315,7 @@ EOF
 }
 
 @test "upgrade: a publisher that had the topic open as format 1 across the switch exits 75 and publishes nothing" {
-	mq-topic create t
-	mkgroup t g
-	mq-pub -q t a
+	topic_g -- a
 	# mq-pub -l opens the topic once, then publishes each line it reads.
 	mkfifo "$TD/in"
 	exec 4<>"$TD/in"
@@ -400,9 +409,7 @@ kill_at() {
 }
 
 @test "upgrade: what a run killed before the switch left is repaired: a damaged segment, tmp/ names, stale cursors" {
-	mq-topic create t
-	mkgroup t g
-	mq-pub -q t a b c
+	topic_g -- a b c
 	mq-sub -g g -n 1 t >/dev/null
 	local p=$MQ_SPOOL/topics/t/p0
 	mkdir -p "$p/tmp"
@@ -421,18 +428,14 @@ kill_at() {
 }
 
 @test "upgrade: a run killed after the switch is finished by the next: the log's message files go, with a note" {
-	mq-topic create t
-	mkgroup t g
-	mq-pub -q t a b
+	topic_g -- a b
 	local p=$MQ_SPOOL/topics/t/p0 f
 	mkdir "$TD/keys"
 	cp -a "$p"/log/* "$TD/keys"
 	upgrade_ok t
 	cp -a "$TD/keys"/* "$p/log"
 	for f in "$TD"/keys/*; do [[ -e $p/log/${f##*/} ]]; done
-	run --separate-stderr mq-topic upgrade t
-	assert_success
-	assert_equal "$stderr" "mq-topic: topic 't' is already of format 2"
+	upgrade_noted t
 	assert_equal "$(ls "$p/log")" 00000000000000000000
 	run -0 mq-sub -g g t
 	assert_output "$(printf 'a\nb')"
