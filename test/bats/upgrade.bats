@@ -200,6 +200,25 @@ EOF
 	assert_output "$(printf 'first\nsecond')"
 }
 
+@test "upgrade: a sealed topic's bodies stay sealed and open with the key; a filtered group keeps filtering" {
+	local pub
+	pub=$(mq-sub --keygen "$TD/c.key")
+	mq-topic create t
+	mq-topic key add t "$pub"
+	mkgroup t g
+	mkgroup t f --group-match 'X-Kind=yes'
+	mq-pub -q -H 'X-Kind: yes' t secret1
+	mq-pub -q -H 'X-Kind: no' t secret2
+	upgrade_ok t
+	! grep -q secret "$MQ_SPOOL"/topics/t/p0/log/*
+	mq-pub -q -H 'X-Kind: no' t secret3
+	mq-pub -q -H 'X-Kind: yes' t secret4
+	run -0 mq-sub --key "$TD/c.key" -g g t
+	assert_output "$(printf 'secret1\nsecret2\nsecret3\nsecret4')"
+	run -0 mq-sub --key "$TD/c.key" -g f t
+	assert_output "$(printf 'secret1\nsecret4')"
+}
+
 @test "upgrade: mq-stat figures and mq-topic info counts are the same before and after" {
 	mq-topic create --partitions 2 t
 	mkgroup t a
