@@ -404,6 +404,34 @@ drop_keys(const struct mq_topic *t, struct mq_upgrade_stats *st)
 	return rc;
 }
 
+/* Under every head's lock: the segments, the cursors, the switch.  1
+ * when another upgrade switched the topic first. */
+static int
+upgrade_locked(struct mq_topic *t, const int *hfds, struct mq_names *groups,
+    struct mq_upgrade_stats *st)
+{
+	/* What an alter or another upgrade did before the locks. */
+	struct mq_topic_conf now;
+	int rc = mq_topic_conf_now(t, &now);
+	if (rc == 0 && now.format == 2)
+		return 1;
+	if (rc == 0 && now.partitions != t->conf.partitions)
+		rc = mq_err(EX_TEMPFAIL, "topic %s changed while the upgrade "
+		    "started: nothing changed, run it again", t->name);
+	if (rc == 0) {
+		mq_names_free(groups);
+		rc = mq_groups_read(t, groups);
+	}
+	for (unsigned k = 0; rc == 0 && k < t->conf.partitions; k++)
+		rc = upgrade_partition(t, k, hfds[k], st);
+	for (unsigned k = 0; rc == 0 && k < t->conf.partitions; k++)
+		rc = set_cursors(t, k, hfds[k], groups);
+	st->partitions = t->conf.partitions;
+	st->groups = groups->n;
+	/* The commit point. */
+	return rc == 0 ? mq_topic_conf_edit(t, format2, NULL) : -1;
+}
+
 int
 mq_topic_upgrade(mq_spool *sp, const char *topic,
     struct mq_upgrade_stats *st)
@@ -415,47 +443,22 @@ mq_topic_upgrade(mq_spool *sp, const char *topic,
 	if (replicated(sp) < 0 || mq_fence_check(sp) < 0 ||
 	    mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
-	if (t.conf.format == 2) {
-		/* Done, or committed by a run that died before its end. */
-		int rc = drop_keys(&t, st);
-		mq_topic_close(&t);
-		return rc < 0 ? -1 : 1;
-	}
 	struct mq_names groups = { 0 };
-	int *hfds = calloc(t.conf.partitions, sizeof *hfds);
-	int rc = hfds ? mq_groups_read(&t, &groups) : mq_err_sys("malloc");
+	int *hfds = NULL;
+	/* Format 2: done, or switched by a run that died before its end. */
+	int rc = t.conf.format == 2 ? 1 : 0;
+	if (rc == 0 && !(hfds = calloc(t.conf.partitions, sizeof *hfds)))
+		rc = mq_err_sys("malloc");
+	if (rc == 0)
+		rc = mq_groups_read(&t, &groups);
 	if (rc == 0)
 		rc = writable(&t, &groups);
-	if (rc == 0)
-		rc = mq_lock_all(&t, hfds);
-	if (rc < 0) {
-		free(hfds);
-		mq_names_free(&groups);
-		mq_topic_close(&t);
-		return -1;
+	if (rc == 0 && (rc = mq_lock_all(&t, hfds)) == 0) {
+		rc = upgrade_locked(&t, hfds, &groups, st);
+		mq_unlock_all(&t, hfds);
 	}
-	/* Under every lock: what an alter or subscribe changed before it. */
-	struct mq_topic_conf now;
-	rc = mq_topic_conf_now(&t, &now);
-	if (rc == 0 && (now.format != 1 || now.partitions != t.conf.partitions))
-		rc = mq_err(EX_TEMPFAIL, "topic %s changed while the upgrade "
-		    "started: nothing changed, run it again", topic);
-	if (rc == 0) {
-		mq_names_free(&groups);
-		rc = mq_groups_read(&t, &groups);
-	}
-	for (unsigned k = 0; rc == 0 && k < t.conf.partitions; k++)
-		rc = upgrade_partition(&t, k, hfds[k], st);
-	for (unsigned k = 0; rc == 0 && k < t.conf.partitions; k++)
-		rc = set_cursors(&t, k, hfds[k], &groups);
-	st->partitions = t.conf.partitions;
-	st->groups = groups.n;
-	/* The commit point. */
-	if (rc == 0)
-		rc = mq_topic_conf_edit(&t, format2, NULL);
-	mq_unlock_all(&t, hfds);
-	if (rc == 0)
-		rc = drop_keys(&t, st);
+	if (rc >= 0 && drop_keys(&t, st) < 0)
+		rc = -1;
 	free(hfds);
 	mq_names_free(&groups);
 	mq_topic_close(&t);
