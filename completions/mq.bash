@@ -363,13 +363,21 @@ _mq_topic()
 		create) _mq_reply $'-s\n--partitions\n--max-message-size\n--retention\n--ttl\n--expired\n--format\n--place\n--signers\n--group\n--mode\n--publishers\n--consumers\n--admins' "$cur" ;;
 		alter) _mq_reply $'-s\n--partitions\n--place\n--signers\n--no-signers' "$cur" ;;
 		list|info) _mq_reply $'-s\n--json' "$cur" ;;
-		delete|gc|key) _mq_reply $'-s' "$cur" ;;
+		delete|gc|upgrade|key) _mq_reply $'-s' "$cur" ;;
 		esac
 	elif [[ -z $cmd ]]; then
-		_mq_reply $'init\ncreate\nalter\nlist\ninfo\ndelete\ngc\nkey' "$cur"
+		_mq_reply $'init\ncreate\nalter\nlist\ninfo\ndelete\ngc\nupgrade\nkey' "$cur"
 	elif ((${#_mq_args[@]} == 1)); then
 		case $cmd in
 		list|alter|info|delete|gc) _mq_reply "$(_mq_topics)" "$cur" ;;
+		upgrade)
+			# The topics of format 1: those left to upgrade.
+			local t l=
+			for t in $(_mq_topics); do
+				grep -qx 'format=2' "$_mq_spool/topics/$t/topic.conf" \
+				    2>/dev/null || l+=$t$'\n'
+			done
+			_mq_reply "$l" "$cur" ;;
 		key) _mq_reply $'add\nlist\nremove' "$cur" ;;
 		esac
 	elif [[ $cmd == key ]] && ((${#_mq_args[@]} == 2)); then

@@ -164,6 +164,21 @@ int mq_topic_delete(mq_spool *, const char *topic);
 /* Unlinks log/ names older than the topic's retention (groups keep their
  * links) and stale temporary files; *removed counts the log names. */
 int mq_topic_gc(mq_spool *, const char *topic, uint64_t *removed);
+/* Converts a topic of format 1 into format 2 (mq-spool(5), SEGMENTED
+ * STORAGE, Upgrade): its log as segments, each group's cursor at its
+ * partition's end, then topic.conf says format=2 (the commit point).  A
+ * run that died is finished by the next.  0 when converted, 1 when it
+ * already was of format 2 (what a run that died after the switch left is
+ * removed), -1: EX_UNAVAILABLE for a spool that replicates, EX_NOPERM
+ * where it cannot write, EX_TEMPFAIL when the topic changed as it
+ * started; nothing changed then. */
+struct mq_upgrade_stats {
+	unsigned partitions;
+	size_t groups;
+	uint64_t segments, records;     /* written by this run */
+	uint64_t dropped;               /* log/ message files unlinked */
+};
+int mq_topic_upgrade(mq_spool *, const char *topic, struct mq_upgrade_stats *);
 /* Sorted names of all topics, in *names (free with mq_strv_free). */
 int mq_topic_list(mq_spool *, char ***names, size_t *n);
 void mq_strv_free(char **v, size_t n);

@@ -1,5 +1,5 @@
 /*
- * mq-topic: create, grow, list, describe and delete topics.
+ * mq-topic: create, grow, list, describe, delete and upgrade topics.
  */
 #include <err.h>
 #include <fnmatch.h>
@@ -35,10 +35,11 @@ usage(int code)
 	    "       %s [-s SPOOL] info [--json] TOPIC\n"
 	    "       %s [-s SPOOL] delete TOPIC\n"
 	    "       %s [-s SPOOL] gc [TOPIC]\n"
+	    "       %s [-s SPOOL] upgrade TOPIC\n"
 	    "       %s [-s SPOOL] key add|list|remove TOPIC [PUBKEY...]\n",
 	    getprogname(), getprogname(), getprogname(), getprogname(),
 	    getprogname(), getprogname(), getprogname(), getprogname(),
-	    getprogname());
+	    getprogname(), getprogname());
 	exit(code);
 }
 
@@ -123,6 +124,20 @@ cmd_info(mq_spool *sp, const char *topic, int json)
 	    mq_topic_info_write_text(&in, stdout)) < 0)
 		tool_fail();
 	mq_topic_info_free(&in);
+	return 0;
+}
+
+/* upgrade: quiet when it converted; a note when there was nothing to. */
+static int
+cmd_upgrade(mq_spool *sp, const char *topic)
+{
+	struct mq_upgrade_stats st;
+	int rc = mq_topic_upgrade(sp, topic, &st);
+	if (rc < 0)
+		tool_fail();
+	if (rc == 1)
+		fprintf(stderr, "%s: topic '%s' is already of format 2\n",
+		    getprogname(), topic);
 	return 0;
 }
 
@@ -249,7 +264,7 @@ main(int argc, char *argv[])
 	const char *cmd = argv[0];
 	int want = !strcmp(cmd, "list") || !strcmp(cmd, "init") ? 1 : 2;
 	tool_command(cmd, (const char *const[]){ "init", "create", "alter",
-	    "list", "info", "delete", "gc", "key", NULL });
+	    "list", "info", "delete", "gc", "upgrade", "key", NULL });
 	if (!strcmp(cmd, "key")) {
 		if (json || confopts || partopt || nplace || group || mode ||
 		    roleopt)
@@ -308,7 +323,8 @@ main(int argc, char *argv[])
 	/* Only a writing command makes the spool: a read of a mistyped
 	 * path fails instead. */
 	int looks = !strcmp(cmd, "list") || !strcmp(cmd, "info");
-	mq_spool *sp = tool_spool(spool, looks ? MQ_READONLY : MQ_CREATE);
+	mq_spool *sp = tool_spool(spool, looks ? MQ_READONLY :
+	    !strcmp(cmd, "upgrade") ? 0 : MQ_CREATE);
 	int rc = 0;
 	if (!strcmp(cmd, "init"))
 		;                       /* done above, before the spool opened */
@@ -323,6 +339,8 @@ main(int argc, char *argv[])
 		rc = cmd_info(sp, argv[1], json);
 	else if (!strcmp(cmd, "gc"))
 		rc = cmd_gc(sp, argc > 1 ? argv[1] : NULL);
+	else if (!strcmp(cmd, "upgrade"))
+		rc = cmd_upgrade(sp, argv[1]);
 	else if (mq_topic_delete(sp, argv[1]) < 0)
 		tool_fail();
 	mq_spool_close(sp);

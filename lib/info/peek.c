@@ -38,8 +38,14 @@ peek_read(const struct mq_topic *t, unsigned k, const char *path,
 	/* Format 2: the record, whether a name stands for it (in new/, cur/
 	 * or delay/, where it starts with its due time) or it is past the
 	 * group's cursor. */
-	if ((t->conf.format == 2 ? mq_record_read(t, k, seq, key, out) :
-	    mq_claim_read(t, t->pfd[k], path, key, out)) < 0)
+	int rc = t->conf.format == 2 ? mq_record_read(t, k, seq, key, out) : -1;
+	/* A name that an upgrade left from format 1 holds its message's
+	 * bytes, the only ones when retention removed its file before the
+	 * upgrade (mq-spool(5), Upgrade). */
+	if (t->conf.format != 2 || (rc < 0 && path &&
+	    mq_errcode() == EX_DATAERR))
+		rc = mq_claim_read(t, t->pfd[k], path, key, out);
+	if (rc < 0)
 		return -1;
 	(*out)->attempts = attempts;
 	return 0;

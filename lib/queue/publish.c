@@ -429,7 +429,11 @@ publish_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 	struct mq_head h;
 	int *gfd = NULL;
 	size_t ng = 0;
-	int rc = mq_head_read(hfd, &h);
+	/* Under the lock, which an upgrade holds across its switch: a
+	 * chunk of format 1 in a topic of format 2 would be read by no one. */
+	int rc = mq_topic_format_now(&p->t);
+	if (rc == 0)
+		rc = mq_head_read(hfd, &h);
 	if (rc == 0)
 		rc = mq_partition_repair_locked(&p->t, k, hfd, &h);
 	if (rc == 0)

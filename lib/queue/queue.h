@@ -27,6 +27,8 @@ struct mq_topic {
 	struct mq_roots *roots;              /* sign.c: chunk signatures verified */
 	struct mq_seglog *seglog;            /* format 2: each partition's log
 	                                      * reader (msgread.c) */
+	ino_t conf_ino;                      /* topic.conf's inode when read:
+	                                      * mq_topic_format_now */
 };
 /* Opens a topic that exists (EX_NOINPUT when it does not) of format 1;
  * mq_topic_open_as opens one of the formats given (EX_UNAVAILABLE for
@@ -35,6 +37,10 @@ struct mq_topic {
 #define MQ_FORMAT2 4
 #define MQ_FORMAT_ANY (MQ_FORMAT1 | MQ_FORMAT2)
 int mq_topic_open(mq_spool *, const char *name, struct mq_topic *);
+/* 0 while the topic is of the format it was opened in; EX_TEMPFAIL once
+ * an upgrade (upgrade.c) switched it: one stat of topic.conf, a read of it
+ * only when it was replaced since. */
+int mq_topic_format_now(struct mq_topic *);
 int mq_topic_open_as(mq_spool *, const char *name, int formats,
     struct mq_topic *);
 void mq_topic_close(struct mq_topic *);

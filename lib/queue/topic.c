@@ -123,6 +123,11 @@ mq_topic_open_as(mq_spool *sp, const char *name, int formats,
 			return mq_err(EX_NOINPUT, "no topic '%s'", name);
 		return mq_err_sys("topic %s", name);
 	}
+	/* Before the read: a conf replaced in between is read again by
+	 * mq_topic_format_now, never missed. */
+	struct stat st;
+	if (mq_fstatat(t->fd, "topic.conf", &st, AT_SYMLINK_NOFOLLOW) == 0)
+		t->conf_ino = st.st_ino;
 	struct mq_conf kv;
 	if (mq_conf_read(t->fd, "topic.conf", &kv) < 0)
 		goto fail;
@@ -299,6 +304,24 @@ mq_topic_conf_now(const struct mq_topic *t, struct mq_topic_conf *c)
 	int rc = mq_topic_conf_parse(&kv, c);
 	mq_conf_free(&kv);
 	return rc;
+}
+
+int
+mq_topic_format_now(struct mq_topic *t)
+{
+	struct stat st;
+	struct mq_topic_conf c;
+	if (mq_fstatat(t->fd, "topic.conf", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return mq_err_sys("topic %s: topic.conf", t->name);
+	if (st.st_ino == t->conf_ino)
+		return 0;
+	if (mq_topic_conf_now(t, &c) < 0)
+		return -1;
+	if (c.format != t->conf.format)
+		return mq_err(EX_TEMPFAIL, "topic %s was upgraded to format %u "
+		    "since it was opened: try again", t->name, c.format);
+	t->conf_ino = st.st_ino;
+	return 0;
 }
 
 int
