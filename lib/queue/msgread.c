@@ -217,16 +217,29 @@ mq_claim_read_at(const struct mq_topic *t, unsigned k, int curfd,
 {
 	struct stat st;
 	/* Format 2 names what the log holds with an empty file; a dead
-	 * letter, or a claim about to become one, holds its copy. */
-	if (t->conf.format == 2 && mq_fstatat(curfd, curname, &st,
-	    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_size == 0) {
+	 * letter, a claim about to become one, a name from before an
+	 * upgrade hold the same bytes.  The log's record is read whenever
+	 * the log has it: a file's bytes are never trusted over it (a
+	 * consumer of a topic with roles may write the queues).  A name's
+	 * own bytes count only for what the log no longer holds (retention
+	 * passed a copy's record), and never where consumers write the
+	 * queues: there that is a file nobody published. */
+	if (t->conf.format == 2) {
 		const char *base = strrchr(curname, '/');
 		const char *key = base ? base + 1 : curname;
 		uint64_t seq;
 		if (mq_seq_of(key, &seq) < 0)
 			return mq_err(EX_DATAERR, "%s: not a message name", key);
-		return mq_record_read(t, k, seq, key, out);
+		if (mq_fstatat(curfd, curname, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return mq_err_sys("%s", key);
+		if (!S_ISREG(st.st_mode))
+			return mq_err(EX_DATAERR, "%s: not a regular file", key);
+		int rc = mq_record_read(t, k, seq, key, out);
+		if (rc == 0 || st.st_size == 0 || mq_errcode() != EX_DATAERR)
+			return rc;
+		if (mq_roles_any(&t->conf.roles))
+			return mq_err(EX_DATAERR, "%s is not in the log: not "
+			    "published", key);
 	}
 	return mq_claim_read(t, curfd, curname, NULL, out);
 }

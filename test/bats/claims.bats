@@ -214,3 +214,36 @@ print(len(json.load(sys.stdin)))'
 	run -0 env MQ_SHARED_FS=1 mq-sub -g g t
 	assert_output "$(seq 4 6)"
 }
+
+@test "claims: a name's own bytes never win over the log's record: a forged message file in new/ delivers what was published" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	mq-pub -q t real
+	run -0 mq-sub -g g --manual -n 1 -F '%r' t
+	run -0 mq-ack -g g --nack t "$output"
+	local name
+	name=$(ls "$(group_dir t g)/new")
+	# A whole, well-formed message file of that id and number, with
+	# another body and its right hash, over the nacked name.
+	"$PY" - "$(group_dir t g)/new/$name" "$MQ_SPOOL/topics/t/p0/log/00000000000000000000" <<'PYEOF'
+import sys, xxhash
+seg = open(sys.argv[2], "rb").read().split(b"\n")
+hdr = []
+for line in seg[2:]:
+    if not line:
+        break
+    hdr.append(line)
+body = b"forged"
+out = []
+for h in hdr:
+    if h.startswith(b"Content-Length:"):
+        h = b"Content-Length: %d" % len(body)
+    elif h.startswith(b"Content-Hash:"):
+        h = b"Content-Hash: xxh3-128:" + xxhash.xxh3_128_hexdigest(body).encode()
+    out.append(h)
+open(sys.argv[1], "wb").write(b"\n".join(out) + b"\n\n" + body)
+PYEOF
+	run -0 mq-sub -g g -F '%s\n' t
+	assert_output real
+	group_empty t g
+}
