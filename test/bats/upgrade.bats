@@ -1,40 +1,11 @@
 #!/usr/bin/env bats
 # mq-topic upgrade (mq-spool(5), SEGMENTED STORAGE, Upgrade): a topic of
 # format 1 converted into format 2 with every group's state kept, what
-# the tools deliver from it after, a kill -9 at random points of the
-# conversion and a rerun, and the refusals.
+# the tools deliver from it after, and the refusals.  A kill -9 at random
+# points of the conversion and a rerun is test/slow/upgrade.bats.
 
 load helper
-
-# figures TOPIC: each group's pending, in flight, delayed and dead, one
-# line per group, as mq-stat --json gives them.
-figures() {
-	mq-stat --json "$1" | "$PY" -c 'import json, sys
-for g in json.load(sys.stdin)["groups"]:
-    print(g["group"], g["pending"], g["inflight"], g["delayed"], g["dead"])'
-}
-
-# bodies FILE: the lines of FILE sorted, for comparing sets.
-sorted_lines() {
-	LC_ALL=C sort "$1"
-}
-
-# segments_tile TOPIC PARTITION: the segments of the partition follow each
-# other without overlap, each named by its first; prints the records.
-segments_tile() {
-	local f line first count want=-1 n=0
-	for f in "$MQ_SPOOL/topics/$1/p$2"/log/*; do
-		[[ ${f##*/} =~ ^[0-9]{20}$ ]] || fail "$f: not a segment name"
-		IFS= read -r line <"$f"
-		[[ $line =~ ^mq-segment\ 2\ first=([0-9]{20})\ count=([0-9]{10}) ]] ||
-			fail "$f: no segment line: $line"
-		[[ ${f##*/} == "${BASH_REMATCH[1]}" ]] || fail "$f is not named by its first"
-		first=$((10#${BASH_REMATCH[1]})) count=$((10#${BASH_REMATCH[2]}))
-		((first >= want)) || fail "$f overlaps the segment before it"
-		want=$((first + count)) n=$((n + count))
-	done
-	echo "$n"
-}
+load upgrade_helper
 
 # topic_g [CREATE-OPTION...] -- MESSAGE...: topic t made with the options,
 # its group g, and the messages published into it.
@@ -353,79 +324,6 @@ EOF
 	mq-pub -q t c
 	run -0 mq-sub -g g t
 	assert_output c
-}
-
-# kill_at TOPIC MICROSECONDS ROUND: an upgrade of TOPIC killed after a
-# random part of MICROSECONDS; counts in KILLS the kills that left it of format 1.
-kill_at() {
-	spawn "$TD/up.$3" mq-topic upgrade "$1"
-	"$PY" -c 'import random, sys, time
-time.sleep(random.random() * int(sys.argv[1]) / 1e6)' "$2"
-	kill -9 "$SPAWNED" 2>/dev/null || true
-	wait_for exited "$SPAWNED"
-	is_format2 "$1" || KILLS=$((KILLS + 1))
-}
-
-@test "upgrade: kill -9 at random points, then a rerun: every message exactly once, each group's state kept" {
-	mq-topic create --partitions 2 t
-	mkgroup t a
-	mkgroup t b
-	mkgroup t c
-	# Enough messages for several segments a partition.
-	seq 1 8000 | mq-pub -q -l t
-	mq-sub -g a -n 2000 t >"$TD/a.first"
-	mq-sub --manual --lease 1h -F '%r\n' -n 7 -g c t >"$TD/c.r"
-	cp -a "$MQ_SPOOL" "$TD/orig"
-	# How long a whole run takes here: the kills fall inside it.
-	local t0 d
-	MQ_SPOOL=$TD/orig.run
-	cp -a "$TD/orig" "$MQ_SPOOL"
-	t0=${EPOCHREALTIME/./}
-	mq-topic upgrade t
-	d=$((${EPOCHREALTIME/./} - t0))
-	KILLS=0
-	local round n last
-	for round in 1 2 3 4 5; do
-		export MQ_SPOOL=$TD/spool.$round
-		cp -a "$TD/orig" "$MQ_SPOOL"
-		cp "$TD/a.first" "$TD/a.got"
-		last=8000
-		kill_at t "$d" "$round.1"
-		if ! is_format2 t; then
-			# Format 1 works between the runs, and what it does
-			# meanwhile is in the next run's segments and cursors.
-			seq 8001 8100 | mq-pub -q -l t
-			last=8100
-			mq-sub -g a -n 40 t >>"$TD/a.got"
-			kill_at t "$d" "$round.2"
-		fi
-		figures t >"$TD/before"
-		run --separate-stderr mq-topic upgrade t
-		assert_success
-		is_format2 t
-		run -0 diff "$TD/before" <(figures t)
-		for n in 0 1; do
-			run -0 segments_tile t "$n"
-			assert_equal "$output" "$(head_field t committed "$n")"
-			assert_equal "$(ls -A "$MQ_SPOOL/topics/t/p$n/tmp")" ""
-			assert_equal "$(find "$MQ_SPOOL/topics/t/p$n/log" -name '*.*' | wc -l)" 0
-		done
-		mq-sub -g a t >>"$TD/a.got"
-		run -0 sort -n "$TD/a.got"
-		assert_equal "$output" "$(seq 1 "$last")"
-		run -0 mq-sub -g b t
-		run -0 sort -n <<<"$output"
-		assert_equal "$output" "$(seq 1 "$last")"
-		mapfile -t r <"$TD/c.r"
-		run -0 mq-ack -g c t "${r[@]}"
-		mq-sub -g c t >"$TD/c.got"
-		run -0 sort -u "$TD/c.got"
-		assert_equal "${#lines[@]}" $((last - 7))
-		assert_equal "$(wc -l <"$TD/c.got")" $((last - 7))
-		rm -rf "$MQ_SPOOL"
-	done
-	# Some kills fell before the switch (most fall there).
-	((KILLS > 0))
 }
 
 @test "upgrade: two upgrades at once: one converts, the other finds it done; every message once" {
