@@ -80,6 +80,20 @@ mq_claims_end(int claimsfd, int repair, uint64_t *end)
 	return rc;
 }
 
+int
+mq_claims_group_end(const struct mq_topic *t, unsigned k, const char *group,
+    int repair, uint64_t *end)
+{
+	int dfd = mq_claims_open(t, k, group, 0);
+	if (dfd == -2)
+		return 0;
+	if (dfd < 0)
+		return -1;
+	int rc = mq_claims_end(dfd, repair, end);
+	close(dfd);
+	return rc;
+}
+
 /* A claim's state, read: 0, or 1 when it is empty (a taker that died
  * before it wrote it; nothing of it was handed out).  A line that does
  * not check (torn by a loss of power) is read as nothing settled, its

@@ -115,8 +115,10 @@ cursor_and_end(const struct mq_topic *t, unsigned k, const char *group,
 	 * full file system rewrite it in place). */
 	if (*unset && mq_cursor_write(cursorfd, *next, 0) < 0)
 		return -1;
-	/* The cursor is raised lazily past claims (claims.c). */
-	if (claimsfd >= 0 && mq_claims_end(claimsfd, 1, next) < 0)
+	/* The cursor is raised lazily past claims (claims.c); a feed also
+	 * passes those a consumer took where claims are taken. */
+	if ((claimsfd >= 0 ? mq_claims_end(claimsfd, 1, next) :
+	    mq_claims_group_end(t, k, group, 1, next)) < 0)
 		return -1;
 	if (*next > *end)
 		*end = *next;
@@ -267,14 +269,8 @@ mq_feed(const struct mq_topic *t, unsigned k, const char *group,
 	uint64_t next = 0, end = 0;
 	bool unset = false;
 	struct batch *b = calloc(1, sizeof *b);
-	/* Claims a consumer elsewhere took (not on this file system's
-	 * kind, or before the group was ordered) are not fed again. */
-	int cfd = mq_claims_open(t, k, group, 0);
-	int rc = !b ? mq_err_sys("malloc") : cfd == -1 ? -1 :
-	    cursor_and_end(t, k, group, hfd, cursorfd, cfd, &next, &end,
-	    &unset);
-	if (cfd >= 0)
-		close(cfd);
+	int rc = b ? cursor_and_end(t, k, group, hfd, cursorfd, -1, &next, &end,
+	    &unset) : mq_err_sys("malloc");
 	if (rc == 0)
 		rc = read_batch(t, k, f, next, end, FEED_MAX, false, b);
 	bool delayed = false;
@@ -389,12 +385,9 @@ mq_feed_skip(const struct mq_topic *t, unsigned k, const char *group,
 	int fd = mq_cursor_open(t, k, group, O_RDWR | O_CREAT);
 	if (fd < 0)
 		return -1;
-	int cfd = mq_claims_open(t, k, group, 0);
-	int rc = cfd == -1 || mq_file_lock(fd, 1, "cursor") < 0 ||
-	    cursor_and_end(t, k, group, hfd, fd, cfd, &next, &end, &unset) < 0 ?
+	int rc = mq_file_lock(fd, 1, "cursor") < 0 ||
+	    cursor_and_end(t, k, group, hfd, fd, -1, &next, &end, &unset) < 0 ?
 	    -1 : 0;
-	if (cfd >= 0)
-		close(cfd);
 	if (rc == 0 && to > next) {
 		rc = mq_cursor_write(fd, to, 1);
 		*skipped = to - next;
@@ -421,8 +414,10 @@ names_low(int pfd, const char *path, size_t skip, uint64_t *low)
 	return 0;
 }
 
-int
-mq_feed_cursor(const struct mq_topic *t, unsigned k, const char *group,
+/* The cursor as written, or where the group starts while it is not:
+ * below it every record is settled or named (claims.c). */
+static int
+cursor_written(const struct mq_topic *t, unsigned k, const char *group,
     uint64_t end, uint64_t *next)
 {
 	int fd = mq_cursor_open(t, k, group, O_RDONLY);
@@ -432,14 +427,16 @@ mq_feed_cursor(const struct mq_topic *t, unsigned k, const char *group,
 		close(fd);
 	if (rc == 1)
 		rc = group_start(t, k, group, end, next);
-	int cfd = rc < 0 ? -1 : mq_claims_open(t, k, group, 0);
-	if (cfd == -1)
-		rc = -1;
-	if (cfd >= 0) {
-		rc = mq_claims_end(cfd, 0, next);
-		close(cfd);
-	}
 	return rc;
+}
+
+int
+mq_feed_cursor(const struct mq_topic *t, unsigned k, const char *group,
+    uint64_t end, uint64_t *next)
+{
+	if (cursor_written(t, k, group, end, next) < 0)
+		return -1;
+	return mq_claims_group_end(t, k, group, 0, next);
 }
 
 int
@@ -448,7 +445,9 @@ mq_feed_low(const struct mq_topic *t, unsigned k, const char *group,
 {
 	char path[MQ_NAME_MAX + 16];
 	uint64_t g;
-	int rc = mq_feed_cursor(t, k, group, end, &g);
+	/* The cursor as written, not the group's next record: a claim's
+	 * records past it have no name, and may be taken back. */
+	int rc = cursor_written(t, k, group, end, &g);
 	static const char *const q[] = { "new", "cur", "delay" };
 	for (size_t i = 0; rc == 0 && i < 3; i++) {
 		if (mq_path(path, sizeof path, "g/%s/%s", group, q[i]) < 0)

@@ -278,7 +278,8 @@ void mq_gdirs_close(struct mq_gdirs *);
  * file per batch handed out; see the file).  Every call that changes one
  * takes the cursor's lock (cursorfd).  open: the directory, made when
  * create, else -2 when there is none.  end raises *end to the end of the
- * last claim (repair, under the lock: removing one its taker died making).  create makes one (under the lock), passed at once when
+ * last claim (repair, under the lock: removing one its taker died making);
+ * group_end the same for a group's, none when it has no claims/.  create makes one (under the lock), passed at once when
  * it is settled whole.  settle sets the bits of seqs (refused past the lease when
  * refuse_expired): how many it set.  detach gives each record of seqs not
  * settled a name, new/KEY (attempt 0) or its cur/ name of attempt 1 with
@@ -299,6 +300,8 @@ struct mq_claims_count {
 int mq_claims_open(const struct mq_topic *, unsigned k, const char *group,
     int create);
 int mq_claims_end(int claimsfd, int repair, uint64_t *end);
+int mq_claims_group_end(const struct mq_topic *, unsigned k,
+    const char *group, int repair, uint64_t *end);
 int mq_claims_create(int cursorfd, int claimsfd,
     const struct mq_claim_name *, const struct mq_claim_state *);
 int mq_claims_settle(int cursorfd, int claimsfd, const char *name,
@@ -350,8 +353,9 @@ void mq_taken_clear(struct mq_taken *);
  * how many records it passed over unfed. */
 int mq_feed_skip(const struct mq_topic *, unsigned k, const char *group,
     int hfd, uint64_t to, uint64_t *skipped);
-/* The group's cursor in partition k, read without a lock (one never
- * written: where the group starts). */
+/* The group's next record in partition k, read without a lock: its
+ * cursor (one never written: where the group starts), or the end of its
+ * last claim past it. */
 int mq_feed_cursor(const struct mq_topic *, unsigned k, const char *group,
     uint64_t end, uint64_t *next);
 /* What a feed makes of record m for a group whose filter is f (NULL:
@@ -363,8 +367,8 @@ enum mq_fate { MQ_FATE_FILTERED, MQ_FATE_NEW, MQ_FATE_DELAYED,
 	MQ_FATE_EXPIRED };
 int mq_feed_fate(mq_filter *f, const struct mq_msg *m, double now);
 /* Lowers *low to the least sequence number the group still needs of
- * partition k's log (end: the log's end): its cursor, or the least of
- * its queues' names. */
+ * partition k's log (end: the log's end): its cursor as written (never
+ * past a claim's records), or the least of its queues' names. */
 int mq_feed_low(const struct mq_topic *, unsigned k, const char *group,
     uint64_t end, uint64_t *low);
 int mq_gdirs_delay(const struct mq_topic *, unsigned k, const char *group,

@@ -247,3 +247,21 @@ PYEOF
 	assert_output real
 	group_empty t g
 }
+
+@test "claims: gc keeps a segment whose records a claim holds unsettled, past the retention" {
+	mq-topic create --format 2 --retention 1h t
+	mkgroup t g
+	seq 5 | mq-pub -q -l t
+	seq 6 10 | mq-pub -q -l t
+	# 1 to 7 in flight in one claim; the cursor file still at 0.
+	run -0 mq-sub -g g --manual --lease 0.5 -n 7 t
+	touch -d '-2 hours' "$MQ_SPOOL"/topics/t/p0/log/*
+	run -0 mq-topic gc t
+	assert_equal "$(count_log t)" 10
+	# The lease over, they come again from the segments kept.
+	wait_for past_ms $(( $(now_ms) + 600 ))
+	run -0 mq-sub -g g -F '%s %a\n' t
+	assert_output "$(printf '%s 2\n' 1 2 3 4 5 6 7; printf '%s 1\n' 8 9 10)"
+	run -0 mq-topic gc t
+	assert_equal "$(count_log t)" 0
+}
