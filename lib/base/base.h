@@ -276,6 +276,8 @@ bool mq_is_name(const char *name, size_t len);
  * not, or when the number is above MQ_SEQ_MAX. */
 int mq_seq_of(const char *name, uint64_t *seq);
 double mq_key_time(const char *key);
+/* The same of a message id: when it was published, in seconds. */
+double mq_id_time(const char *id);
 struct mq_entry {
 	char key[MQ_KEY_LEN + 1];
 	unsigned attempts;                  /* deliveries */

@@ -155,7 +155,15 @@ mq_key_time(const char *key)
 	/* A name too short to hold the time has none (it is no key). */
 	if (strnlen(key, MQ_SEQ_DIGITS + 1 + 13) < MQ_SEQ_DIGITS + 1 + 13)
 		return 0;
-	const char *h = key + MQ_SEQ_DIGITS + 1;
+	return mq_id_time(key + MQ_SEQ_DIGITS + 1);
+}
+
+double
+mq_id_time(const char *id)
+{
+	const char *h = id;
+	if (strnlen(id, 13) < 13)
+		return 0;
 	uint64_t x = 0;
 	size_t i;
 	for (i = 0; i < 13; i++) {

@@ -203,9 +203,7 @@ count_format2(const struct mq_topic *t, unsigned k, const char *group,
 	struct mq_msg *m;
 	if (rc == 0 && end > cursor && p->oldest_pending == 0 &&
 	    mq_record_read(t, k, cursor, NULL, &m) == 0) {
-		char key[MQ_KEY_LEN + 1];
-		snprintf(key, sizeof key, "%020" PRIu64 ".%s", cursor, m->id);
-		earliest(mq_key_time(key), &p->oldest_pending);
+		earliest(mq_id_time(m->id), &p->oldest_pending);
 		mq_msg_free(m);
 	}
 	p->head = end;

@@ -309,6 +309,28 @@ mq_claims_settle(int cursorfd, int claimsfd, const char *name,
 }
 
 int
+mq_claims_held(int cursorfd, int claimsfd, const char *name, uint64_t seq)
+{
+	if (lock(cursorfd) < 0)
+		return -1;
+	struct mq_claim_name c;
+	struct mq_claim_state st;
+	int fd = claim_load(claimsfd, name, &c, &st), rc = fd < 0 ? -1 : 0;
+	if (rc == 0 && (double)st.deadline_ms / 1000 < mq_now())
+		rc = mq_err(EX_NOINPUT, "lease of claim %s has expired", name);
+	else if (rc == 0 && (seq < c.first || seq - c.first >= c.n))
+		rc = mq_err(EX_DATAERR, "record %" PRIu64 " is not in claim %s",
+		    seq, name);
+	else if (rc == 0 && mq_claim_settled(&st, (unsigned)(seq - c.first)))
+		rc = mq_err(EX_NOINPUT, "record %" PRIu64 " of claim %s is "
+		    "settled already", seq, name);
+	if (fd >= 0)
+		close(fd);
+	unlock(cursorfd);
+	return rc;
+}
+
+int
 mq_claims_extend(int cursorfd, int claimsfd, const char *name,
     uint64_t deadline_ms)
 {
@@ -370,18 +392,19 @@ mq_claims_detach(const struct mq_topic *t, unsigned k,
 		n = 0;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		unsigned j = (unsigned)(seqs[i] - c.first);
-		out[i][0] = 0;
+		char buf[MQ_KEY_LEN + 64], *o = out ? out[i] : buf;
+		o[0] = 0;
 		if (seqs[i] < c.first || seqs[i] - c.first >= c.n)
 			rc = mq_err(EX_DATAERR, "record %" PRIu64 " is not in "
 			    "claim %s", seqs[i], name);
 		else if (mq_claim_settled(&st, j))
 			continue;
 		else if ((rc = detached_name(t, k, seqs[i], ids ? ids[i] : NULL,
-		    &c, st.deadline_ms, attempt, out[i], sizeof out[i])) == 0) {
-			int nfd = mq_openat(dirfd, out[i], O_WRONLY | O_CREAT |
+		    &c, st.deadline_ms, attempt, o, sizeof buf)) == 0) {
+			int nfd = mq_openat(dirfd, o, O_WRONLY | O_CREAT |
 			    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 			if (nfd < 0 && errno != EEXIST)
-				rc = mq_err_sys("detach %s", out[i]);
+				rc = mq_err_sys("detach %s", o);
 			else if (nfd >= 0)
 				close(nfd);
 			mq_claim_settle(&st, j);
@@ -418,9 +441,8 @@ mq_claims_expire(const struct mq_topic *t, unsigned k,
 	struct seen *v;
 	if (read_claims(claimsfd, &l, &v) < 0)
 		return -1;
-	uint64_t *seqs = malloc(MQ_CLAIM_MAX * sizeof *seqs);
-	char (*names)[MQ_KEY_LEN + 64] = malloc(MQ_CLAIM_MAX * sizeof *names);
-	int rc = seqs && names ? 0 : mq_err_sys("malloc"), detached = 0;
+	uint64_t seqs[MQ_CLAIM_MAX];
+	int rc = 0, detached = 0;
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
 		double deadline = (double)v[i].st.deadline_ms / 1000;
 		if (v[i].gone || v[i].empty || !v[i].left)
@@ -431,13 +453,11 @@ mq_claims_expire(const struct mq_topic *t, unsigned k,
 		}
 		size_t n = unsettled_of(&v[i].c, &v[i].st, seqs);
 		int m = mq_claims_detach(t, k, d, cursorfd, claimsfd, l.v[i], seqs,
-		    NULL, n, 1, now, names);
+		    NULL, n, 1, now, NULL);
 		if (m < 0 && mq_errcode() != EX_NOINPUT)
 			rc = -1;
 		detached += m > 0 ? m : 0;
 	}
-	free(seqs);
-	free(names);
 	free(v);
 	mq_names_free(&l);
 	return rc < 0 ? -1 : detached;

@@ -74,12 +74,10 @@ count_record(const struct mq_topic *t, unsigned k, const char *group,
     uint64_t s, double now)
 {
 	struct mq_msg *m;
-	char key[MQ_KEY_LEN + 1];
 	if (mq_record_read(t, k, s, NULL, &m) < 0)
 		return;
-	snprintf(key, sizeof key, "%020" PRIu64 ".%s", s, m->id);
+	mq_count_acked(t->sp, t->name, group, now, mq_id_time(m->id));
 	mq_msg_free(m);
-	mq_count_acked(t->sp, t->name, group, now, mq_key_time(key));
 }
 
 /* Format 2: the records of the group's claims below `below` are settled

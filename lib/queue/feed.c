@@ -47,10 +47,9 @@ skip_older(const struct mq_topic *t, unsigned k, double from_time,
 			return r;
 		if (!m)
 			continue;
-		char key[MQ_KEY_LEN + 1];
-		snprintf(key, sizeof key, "%020" PRIu64 ".%s", *next, m->id);
+		double published = mq_id_time(m->id);
 		mq_msg_free(m);
-		if (mq_key_time(key) >= from_time)
+		if (published >= from_time)
 			break;
 	}
 	return 0;

@@ -281,10 +281,12 @@ void mq_gdirs_close(struct mq_gdirs *);
  * last claim (repair, under the lock: removing one its taker died making);
  * group_end the same for a group's, none when it has no claims/.  create makes one (under the lock), passed at once when
  * it is settled whole.  settle sets the bits of seqs (refused past the lease when
- * refuse_expired): how many it set.  detach gives each record of seqs not
+ * refuse_expired): how many it set.  held: 0 when the claim is there,
+ * its lease not over and record seq not settled, else -1 (EX_NOINPUT).
+ * detach gives each record of seqs not
  * settled a name, new/KEY (attempt 0) or its cur/ name of attempt 1 with
- * the claim's lease and token (names into out, "" for one settled
- * already), synced, then sets its bit: how many; with expired_by, only
+ * the claim's lease and token (names into out if not NULL, "" for one
+ * settled already), synced, then sets its bit: how many; with expired_by, only
  * when the lease is over by then.  ids may be NULL: read from the log.
  * expire detaches into cur/ what claims whose lease is over hold, and
  * lowers *earliest to the next deadline.  settle_below settles every
@@ -306,6 +308,8 @@ int mq_claims_create(int cursorfd, int claimsfd,
     const struct mq_claim_name *, const struct mq_claim_state *);
 int mq_claims_settle(int cursorfd, int claimsfd, const char *name,
     const uint64_t *seqs, size_t n, int refuse_expired);
+int mq_claims_held(int cursorfd, int claimsfd, const char *name,
+    uint64_t seq);
 int mq_claims_extend(int cursorfd, int claimsfd, const char *name,
     uint64_t deadline_ms);
 int mq_claims_detach(const struct mq_topic *, unsigned k,

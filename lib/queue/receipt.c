@@ -112,7 +112,7 @@ claim_settle(struct mq_topic *t, const char *group,
     double seconds)
 {
 	unsigned k = r->k;
-	int held = 0, cursorfd = t->conf.format == 2 && !gc->ordered ?
+	int cursorfd = t->conf.format == 2 && !gc->ordered ?
 	    mq_cursor_open(t, k, group, O_RDWR) : -1;
 	int claimsfd = cursorfd < 0 ? -1 : mq_claims_open(t, k, group, 0);
 	int rc = cursorfd < 0 || claimsfd == -1 ? -1 : 0;
@@ -120,15 +120,8 @@ claim_settle(struct mq_topic *t, const char *group,
 	    claimsfd == -2))
 		rc = mq_err(EX_NOINPUT, "record %" PRIu64 " of claim %s is gone "
 		    "(settled, or its lease expired)", r->seq, r->claim);
-	/* Held: the claim is there, its lease not over, the record not
-	 * settled. */
-	double deadline;
-	if (rc == 0 && (mq_claims_settle(cursorfd, claimsfd, r->claim, NULL, 0,
-	    1) < 0 || mq_claims_in(t, k, group, r->seq, &held, &deadline) < 0))
-		rc = -1;
-	if (rc == 0 && held != 1)
-		rc = mq_err(EX_NOINPUT, "record %" PRIu64 " of claim %s is "
-		    "settled already", r->seq, r->claim);
+	if (rc == 0)
+		rc = mq_claims_held(cursorfd, claimsfd, r->claim, r->seq);
 	struct mq_msg *m = NULL;
 	if (rc == 0 && op == ACK &&
 	    mq_record_read(t, k, r->seq, NULL, &m) < 0 &&
@@ -142,20 +135,16 @@ claim_settle(struct mq_topic *t, const char *group,
 		if (rc == 0 && mq_claims_settle(cursorfd, claimsfd, r->claim,
 		    &r->seq, 1, 1) < 0)
 			rc = -1;
-		if (rc == 0 && m) {
-			char key[MQ_KEY_LEN + 1];
-			snprintf(key, sizeof key, "%020" PRIu64 ".%s", r->seq,
-			    m->id);
+		if (rc == 0 && m)
 			mq_count_acked(t->sp, t->name, group, mq_now(),
-			    mq_key_time(key));
-		}
+			    mq_id_time(m->id));
 		break;
 	case NACK:
 	case REJECT:
 		/* A claim of its own in cur/ first, as format 1's. */
 		rc = mq_claims_detach(t, k, d, cursorfd, claimsfd, r->claim,
 		    &r->seq, NULL, 1, 1, 0, cur);
-		if (rc == 0 || (rc > 0 && !cur[0][0]))
+		if (rc == 0)
 			rc = mq_err(EX_NOINPUT, "record %" PRIu64 " of claim %s "
 			    "is settled already", r->seq, r->claim);
 		if (rc > 0 && op == NACK)

@@ -94,6 +94,17 @@ claimed_unread(mq_sub *s, struct part *p, uint64_t seq, const char *id,
 	return mq_sub_dead_unseen(s, p, cur, &e, reason);
 }
 
+/* Settles record seq of the partition's taken claim unseen (processed
+ * before, or expired and dropped): 0, the caller looks for another. */
+static int
+settle_unseen(struct part *p, uint64_t seq)
+{
+	if (mq_claims_settle(p->cursorfd, p->claimsfd, p->taken->name, &seq, 1,
+	    0) < 0 && mq_errcode() != EX_NOINPUT)
+		return -1;
+	return 0;
+}
+
 /* Delivers record j of the partition's taken claim, m as read from the
  * log (NULL: it did not read): 1 with *out, 0 when it was settled unseen,
  * as deliver does with a name. */
@@ -113,8 +124,7 @@ deliver_claimed(mq_sub *s, size_t i, unsigned j, struct mq_msg *m,
 	if (p->donefd >= 0 && mq_faccessat(p->donefd, id, F_OK,
 	    AT_SYMLINK_NOFOLLOW) == 0) {
 		mq_msg_free(m);
-		return mq_claims_settle(p->cursorfd, p->claimsfd, tk->name, &seq,
-		    1, 0) < 0 && mq_errcode() != EX_NOINPUT ? -1 : 0;
+		return settle_unseen(p, seq);
 	}
 	int ok = mq_msg_verify(p->t, ((struct msg_priv *)m->priv)->buf, m);
 	if (ok <= 0) {
@@ -137,8 +147,7 @@ deliver_claimed(mq_sub *s, size_t i, unsigned j, struct mq_msg *m,
 				    cur, &e, &why);
 			return rc < 0 ? -1 : 0;
 		}
-		return mq_claims_settle(p->cursorfd, p->claimsfd, tk->name, &seq,
-		    1, 0) < 0 && mq_errcode() != EX_NOINPUT ? -1 : 0;
+		return settle_unseen(p, seq);
 	}
 	struct msg_priv *pv = m->priv;
 	char where[96];
@@ -180,17 +189,15 @@ mq_sub_release_taken(mq_sub *s)
 		struct mq_taken *tk = p->taken;
 		uint64_t seqs[MQ_CLAIM_MAX];
 		size_t n = 0;
-		for (unsigned j = tk ? tk->pos : 0; tk && j < tk->c.n; j++)
+		if (!tk)
+			continue;
+		for (unsigned j = tk->pos; j < tk->c.n; j++)
 			if (!mq_claim_settled(&tk->st, j))
 				seqs[n++] = tk->c.first + j;
-		char (*names)[MQ_KEY_LEN + 64] = n ? malloc(n * sizeof *names) :
-		    NULL;
-		if (names)
+		if (n)
 			mq_claims_detach(p->t, p->k, &p->d, p->cursorfd,
-			    p->claimsfd, tk->name, seqs, NULL, n, 0, 0, names);
-		free(names);
-		if (tk)
-			mq_taken_clear(tk);
+			    p->claimsfd, tk->name, seqs, NULL, n, 0, 0, NULL);
+		mq_taken_clear(tk);
 	}
 }
 
@@ -199,16 +206,18 @@ mq_sub_settle_claimed(mq_sub *s, struct mq_msg *const *m, size_t n)
 {
 	bool *done = calloc(n ? n : 1, sizeof *done);
 	uint64_t *seqs = malloc((n ? n : 1) * sizeof *seqs);
-	size_t lost = 0;
-	int rc = done && seqs ? 0 : mq_err_sys("malloc");
+	size_t *of = malloc((n ? n : 1) * sizeof *of), lost = 0;
+	int rc = done && seqs && of ? 0 : mq_err_sys("malloc");
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		struct msg_priv *pv = mq_sub_priv(m[i]);
 		if (done[i] || !pv->claim[0])
 			continue;
+		/* The records of m[i]'s claim, m[of[0..ns)]. */
 		size_t ns = 0;
 		for (size_t j = i; j < n; j++)
 			if (!done[j] && mq_sub_priv(m[j])->part == pv->part &&
 			    !strcmp(mq_sub_priv(m[j])->claim, pv->claim)) {
+				of[ns] = j;
 				seqs[ns++] = m[j]->seq;
 				done[j] = true;
 			}
@@ -219,19 +228,14 @@ mq_sub_settle_claimed(mq_sub *s, struct mq_msg *const *m, size_t n)
 			rc = -1;
 		lost += r < 0 ? ns : ns - (size_t)r;
 		double now = mq_now();
-		for (size_t j = i; r > 0 && j < n; j++)
-			if (mq_sub_priv(m[j])->part == pv->part &&
-			    !strcmp(mq_sub_priv(m[j])->claim, pv->claim)) {
-				char key[MQ_KEY_LEN + 1];
-				snprintf(key, sizeof key, "%020" PRIu64 ".%s",
-				    m[j]->seq, m[j]->id);
-				mq_count_acked(s->sp, p->t->name, s->group, now,
-				    mq_key_time(key));
-			}
+		for (size_t j = 0; r > 0 && j < ns; j++)
+			mq_count_acked(s->sp, p->t->name, s->group, now,
+			    mq_id_time(m[of[j]]->id));
 		p->cur_left = true;
 	}
 	free(done);
 	free(seqs);
+	free(of);
 	if (rc == 0 && lost)
 		rc = mq_err(EX_NOINPUT, "%zu message%s no longer claimed (the "
 		    "lease expired)", lost, lost == 1 ? " is" : "s are");
@@ -243,7 +247,6 @@ mq_sub_detach_claimed(mq_sub *s, const struct mq_msg *m)
 {
 	struct msg_priv *pv = mq_sub_priv(m);
 	struct part *p = mq_sub_part(s, m);
-	(void)s;
 	int rc = detach_taken(p, pv->claim, m->seq, m->id, 1, pv->cur);
 	if (rc == 0)
 		return mq_err(EX_NOINPUT, "message %s is no longer claimed (its "

@@ -265,3 +265,21 @@ PYEOF
 	run -0 mq-topic gc t
 	assert_equal "$(count_log t)" 0
 }
+
+@test "claims: a claim settled whole that a crash left before its unlink changes nothing and goes at the next pass" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	seq 4 | mq-pub -q -l t
+	run -0 mq-sub -g g -n 2 t
+	assert_equal "$(cursor_of t g)" 2
+	# Its cursor written, its unlink not made: every bit set.
+	"$PY" - "$(group_dir t g)/claims/00000000000000000000+2,r01234567" <<'PYEOF'
+import sys, xxhash
+body = "mq-claim 2 deadline=%020d settled=%s" % (1, "03" + "00" * 63)
+open(sys.argv[1], "w").write("%s sum=%08x\n" % (body, xxhash.xxh32(body.encode()).intdigest()))
+PYEOF
+	assert_equal "$(figure t g inflight)" 0
+	run -0 mq-sub -g g t
+	assert_output "$(seq 3 4)"
+	all_settled t g 4
+}
