@@ -318,6 +318,12 @@ int mq_seg_add(struct mq_seg_writer *, const char *hdr, size_t hlen,
 /* The same with the header block in hn pieces. */
 int mq_seg_addv(struct mq_seg_writer *, const struct iovec *hv, int hn,
     const void *body, size_t blen);
+/* A record read by mq_seg_next (its number seq, the next of the
+ * segment), copied as it is: its frame and hash, whether the hash holds
+ * or not. */
+struct mq_seg_rec;
+int mq_seg_add_record(struct mq_seg_writer *, uint64_t seq,
+    const struct mq_seg_rec *);
 /* Fills in the first line: buf and len are then the segment's bytes. */
 int mq_seg_finish(struct mq_seg_writer *);
 void mq_seg_writer_free(struct mq_seg_writer *);

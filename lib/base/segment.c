@@ -161,6 +161,27 @@ mq_seg_addv(struct mq_seg_writer *w, const struct iovec *hv, int hn,
 }
 
 int
+mq_seg_add_record(struct mq_seg_writer *w, uint64_t seq,
+    const struct mq_seg_rec *r)
+{
+	if (w->first > MQ_SEQ_MAX - w->count || seq != w->first + w->count)
+		return mq_err(EX_SOFTWARE, "record %llu copied out of order",
+		    (unsigned long long)seq);
+	if (w->count >= MQ_SEG_MAX_RECORDS)
+		return mq_err(EX_DATAERR, "segment of %u records: past the limit",
+		    w->count);
+	/* Read by mq_seg_next: its frame line is just before its header
+	 * block, and a newline after its body. */
+	size_t len = REC_LINE_LEN + r->hdr_len + r->body_len + 1;
+	if (grow(w, len) < 0)
+		return -1;
+	memcpy(w->buf + w->len, r->hdr - REC_LINE_LEN, len);
+	w->len += len;
+	w->count++;
+	return 0;
+}
+
+int
 mq_seg_finish(struct mq_seg_writer *w)
 {
 	if (w->count == 0)

@@ -126,6 +126,39 @@ int mq_seglog_totals(int logfd, uint64_t end, uint64_t *records,
     uint64_t *bytes);
 
 
+/* seglink.c: segment bytes written at tmp/TMP (a KEY), synced when
+ * asked, then linked at log/NAME, the commit point: 0, 1 when the name
+ * existed (tmp/TMP removed), -1; sync: the directory too. */
+int mq_seg_write_tmp(int tmpfd, const char *tmp, const void *buf,
+    size_t len, bool sync);
+int mq_seg_link(int tmpfd, const char *tmp, int logfd, const char *name,
+    bool sync);
+
+/* logship.c: partition k's log sent to a peer and received from one
+ * (format 2).  export builds in w (begun by the caller) a segment of the
+ * records from *from (moved past what no segment holds) below end, each
+ * as it is: 1 with one, 0 none, 2 when the segment holding *from does not
+ * parse (not sent: *from is moved to the next one).  import checks a
+ * segment whole, then links what the log lacks at its head (a gap
+ * skipped), under the head's lock: *out what it did; records held here
+ * with other bytes are counted, kept as they are here. */
+int mq_log_export(const struct mq_topic *, unsigned k, uint64_t *from,
+    uint64_t end, struct mq_seg_writer *w);
+struct mq_log_import {
+	uint64_t end;                   /* the log's end after it */
+	uint32_t linked;                /* records added */
+	uint32_t conflicts;             /* held here with other bytes */
+};
+int mq_log_import(const struct mq_topic *, unsigned k, const char *data,
+    size_t len, bool sync, struct mq_log_import *);
+/* The Message-Id of the record before end: 1 with it, 0 when there is
+ * none (end 0, a gap, a record without a readable id).  A sender checks
+ * it against the receiver's: two logs that went apart are never mixed. */
+int mq_log_tail_id(const struct mq_topic *, unsigned k, uint64_t end,
+    char id[MQ_ID_LEN + 1]);
+/* Where partition k's log ends: its head's committed, followed. */
+int mq_log_end(const struct mq_topic *, unsigned k, uint64_t *end);
+
 /* segmerge.c: small segments of partition k below committed merged
  * into one, when the log holds enough of them and no one else merges. */
 int mq_seg_merge(const struct mq_topic *, unsigned k, uint64_t committed);

@@ -49,25 +49,6 @@ add_record(mq_pub *p, unsigned k, const struct pub_staged *st,
 	return mq_seg_addv(&p->sw, hv, 3, st->body, st->blen);
 }
 
-/* Writes the segment at tmp/NAME and syncs it as asked. */
-static int
-write_tmp(mq_pub *p, unsigned k, const char *name, enum mq_sync sync)
-{
-	int fd = mq_openat(p->tmpfd[k], name, O_WRONLY | O_CREAT | O_EXCL |
-	    O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return mq_err_sys("create tmp/%s", name);
-	struct iovec iov = { p->sw.buf, p->sw.len };
-	int rc = mq_write_all(fd, &iov, 1);
-	/* On a shared file system another host reads what reached the
-	 * server: closing does not flush a client that writes behind. */
-	if (rc == 0 && (sync != MQ_SYNC_NONE || p->shared[k]))
-		rc = fdatasync(fd);
-	if (close(fd) < 0)
-		rc = -1;
-	return rc < 0 ? mq_err_sys("write tmp/%s", name) : 0;
-}
-
 /* The chunk's own messages, for the dedup entries that name them. */
 struct own {
 	const struct pub_staged *stg;
@@ -141,24 +122,22 @@ try_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 	char tmp[MQ_KEY_LEN + 1], name[MQ_SEQ_DIGITS + 1];
 	snprintf(name, sizeof name, "%020" PRIu64, c);
 	snprintf(tmp, sizeof tmp, "%s.%s", name, ns ? p->stg[0].id : "");
+	/* On a shared file system another host reads what reached the
+	 * server: closing does not flush a client that writes behind. */
 	if (rc == 0 && ns)
-		rc = write_tmp(p, k, tmp, sync);
+		rc = mq_seg_write_tmp(p->tmpfd[k], tmp, p->sw.buf, p->sw.len,
+		    sync != MQ_SYNC_NONE || p->shared[k]);
 	if (rc == 0 && p->dedupfd[k] >= 0 && (sync == MQ_SYNC_EACH ||
 	    (sync == MQ_SYNC_BATCH && p->shared[k])))
 		rc = mq_fsync_fd(p->dedupfd[k]);
 	int lost = 0;
-	if (rc == 0 && ns && mq_linkat(p->tmpfd[k], tmp, p->logfd[k], name,
-	    0) < 0) {
-		if (errno == EEXIST)
-			lost = 1;
-		else
-			rc = mq_err_sys("link log/%s", name);
-	}
-	if (lost) {
+	if (rc == 0 && ns && (lost = mq_seg_link(p->tmpfd[k], tmp,
+	    p->logfd[k], name, sync != MQ_SYNC_NONE)) < 0)
+		rc = -1;
+	if (lost == 1) {
 		/* Ours alone: under a lock that two holders share, the
 		 * other's entries are in the same range. */
 		struct own o = { p->stg, ns };
-		mq_unlinkat(p->tmpfd[k], tmp, 0);
 		if (p->dedupfd[k] >= 0)
 			mq_dedup_sweep(p->t.pfd[k], ours, &o);
 	}
@@ -175,12 +154,6 @@ try_chunk(mq_pub *p, unsigned k, const struct mq_pub_msg *msgs,
 	}
 	if (lost)
 		return 1;
-	/* Committed.  A power loss before the directory's sync may undo
-	 * the link: the publish had not returned. */
-	if (ns && sync != MQ_SYNC_NONE && mq_fsync_fd(p->logfd[k]) < 0)
-		return -1;
-	if (ns && mq_unlinkat(p->tmpfd[k], tmp, 0) < 0 && errno != ENOENT)
-		return mq_err_sys("unlink tmp/%s", tmp);
 	struct mq_head done = { c + ns, c + ns };
 	*stored = ns;
 	*end = c + ns;

@@ -1,0 +1,305 @@
+/*
+ * logship.c: a partition's log of format 2 sent to a peer and received
+ * from one (mq-spool(5), SEGMENTED STORAGE, Replication, format 2).
+ *
+ * The log is sent by position, not through the change journal: the
+ * receiver says where its log ends, the sender builds a segment of the
+ * records from there, each copied as it is (its frame and hash), and the
+ * receiver links it at its head as a publish does.  Whatever the
+ * segments' boundaries on either side (merges rewrite them), a record's
+ * bytes are the same on both.  The receiver keeps every record it holds:
+ * one with other bytes under its number is a conflict, counted for the
+ * caller to quarantine, never written over.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "queue.h"
+
+/* A segment sent holds at most this much (one larger record alone). */
+#define SHIP_RECORDS 1024
+#define SHIP_BYTES (4u << 20)
+
+/* The first segment's start above seq, UINT64_MAX: none. */
+static uint64_t
+next_start(const struct mq_seglog *l, uint64_t seq)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->first[i] > seq)
+			return l->first[i];
+	return UINT64_MAX;
+}
+
+int
+mq_log_export(const struct mq_topic *t, unsigned k, uint64_t *from,
+    uint64_t end, struct mq_seg_writer *w)
+{
+	struct mq_seglog *l = mq_topic_seglog(t, k);
+	if (!l)
+		return -1;
+	uint64_t seq = *from;
+	int r = 0;
+	/* Past what no segment holds (retention, numbers a head skipped). */
+	while (seq < end && (r = mq_seglog_seek(l, seq)) == 0 &&
+	    mq_seglog_gap(l, seq, &seq) >= 0)
+		;
+	if (r < 0)
+		return -1;
+	if (seq >= end) {
+		*from = end;
+		return 0;
+	}
+	*from = seq;
+	if (mq_seg_restart(w, seq) < 0)
+		return -1;
+	while (seq < end && w->count < SHIP_RECORDS) {
+		uint64_t s = seq;
+		struct mq_seg_rec rec;
+		r = mq_seglog_next(l, &s, &rec);
+		if (r == 0 && (r = mq_seglog_seek(l, seq)) == 1)
+			continue;               /* the next segment */
+		if (r <= 0 || s != seq)
+			break;
+		if (w->count && w->len + rec.hdr_len + rec.body_len >
+		    SHIP_BYTES)
+			break;
+		if (mq_seg_add_record(w, s, &rec) < 0)
+			return -1;
+		seq++;
+	}
+	if (w->count)
+		return mq_seg_finish(w) < 0 ? -1 : 1;
+	if (r < 0 && mq_errcode() == EX_DATAERR) {
+		/* A frame that does not parse: the rest of its segment is
+		 * unreadable here as it is to our groups; not sent. */
+		*from = next_start(l, seq);
+		if (*from > end)
+			*from = end;
+		return 2;
+	}
+	return r < 0 ? -1 : 0;
+}
+
+/* Whether the record we hold at seq is the one received (a gap here is
+ * no conflict: retention removed it, or a head skipped it). */
+static int
+same_record(const struct mq_topic *t, unsigned k, uint64_t seq,
+    const struct mq_seg_rec *in)
+{
+	struct mq_seglog *l = mq_topic_seglog(t, k);
+	if (!l)
+		return -1;
+	int r = mq_seglog_seek(l, seq);
+	if (r <= 0)
+		return r < 0 ? -1 : 1;
+	uint64_t s = seq;
+	struct mq_seg_rec have;
+	r = mq_seglog_next(l, &s, &have);
+	if (r <= 0 || s != seq)
+		return r < 0 ? -1 : 1;
+	return have.hdr_len == in->hdr_len && have.body_len == in->body_len &&
+	    !memcmp(have.hdr, in->hdr, in->hdr_len) &&
+	    !memcmp(have.body, in->body, in->body_len);
+}
+
+/* A record's id, its header block's first line (mq_msg_header looks
+ * past it): 1 with it in id, 0 when it has none readable. */
+static int
+record_id(const struct mq_seg_rec *r, char id[MQ_ID_LEN + 1])
+{
+	static const char tag[] = "Message-Id: ";
+	size_t tl = sizeof tag - 1;
+	if (r->hdr_len < tl + MQ_ID_LEN + 1 || memcmp(r->hdr, tag, tl) ||
+	    !mq_is_id(r->hdr + tl, MQ_ID_LEN) || r->hdr[tl + MQ_ID_LEN] != '\n')
+		return 0;
+	memcpy(id, r->hdr + tl, MQ_ID_LEN);
+	id[MQ_ID_LEN] = 0;
+	return 1;
+}
+
+/* The idempotency keys of the records linked count here as at the
+ * origin: a retry of a publish on this spool, promoted, is recognised. */
+static int
+adopt_keys(const struct mq_topic *t, unsigned k, const struct mq_seg *seg)
+{
+	int dedupfd = -1, rc = 0;
+	size_t off = mq_seg_start();
+	uint64_t seq = 0;
+	struct mq_seg_rec rec;
+	while (rc == 0 && mq_seg_next(seg, &off, &seq, &rec) == 1) {
+		size_t il;
+		const char *ikey = mq_msg_header(rec.hdr, rec.hdr_len,
+		    "Mq-Idempotency-Key", &il);
+		char id[MQ_ID_LEN + 1], key[MQ_KEY_LEN + 1];
+		if (!ikey || !record_id(&rec, id))
+			continue;
+		snprintf(key, sizeof key, "%020" PRIu64 ".%s", seq, id);
+		rc = mq_dedup_dir(t->pfd[k], &dedupfd);
+		if (rc == 0)
+			rc = mq_dedup_adopt(dedupfd, ikey, il, key);
+	}
+	if (dedupfd >= 0)
+		close(dedupfd);
+	return rc;
+}
+
+/* Links the checked segment seg (what we lack of it: from c on) at the
+ * head h, under its lock. */
+static int
+link_at_head(const struct mq_topic *t, unsigned k, int hfd, struct mq_head *h,
+    const struct mq_seg *seg, bool sync, struct mq_log_import *out)
+{
+	struct mq_seg_writer w = { 0 };
+	const char *buf = seg->data;
+	size_t len = seg->len;
+	uint64_t first = seg->first, c = h->committed;
+	int rc = 0;
+	if (first < c) {
+		/* The records from c on, as a segment of their own. */
+		size_t off = mq_seg_start();
+		uint64_t seq = 0;
+		struct mq_seg_rec rec;
+		rc = mq_seg_begin(&w, c);
+		while (rc == 0 && mq_seg_next(seg, &off, &seq, &rec) == 1)
+			if (seq >= c)
+				rc = mq_seg_add_record(&w, seq, &rec);
+		if (rc == 0)
+			rc = mq_seg_finish(&w);
+		buf = w.buf;
+		len = w.len;
+		first = c;
+	}
+	uint64_t n = seg->first + seg->count - first;
+	if (rc == 0 && first > c) {
+		/* The sender no longer holds what lies between: skipped, as
+		 * numbers a head skipped are. */
+		h->committed = h->next = first;
+		rc = mq_head_write(hfd, h, sync);
+	}
+	if (rc == 0 && mq_head_room(h) < n)
+		rc = mq_err(EX_DATAERR, "topic %s partition %u is full: no "
+		    "sequence number is left for %" PRIu64 " records", t->name,
+		    k, n);
+	/* next marks what a crash from here leaves for the repair. */
+	if (rc == 0) {
+		h->next = first + n;
+		rc = mq_head_write(hfd, h, 0);
+	}
+	int tmpfd = rc < 0 ? -1 : mq_dir_open(t->pfd[k], "tmp");
+	int logfd = tmpfd < 0 ? -1 : mq_dir_open(t->pfd[k], "log");
+	char id[MQ_ID_LEN + 1], tmp[MQ_KEY_LEN + 1], name[MQ_SEQ_DIGITS + 1];
+	mq_id_new(id);
+	snprintf(name, sizeof name, "%020" PRIu64, first);
+	snprintf(tmp, sizeof tmp, "%s.%s", name, id);
+	int lost = 0;
+	if (logfd < 0)
+		rc = -1;
+	if (rc == 0)
+		rc = mq_seg_write_tmp(tmpfd, tmp, buf, len, sync);
+	if (rc == 0 && (lost = mq_seg_link(tmpfd, tmp, logfd, name, sync)) < 0)
+		rc = -1;
+	if (tmpfd >= 0)
+		close(tmpfd);
+	if (logfd >= 0)
+		close(logfd);
+	mq_seg_writer_free(&w);
+	if (rc < 0)
+		return -1;
+	if (lost) {
+		/* A publisher that shared the lock linked first: its records
+		 * are ours now, the peer's a conflict. */
+		out->conflicts += (uint32_t)n;
+		return mq_seg_repair_locked(t, k, hfd, h);
+	}
+	h->committed = h->next = first + n;
+	out->linked += (uint32_t)n;
+	rc = mq_head_write(hfd, h, 0);
+	return rc < 0 ? -1 : adopt_keys(t, k, seg);
+}
+
+int
+mq_log_import(const struct mq_topic *t, unsigned k, const char *data,
+    size_t len, bool sync, struct mq_log_import *out)
+{
+	*out = (struct mq_log_import){ 0 };
+	struct mq_seg seg;
+	if (mq_seg_open_bytes(data, len, NULL, &seg) < 0)
+		return -1;
+	/* Checked whole before anything is touched: the frames, not the
+	 * records' hashes (one that fails here failed at the sender, and
+	 * is dead-lettered as there). */
+	size_t off = mq_seg_start();
+	uint64_t seq = 0;
+	struct mq_seg_rec rec;
+	int r;
+	while ((r = mq_seg_next(&seg, &off, &seq, &rec)) == 1)
+		;
+	if (r < 0)
+		return -1;
+	int hfd = mq_head_open(t->pfd[k], MQ_HEAD_WRITE);
+	if (hfd < 0)
+		return -1;
+	struct mq_head h;
+	int rc = mq_head_lock(hfd, 1);
+	if (rc < 0) {
+		close(hfd);
+		return -1;
+	}
+	rc = mq_head_read(hfd, &h);
+	if (rc == 0)
+		rc = mq_seg_repair_locked(t, k, hfd, &h);
+	/* What we hold of it already must be what we were sent. */
+	off = mq_seg_start();
+	while (rc == 0 && (r = mq_seg_next(&seg, &off, &seq, &rec)) == 1 &&
+	    seq < h.committed) {
+		int same = same_record(t, k, seq, &rec);
+		if (same < 0)
+			rc = -1;
+		else if (!same)
+			out->conflicts++;
+	}
+	if (rc == 0 && seg.first + seg.count > h.committed)
+		rc = link_at_head(t, k, hfd, &h, &seg, sync, out);
+	out->end = h.committed;
+	mq_head_unlock(hfd);
+	close(hfd);
+	/* Best effort, as after a publish: the log is as it was if not. */
+	if (rc == 0 && out->linked && len < (256u << 10))
+		mq_seg_merge(t, k, out->end);
+	return rc;
+}
+
+int
+mq_log_tail_id(const struct mq_topic *t, unsigned k, uint64_t end,
+    char id[MQ_ID_LEN + 1])
+{
+	struct mq_seglog *l = mq_topic_seglog(t, k);
+	if (!l)
+		return -1;
+	if (end == 0)
+		return 0;
+	uint64_t seq = end - 1;
+	int r = mq_seglog_seek(l, seq);
+	struct mq_seg_rec rec;
+	if (r == 1)
+		r = mq_seglog_next(l, &seq, &rec);
+	if (r <= 0)
+		return r;
+	return record_id(&rec, id);
+}
+
+int
+mq_log_end(const struct mq_topic *t, unsigned k, uint64_t *end)
+{
+	int hfd = mq_head_open(t->pfd[k], MQ_HEAD_READ);
+	struct mq_head h;
+	int rc = hfd < 0 ? -1 : mq_head_read(hfd, &h);
+	if (hfd >= 0)
+		close(hfd);
+	return rc < 0 ? -1 : mq_topic_log_end(t, k, h.committed, end);
+}
