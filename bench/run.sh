@@ -623,6 +623,28 @@ repl_measure() {
 	queued "$rd" repl g > "$W/res/repl.count"
 	du -sk "$rd" | cut -f1 > "$W/res/repl.mq.du"
 
+	step "replicate: format 2: the same messages in segments, pushed"
+	local rs2=$W/repl2-src rd2=$W/repl2-dst
+	MQ_FORMAT=2 "$BIN/mq-sub" -s "$rs2" -g g -t 0 repl > /dev/null ||
+	    [ $? = 1 ] || die "subscribe repl -g g (format 2) failed"
+	repl_pair "$rs2" "$rd2"
+	"$FLOOR" lines "$REPL_N" "$SIZE" |
+	    "$BIN/mq-pub" -s "$rs2" -l --sync=batch repl > /dev/null ||
+	    die "mq-pub into format 2 failed"
+	sync
+	port=$(free_port)
+	serve "$rd2" "$port" repl2.serve
+	sync
+	run repl.mq2 "$REPL_N" "$BIN/mq-replicate" -s "$rs2" --no-progress \
+	    push "127.0.0.1:$port"
+	timed_sync repl.mq2.sync
+	stop_bg "$SERVE_PID"
+	"$BIN/mq-topic" -s "$rd2" info --json repl |
+	    jq '[.groups[].pending] | add' > "$W/res/repl.count2" ||
+	    echo "?" > "$W/res/repl.count2"
+	du -sk "$rd2" | cut -f1 > "$W/res/repl.mq2.du"
+	rm -rf "$rs2" "$rd2"
+
 	step "replicate: rsync -a to an rsync daemon on 127.0.0.1"
 	mkdir "$W/repl-rsyncd"
 	port=$(free_port)
@@ -699,9 +721,10 @@ repl_table() {
 	echo "7. replicate: initial sync of $REPL_N messages of $SIZE bytes (one topic, one group), over 127.0.0.1"
 	printf '  %-42s %9s %9s %7s %7s %9s\n' "" "msgs/s" "seconds" \
 	    "user s" "sys s" "then sync"
-	for f in mq rsyncd rsync rsyncH floor; do
+	for f in mq mq2 rsyncd rsync rsyncH floor; do
 		case $f in
 		mq) lbl="mq-replicate push (serve, encrypted)" ;;
+		mq2) lbl="the same, a topic of format 2" ;;
 		rsyncd) lbl="rsync -a to an rsync daemon" ;;
 		rsync) lbl="rsync -a, local copy (no network)" ;;
 		rsyncH) lbl="rsync -aH, local copy (no network)" ;;
@@ -718,10 +741,20 @@ repl_table() {
 	    -v b="$(kv "$W/res/repl.mq" seconds)" 'BEGIN { v = a / b
 	    printf "  %-42s %8.2fx   target %-9s %s\n", "rsync daemon time / mq time",
 		v, ">= 2x", (v >= 2) ? "met" : "NOT MET" }'
+	awk -v a="$(kv "$W/res/repl.rsyncd" seconds)" \
+	    -v b="$(kv "$W/res/repl.mq2" seconds)" 'BEGIN { v = a / b
+	    printf "  %-42s %8.2fx   target %-9s %s\n", "rsync daemon time / mq time, format 2",
+		v, ">= 2x", (v >= 2) ? "met" : "NOT MET" }'
 	awk -v a="$(kv "$W/res/repl.mq" seconds)" \
 	    -v b="$(kv "$W/res/repl.floor" seconds)" 'BEGIN {
 	    printf "  %-42s %8.2fx   %s\n", "mq time / floor time", a / b,
 		"(the local floor writes no journal and no log/ link, over no network)" }'
+	awk -v a="$(kv "$W/res/repl.floor" seconds)" \
+	    -v b="$(kv "$W/res/repl.mq2" seconds)" 'BEGIN { v = a / b
+	    printf "  %-42s %8.2fx   target %-9s %s\n", "floor time / mq time, format 2",
+		v, ">= 0.5x", (v >= 0.5) ? "met" : "NOT MET" }'
+	printf '  %-42s %9s   %s\n' "  context: check of the format 2 copy" \
+	    "$(cat "$W/res/repl.count2")" "pending in the destination's group (expected $REPL_N)"
 	c=$(cat "$W/res/repl.count")
 	if [ "$c" = "$REPL_N" ]; then
 		printf '  %-42s %9s   %s\n' "  context: check of the copy" "$c" \

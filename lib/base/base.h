@@ -390,6 +390,15 @@ int mq_claim_state_write(int fd, const struct mq_claim_state *, int sync);
 bool mq_claim_settled(const struct mq_claim_state *, unsigned i);
 void mq_claim_settle(struct mq_claim_state *, unsigned i);
 unsigned mq_claim_unsettled(const struct mq_claim_state *, unsigned n);
+/* The records of a claim settled together, as a journal's K record says
+ * them: "<first>+<n>,<bits>", first and n in decimal, the n bits in
+ * (n + 7) / 8 bytes of lowercase hexadecimal as a claim's settled.  parse
+ * takes only that: canonical numbers, n 1 .. MQ_CLAIM_MAX, the range
+ * within the sequence numbers, a bit set, none past n. */
+int mq_claim_bits_format(uint64_t first, unsigned n, const unsigned char *bits,
+    char *buf, size_t len);
+int mq_claim_bits_parse(const char *s, uint64_t *first, unsigned *n,
+    unsigned char bits[MQ_CLAIM_MAX / 8]);
 
 /* cursor.c: a group's cursor in a partition of format 2, and the lock
  * its feeds take.  read: 0 with *next, 1 when not written yet. */
@@ -505,10 +514,13 @@ struct mq_jreader {
 };
 /* The types of records this version reads and replicates (B and M are
  * the journal's own, never replicated). */
-#define MQ_JTYPES "PLADRXTEUWZ"
+#define MQ_JTYPES "PLADRXTEUWZKCS"
 /* The arguments of a record: "topic" for T and Z; "topic k a b" for P (a
  * the KEY, b the groups), L, A and E (a the group, b the KEY), D, R and X
- * (a the group, b the dead letter); "topic a" for U and W (topic a topic
+ * (a the group, b the dead letter), K (a the group, b the claim's bits,
+ * mq_claim_bits_parse) and C (a the group, b an offset); "topic k b" for S
+ * (a "", b where the log ends); "topic a" for U
+ * and W (topic a topic
  * or a pattern, W only a pattern; a the group; b "").  b points into
  * args.  -1: not one of these (a record of a later version, or
  * damaged). */

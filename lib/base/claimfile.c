@@ -133,3 +133,52 @@ mq_claim_unsettled(const struct mq_claim_state *s, unsigned n)
 		left += !mq_claim_settled(s, i);
 	return left;
 }
+
+int
+mq_claim_bits_format(uint64_t first, unsigned n, const unsigned char *bits,
+    char *buf, size_t len)
+{
+	if (n == 0 || n > MQ_CLAIM_MAX)
+		return mq_err(EX_SOFTWARE, "a claim of %u records", n);
+	int w = snprintf(buf, len, "%" PRIu64 "+%u,", first, n);
+	for (unsigned i = 0; w > 0 && i < (n + 7) / 8; i++) {
+		/* No bit past n: the parser refuses one. */
+		unsigned char b = bits[i];
+		if (i == (n - 1) / 8 && n % 8)
+			b &= (unsigned char)((1u << (n % 8)) - 1);
+		w += snprintf(buf + w, len > (size_t)w ? len - (size_t)w : 0,
+		    "%02x", b);
+	}
+	if (w < 0 || (size_t)w >= len)
+		return mq_err(EX_SOFTWARE, "claim bits too long");
+	return 0;
+}
+
+int
+mq_claim_bits_parse(const char *s, uint64_t *first, unsigned *n,
+    unsigned char bits[MQ_CLAIM_MAX / 8])
+{
+	uint64_t f, c;
+	const char *p = mq_decimal(s, MQ_SEQ_MAX, &f);
+	if (!p || *p != '+' || !(p = mq_decimal(p + 1, MQ_CLAIM_MAX, &c)) ||
+	    c == 0 || c - 1 > MQ_SEQ_MAX - f || *p != ',')
+		return -1;
+	size_t bytes = (c + 7) / 8;
+	p++;
+	if (strlen(p) != 2 * bytes)
+		return -1;
+	memset(bits, 0, MQ_CLAIM_MAX / 8);
+	bool any = false;
+	for (size_t i = 0; i < bytes; i++) {
+		int hi = hexval(p[2 * i]), lo = hexval(p[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		bits[i] = (unsigned char)(hi << 4 | lo);
+		any |= bits[i] != 0;
+	}
+	if (!any || (c % 8 && bits[bytes - 1] >> (c % 8)))
+		return -1;
+	*first = f;
+	*n = (unsigned)c;
+	return 0;
+}

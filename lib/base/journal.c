@@ -391,6 +391,14 @@ mq_jargs_parse(char type, const char *args, struct mq_jargs *ja)
 		return -1;
 	ja->k = (unsigned)k;
 	p++;
+	/* S topic k end: no group. */
+	if (type == 'S') {
+		uint64_t end;
+		ja->a[0] = 0;
+		ja->b = p;
+		p = mq_decimal(p, MQ_SEQ_MAX + 1, &end);
+		return p && !*p ? 0 : -1;
+	}
 	n = strcspn(p, " ");
 	if (n > MQ_NAME_MAX || p[n] != ' ' || strchr(p + n + 1, ' '))
 		return -1;
@@ -405,6 +413,17 @@ mq_jargs_parse(char type, const char *args, struct mq_jargs *ja)
 		return -1;
 	if (type == 'A' || type == 'L' || type == 'E')
 		return mq_is_key(ja->b) ? 0 : -1;
+	if (type == 'K') {
+		uint64_t first;
+		unsigned count;
+		unsigned char bits[MQ_CLAIM_MAX / 8];
+		return mq_claim_bits_parse(ja->b, &first, &count, bits);
+	}
+	if (type == 'C') {
+		uint64_t offset;
+		p = mq_decimal(ja->b, MQ_SEQ_MAX, &offset);
+		return p && !*p ? 0 : -1;
+	}
 	return mq_dead_parse(ja->b, &e);
 }
 

@@ -385,6 +385,7 @@ mq_claims_detach(const struct mq_topic *t, unsigned k,
 	struct mq_claim_state st;
 	int fd = claim_load(claimsfd, name, &c, &st), rc = fd < 0 ? -1 : 0;
 	int dirfd = attempt ? d->curfd : d->newfd, made = 0;
+	struct mq_jbuf jb = { 0 };
 	/* Taken back for its lease only when it is still over: its holder
 	 * may have extended it meanwhile. */
 	if (rc == 0 && expired_by > 0 &&
@@ -409,11 +410,21 @@ mq_claims_detach(const struct mq_topic *t, unsigned k,
 				close(nfd);
 			mq_claim_settle(&st, j);
 			made++;
+			/* A replica names it too (mq-spool(5), Replication,
+			 * format 2): before the bit, so that what reads the
+			 * bit finds the record first. */
+			if (rc == 0 && d->group)
+				mq_journal_change_add(&jb, t->name, 'L', k,
+				    d->group, o);
 		}
 	}
 	/* The names are there for good before the bits say so. */
-	if (rc == 0 && made && (rc = mq_fsync_fd(dirfd)) == 0)
+	if (rc == 0 && made && (rc = mq_fsync_fd(dirfd)) == 0) {
+		if (jb.len)
+			mq_journal_write(t->sp, &jb, NULL);
 		rc = claim_store(fd, cursorfd, claimsfd, &c, &st);
+	}
+	mq_jbuf_free(&jb);
 	if (fd >= 0)
 		close(fd);
 	unlock(cursorfd);
@@ -463,8 +474,11 @@ mq_claims_expire(const struct mq_topic *t, unsigned k,
 	return rc < 0 ? -1 : detached;
 }
 
-int
-mq_claims_settle_below(int cursorfd, int claimsfd, uint64_t below,
+/* Under the lock: every record of the claims that `take` says, settled,
+ * listed into *seqs (free it). */
+static int
+settle_where(int cursorfd, int claimsfd,
+    bool (*take)(uint64_t seq, const void *ctx), const void *ctx,
     uint64_t **seqs, size_t *n)
 {
 	*seqs = NULL;
@@ -486,8 +500,8 @@ mq_claims_settle_below(int cursorfd, int claimsfd, uint64_t below,
 			continue;
 		}
 		bool changed = false;
-		for (unsigned j = 0; j < c.n && c.first + j < below; j++)
-			if (!mq_claim_settled(&st, j)) {
+		for (unsigned j = 0; j < c.n; j++)
+			if (!mq_claim_settled(&st, j) && take(c.first + j, ctx)) {
 				mq_claim_settle(&st, j);
 				v[(*n)++] = c.first + j;
 				changed = true;
@@ -507,6 +521,77 @@ mq_claims_settle_below(int cursorfd, int claimsfd, uint64_t below,
 	}
 	*seqs = v;
 	return 0;
+}
+
+static bool
+below(uint64_t seq, const void *ctx)
+{
+	return seq < *(const uint64_t *)ctx;
+}
+
+int
+mq_claims_settle_below(int cursorfd, int claimsfd, uint64_t offset,
+    uint64_t **seqs, size_t *n)
+{
+	return settle_where(cursorfd, claimsfd, below, &offset, seqs, n);
+}
+
+struct seqset {
+	const uint64_t *v;              /* sorted */
+	size_t n;
+};
+
+static bool
+in_set(uint64_t seq, const void *ctx)
+{
+	const struct seqset *ss = ctx;
+	size_t lo = 0, hi = ss->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ss->v[mid] < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ss->n && ss->v[lo] == seq;
+}
+
+int
+mq_claims_settle_set(int cursorfd, int claimsfd, const uint64_t *sorted,
+    size_t n)
+{
+	struct seqset ss = { sorted, n };
+	uint64_t *done;
+	size_t nd;
+	int rc = settle_where(cursorfd, claimsfd, in_set, &ss, &done, &nd);
+	free(done);
+	return rc < 0 ? -1 : (int)nd;
+}
+
+void
+mq_claims_journal(const struct mq_topic *t, unsigned k, const char *group,
+    uint64_t first, unsigned n, const unsigned char *bits)
+{
+	char text[64 + MQ_CLAIM_MAX / 4];
+	bool any = false;
+	for (unsigned i = 0; i < (n + 7) / 8; i++)
+		any |= bits[i] != 0;
+	if (any && mq_claim_bits_format(first, n, bits, text, sizeof text) == 0)
+		mq_journal_change(t->sp, t->name, 'K', k, group, text);
+}
+
+void
+mq_claims_journal_seqs(const struct mq_topic *t, unsigned k,
+    const char *group, const char *claim, const uint64_t *seqs, size_t n)
+{
+	struct mq_claim_name c;
+	struct mq_claim_state st = { 0 };
+	if (mq_claim_name_parse(claim, &c) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (seqs[i] >= c.first && seqs[i] - c.first < c.n)
+			mq_claim_settle(&st, (unsigned)(seqs[i] - c.first));
+	mq_claims_journal(t, k, group, c.first, c.n, st.settled);
 }
 
 /* The claims of a group, read without the lock (read-only tools): 0, or

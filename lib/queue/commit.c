@@ -155,6 +155,13 @@ mq_group_commit(mq_spool *sp, const char *topic, const char *group,
 	if (rc == 0 && skipped)
 		count_skipped(&t, at->partition, group, at->offset - skipped,
 		    at->offset);
+	/* One record for a replica, whatever the commit passed (mq-spool(5),
+	 * Replication, format 2); the names' own A records follow. */
+	if (rc == 0 && t.conf.format == 2) {
+		char off[24];
+		snprintf(off, sizeof off, "%" PRIu64, at->offset);
+		mq_journal_change(sp, topic, 'C', at->partition, group, off);
+	}
 	if (rc == 0)
 		rc = mq_gdirs_open(&t, at->partition, group, &d);
 	if (rc == 0)

@@ -322,11 +322,24 @@ mq_claims_take(const struct mq_topic *t, unsigned k, const char *group,
 	memset(&tk->st, 0, sizeof tk->st);
 	tk->pos = 0;
 	tk->c.n = 0;
+	/* A replica settles the filtered ones (a K record) and names the
+	 * delayed ones (L), as this claim does. */
+	struct mq_claim_state filtered = { 0 };
+	struct mq_jbuf jb = { 0 };
 	for (size_t i = 0; rc == 0 && i < b->n; i++) {
 		struct mq_msg *m = b->m[i];
 		b->m[i] = NULL;
 		if (m && (!b->match[i] || m->deliver_at > now)) {
 			mq_claim_settle(&tk->st, (unsigned)i);
+			if (!b->match[i])
+				mq_claim_settle(&filtered, (unsigned)i);
+			else {
+				char key[MQ_KEY_LEN + 1];
+				snprintf(key, sizeof key, "%020" PRIu64 ".%s",
+				    b->seq[i], m->id);
+				mq_journal_change_add(&jb, t->name, 'L', k, group,
+				    key);
+			}
 			mq_msg_free(m);
 			m = NULL;
 		}
@@ -339,9 +352,15 @@ mq_claims_take(const struct mq_topic *t, unsigned k, const char *group,
 		mq_hex_random(tk->c.token, 8);
 		tk->st.deadline_ms = (uint64_t)ceil((now + lease) * 1000);
 		rc = mq_claim_name_make(&tk->c, tk->name, sizeof tk->name);
+		if (rc == 0 && jb.len)
+			mq_journal_write(t->sp, &jb, NULL);
 		if (rc == 0)
 			rc = mq_claims_create(cursorfd, claimsfd, &tk->c, &tk->st);
+		if (rc == 0)
+			mq_claims_journal(t, k, group, tk->c.first, tk->c.n,
+			    filtered.settled);
 	}
+	mq_jbuf_free(&jb);
 	int took = rc == 0 ? (int)b->n : -1, saved = errno;
 	if (rc < 0)
 		mq_taken_clear(tk);
@@ -457,5 +476,46 @@ mq_feed_low(const struct mq_topic *t, unsigned k, const char *group,
 	/* Lowered, never raised: the least of every group's. */
 	if (rc == 0 && g < *low)
 		*low = g;
+	return rc;
+}
+
+int
+mq_claims_fill(const struct mq_topic *t, unsigned k, const char *group,
+    int hfd, int cursorfd, int claimsfd, uint64_t to)
+{
+	if (mq_file_lock(cursorfd, 1, "cursor") < 0)
+		return -1;
+	uint64_t next = 0, end = 0;
+	bool unset = false;
+	int rc = cursor_and_end(t, k, group, hfd, cursorfd, claimsfd, &next, &end,
+	    &unset);
+	struct mq_seglog *l = rc == 0 ? mq_topic_seglog(t, k) : NULL;
+	if (rc == 0 && !l)
+		rc = -1;
+	if (to > end)
+		to = end;
+	while (rc == 0 && next < to) {
+		/* What no segment holds is no one's to take: passed over. */
+		int r = mq_seglog_seek(l, next);
+		if (r == 0 && (r = mq_seglog_gap(l, next, &next)) >= 0)
+			continue;
+		if (r < 0) {
+			rc = -1;
+			break;
+		}
+		/* A claim holds records, not the numbers of a gap: it ends
+		 * where the segment does at the latest. */
+		uint64_t n = to - next, left = l->seg.first + l->seg.count - next;
+		if (n > left)
+			n = left;
+		if (n > MQ_CLAIM_MAX)
+			n = MQ_CLAIM_MAX;
+		struct mq_claim_name c = { .first = next, .n = (unsigned)n };
+		struct mq_claim_state st = { 0 };
+		mq_hex_random(c.token, 8);
+		rc = mq_claims_create(cursorfd, claimsfd, &c, &st);
+		next += n;
+	}
+	mq_lock_drop(cursorfd, MQ_LOCK_WRITE);
 	return rc;
 }

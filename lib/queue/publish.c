@@ -308,9 +308,30 @@ journal_chunk(mq_pub *p, unsigned k, enum mq_sync sync)
 	return 0;
 }
 
+/* Format 2: a publish writes no record; what a peer must confirm is an
+ * S record of where each log ends now (mq-spool(5), Replication, format
+ * 2), which reaches it only after the segments up to there. */
+static int
+journal_log_ends(const mq_pub *p, uint64_t *end)
+{
+	struct mq_jbuf jb = { 0 };
+	int rc = 0;
+	for (unsigned k = 0; rc == 0 && k < p->t.conf.partitions; k++) {
+		uint64_t e;
+		rc = mq_log_end(&p->t, k, &e) < 0 ? -1 :
+		    mq_journal_line(&jb, 'S', "%s %u %" PRIu64, p->t.name, k, e);
+	}
+	if (rc == 0)
+		rc = mq_journal_write(p->sp, &jb, end);
+	mq_jbuf_free(&jb);
+	return rc;
+}
+
 int
 mq_pub_journal_end(const mq_pub *p, uint64_t *end)
 {
+	if (p->t.conf.format == 2 && journal_log_ends(p, end) < 0)
+		return -1;
 	/* Nothing journaled (every message a repeat of an idempotency
 	 * key): the first one's record is somewhere before the end. */
 	if (!p->sp->shared) {

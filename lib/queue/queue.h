@@ -303,6 +303,7 @@ int mq_dlq_put(const struct mq_topic *, unsigned k, const char *group,
 int mq_group_held(int pfd, const char *group, struct mq_names *keys);
 struct mq_gdirs {
 	int newfd, curfd, delayfd;
+	const char *group;              /* mq_gdirs_open's, not owned */
 };
 int mq_gdirs_open(const struct mq_topic *, unsigned k, const char *group,
     struct mq_gdirs *);
@@ -354,6 +355,17 @@ int mq_claims_expire(const struct mq_topic *, unsigned k,
     double *earliest);
 int mq_claims_settle_below(int cursorfd, int claimsfd, uint64_t below,
     uint64_t **seqs, size_t *n);
+/* settle_set: the records of sorted (ascending) that the claims hold,
+ * settled: how many were not yet. */
+int mq_claims_settle_set(int cursorfd, int claimsfd, const uint64_t *sorted,
+    size_t n);
+/* The K record of records of a claim settled (mq-spool(5), Replication,
+ * format 2): those whose bit is set, or the claim's records among seqs;
+ * best effort, as every change record; none when no bit is set. */
+void mq_claims_journal(const struct mq_topic *, unsigned k, const char *group,
+    uint64_t first, unsigned n, const unsigned char *bits);
+void mq_claims_journal_seqs(const struct mq_topic *, unsigned k,
+    const char *group, const char *claim, const uint64_t *seqs, size_t n);
 int mq_claims_count(const struct mq_topic *, unsigned k, const char *group,
     struct mq_claims_count *);
 int mq_claims_in(const struct mq_topic *, unsigned k, const char *group,
@@ -384,6 +396,37 @@ struct mq_taken {
 int mq_claims_take(const struct mq_topic *, unsigned k, const char *group,
     struct mq_gdirs *, int hfd, int cursorfd, int claimsfd, mq_filter *,
     unsigned max, double lease, struct mq_taken *);
+/* A replica's group takes its records up to `to` (not past the log's
+ * end) as claims of no lease (deadline 0), under the cursor's lock:
+ * what a primary's consumers took, held or settled, which the changes
+ * that follow settle (mq-spool(5), Replication, format 2). */
+int mq_claims_fill(const struct mq_topic *, unsigned k, const char *group,
+    int hfd, int cursorfd, int claimsfd, uint64_t to);
+/* grouprepl.c: group in partition k of format 2 on a replica, changed as
+ * the primary's journal says (K, L, A, D, C records): open takes the
+ * caller's head (hfd, for reading) and queue directories; take takes
+ * the group through `to` (claims of no lease, or names for an ordered
+ * group and on a shared file system); settle settles seqs (sorted in
+ * place), each by its name or its claim bit; commit settles all below
+ * offset; name gives record KEY a name in new/ (delay/ when not due)
+ * unless it has one. */
+struct mq_greplica {
+	const struct mq_topic *t;
+	unsigned k;
+	const char *group;
+	int hfd;
+	struct mq_gdirs d;              /* the caller's, not closed */
+	int cursorfd, claimsfd;         /* claimsfd -1: names */
+	bool names;
+	mq_filter *filter;
+};
+int mq_greplica_open(struct mq_greplica *, const struct mq_topic *,
+    unsigned k, const char *group, int hfd, const struct mq_gdirs *);
+void mq_greplica_close(struct mq_greplica *);
+int mq_greplica_take(struct mq_greplica *, uint64_t to);
+int mq_greplica_settle(struct mq_greplica *, uint64_t *seqs, size_t n);
+int mq_greplica_commit(struct mq_greplica *, uint64_t offset);
+int mq_greplica_name(struct mq_greplica *, const char *key);
 /* Frees what a taken claim has not handed out. */
 void mq_taken_clear(struct mq_taken *);
 /* Raises the group's cursor to `to` (a commit of that offset): *skipped

@@ -135,6 +135,8 @@ claim_settle(struct mq_topic *t, const char *group,
 		if (rc == 0 && mq_claims_settle(cursorfd, claimsfd, r->claim,
 		    &r->seq, 1, 1) < 0)
 			rc = -1;
+		if (rc == 0)
+			mq_claims_journal_seqs(t, k, group, r->claim, &r->seq, 1);
 		if (rc == 0 && m)
 			mq_count_acked(t->sp, t->name, group, mq_now(),
 			    mq_id_time(m->id));

@@ -29,6 +29,7 @@ mq_gdirs_open(const struct mq_topic *t, unsigned k, const char *group,
 	int *fd[] = { &d->newfd, &d->curfd, &d->delayfd };
 	char path[MQ_NAME_MAX + 16];
 	d->newfd = d->curfd = d->delayfd = -1;
+	d->group = group;
 	for (size_t i = 0; i < 3; i++) {
 		if (mq_path(path, sizeof path, "g/%s/%s", group, sub[i]) < 0)
 			return -1;

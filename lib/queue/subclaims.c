@@ -99,9 +99,13 @@ claimed_unread(mq_sub *s, struct part *p, uint64_t seq, const char *id,
 static int
 settle_unseen(struct part *p, uint64_t seq)
 {
-	if (mq_claims_settle(p->cursorfd, p->claimsfd, p->taken->name, &seq, 1,
-	    0) < 0 && mq_errcode() != EX_NOINPUT)
+	int r = mq_claims_settle(p->cursorfd, p->claimsfd, p->taken->name, &seq,
+	    1, 0);
+	if (r < 0 && mq_errcode() != EX_NOINPUT)
 		return -1;
+	if (r > 0)
+		mq_claims_journal_seqs(p->t, p->k, p->d.group, p->taken->name,
+		    &seq, 1);
 	return 0;
 }
 
@@ -226,6 +230,9 @@ mq_sub_settle_claimed(mq_sub *s, struct mq_msg *const *m, size_t n)
 		    seqs, ns, 0);
 		if (r < 0 && mq_errcode() != EX_NOINPUT)
 			rc = -1;
+		if (r > 0)
+			mq_claims_journal_seqs(p->t, p->k, p->d.group, pv->claim,
+			    seqs, ns);
 		lost += r < 0 ? ns : ns - (size_t)r;
 		double now = mq_now();
 		for (size_t j = 0; r > 0 && j < ns; j++)

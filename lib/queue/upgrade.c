@@ -70,9 +70,10 @@ is_seg(const char *name)
 	return mq_seg_name(name, &first) == 0;
 }
 
-/* The spool replicates, or is a replica: replication does not ship format
- * 2 yet (mq-spool(5), Replication, format 2), so an upgrade there would
- * stop it.  A spool that only has keys is not replicating. */
+/* The spool replicates, or is a replica: its peers' copies of the topic
+ * would stay of format 1, which a peer sends no segments to (mq-spool(5),
+ * Replication, format 2), so an upgrade here alone would stop it.  A
+ * spool that only has keys is not replicating. */
 static int
 replicated(mq_spool *sp)
 {
@@ -84,8 +85,8 @@ replicated(mq_spool *sp)
 		if (mq_fstatat(sp->fd, state[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    st.st_size > 0)
 			return mq_err(EX_UNAVAILABLE, "the spool replicates (it has "
-			    "%s), and replication does not handle format 2 yet: "
-			    "nothing changed", state[i]);
+			    "%s): its peers' copies would stay of format 1, which "
+			    "take no segments: nothing changed", state[i]);
 		if (errno != ENOENT && errno != ENOTDIR)
 			return mq_err_sys("%s", state[i]);
 	}
@@ -99,8 +100,8 @@ replicated(mq_spool *sp)
 	close(fd);
 	if (rc == 0 && peers.n)
 		rc = mq_err(EX_UNAVAILABLE, "the spool replicates to peers "
-		    "(replicate/peers/%s), and replication does not handle "
-		    "format 2 yet: nothing changed", peers.v[0]);
+		    "(replicate/peers/%s): their copies would stay of format "
+		    "1, which take no segments: nothing changed", peers.v[0]);
 	mq_names_free(&peers);
 	return rc;
 }

@@ -110,6 +110,8 @@ int repl_error_frame(const char *frame, size_t len);
 struct repl_epoch {
 	uint64_t mine, peer;
 	bool peer_has;
+	bool segments;                  /* the peer's hello said it: it sends
+					 * and takes format 2's frames */
 };
 /* After the hellos: refuses a session this spool must not have (a
  * fenced spool's, unless demote; a sender's toward a newer epoch, which
@@ -150,6 +152,6 @@ int repl_quarantine_name(char *buf, size_t len, const char *topic,
 int repl_send(mq_spool *, mq_link *, const char *peer, const char *peer_name,
     const struct repl_epoch *, const struct mq_repl_opts *);
 int repl_recv(mq_spool *, mq_link *, const char *peer, const char *peer_name,
-    const struct mq_repl_opts *);
+    const struct repl_epoch *, const struct mq_repl_opts *);
 
 #endif

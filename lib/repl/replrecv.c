@@ -48,6 +48,7 @@ struct rgroup {
 	char name[MQ_NAME_MAX + 1];
 	int tmpfd, newfd, curfd, delayfd;
 	int donefd;                     /* its ledger, opened on first use */
+	struct mq_greplica *gr;         /* format 2, opened on first use */
 };
 
 struct rpart {
@@ -122,6 +123,10 @@ group_close(struct rgroup *g)
 	for (size_t i = 0; i < 5; i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
+	if (g->gr)
+		mq_greplica_close(g->gr);
+	free(g->gr);
+	g->gr = NULL;
 }
 
 static void
@@ -162,7 +167,7 @@ topic_of(struct receiver *r, const char *name)
 	r->tv = v;
 	struct rtopic *rt = &v[r->nt];
 	memset(rt, 0, sizeof *rt);
-	if (mq_topic_open(r->sp, name, &rt->t) < 0)
+	if (mq_topic_open_as(r->sp, name, MQ_FORMAT_ANY, &rt->t) < 0)
 		return NULL;
 	rt->name = strdup(name);
 	rt->pv = calloc(rt->t.conf.partitions, sizeof *rt->pv);
@@ -253,6 +258,7 @@ group_of(struct rtopic *rt, unsigned k, struct rpart *p, const char *name,
 	}
 	snprintf(g->name, sizeof g->name, "%s", gname);
 	g->tmpfd = g->newfd = g->curfd = g->delayfd = g->donefd = -1;
+	g->gr = NULL;
 	char path[MQ_NAME_MAX + 16];
 	static const char *const sub[] = { "tmp", "new", "cur", "delay" };
 	int *fds[] = { &g->tmpfd, &g->newfd, &g->curfd, &g->delayfd };
@@ -504,6 +510,50 @@ out:
 	return rc;
 }
 
+/* Format 2: A, K, C and L change a group of a replica as its primary's
+ * consumers changed theirs (grouprepl.c): name is a KEY (A, L), a
+ * claim's bits (K) or an offset (C), all checked by mq_jargs_parse. */
+static int
+apply_group2(struct receiver *r, struct rtopic *rt, unsigned k,
+    struct rpart *p, struct rgroup *g, char type, const char *name)
+{
+	if (!g->gr) {
+		struct mq_gdirs d = { g->newfd, g->curfd, g->delayfd, g->name };
+		if (!(g->gr = malloc(sizeof *g->gr)))
+			return mq_err_sys("malloc");
+		if (mq_greplica_open(g->gr, &rt->t, k, g->name, p->hfd, &d) < 0) {
+			free(g->gr);
+			g->gr = NULL;
+			return -1;
+		}
+	}
+	r->wrote = 1;
+	uint64_t seqs[MQ_CLAIM_MAX], first, offset;
+	unsigned n;
+	unsigned char bits[MQ_CLAIM_MAX / 8];
+	size_t ns = 0;
+	switch (type) {
+	case 'L':
+		return mq_greplica_name(g->gr, name);
+	case 'C':
+		mq_decimal(name, MQ_SEQ_MAX, &offset);
+		return mq_greplica_commit(g->gr, offset);
+	case 'K':
+		if (mq_claim_bits_parse(name, &first, &n, bits) < 0)
+			return mq_err(EX_PROTOCOL, "peer: bad claim %s", name);
+		for (unsigned i = 0; i < n; i++)
+			if (bits[i / 8] >> (i % 8) & 1)
+				seqs[ns++] = first + i;
+		break;
+	default:
+		if (mq_seq_of(name, &seqs[0]) < 0)
+			return mq_err(EX_PROTOCOL, "peer: bad message name %s",
+			    name);
+		ns = 1;
+	}
+	return mq_greplica_settle(g->gr, seqs, ns);
+}
+
 /* Finds the group's link to KEY under whatever name it has now (new/,
  * cur/ or delay/): its directory and name in *fd and name. */
 static int
@@ -552,6 +602,11 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 	struct rgroup *g = group_of(rt, k, p, group, strlen(group));
 	if (!g)                         /* no such group here, or an error */
 		return mq_errcode() == EX_NOINPUT ? 0 : -1;
+	bool f2 = rt->t.conf.format == 2;
+	if (f2 && strchr("AKCL", type))
+		return apply_group2(r, rt, k, p, g, type, name);
+	if (type == 'K' || type == 'C')
+		return 0;               /* of a topic that is of format 1 here */
 	char key[MQ_KEY_LEN + 1], found[MQ_KEY_LEN + 64];
 	uint64_t seq;
 	snprintf(key, sizeof key, "%s", name);
@@ -590,7 +645,8 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 	default:
 		break;
 	}
-	if (raise_next(p, seq) < 0)
+	/* Format 2: the log decides the head, never a record. */
+	if (!f2 && raise_next(p, seq) < 0)
 		return -1;
 	char dir[MQ_NAME_MAX + 16], wname[MQ_KEY_LEN + 72];
 	if (mq_path(dir, sizeof dir, "dlq/%s", group) < 0 ||
@@ -621,12 +677,15 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 		/* D: the record first, as mq_dlq_put does; then the
 		 * message, from the queue, the log, or as sent. */
 		rc = mq_write_file(dfd, wname, why, wlen, 0, 1) < 0 ? -1 : 0;
-		int f = rc == 0 ? find_entry(g, key, &fd, found, sizeof found) : -1;
+		/* Format 2: a name holds no bytes, and log/ no KEY; the dead
+		 * letter is the copy sent. */
+		int f = rc < 0 ? -1 : f2 ? 0 : find_entry(g, key, &fd, found,
+		    sizeof found);
 		if (f < 0)
 			rc = -1;
 		else if (f == 1 && mq_renameat(fd, found, dfd, name) == 0)
 			;
-		else if (mq_linkat(p->logfd, key, dfd, name, 0) == 0)
+		else if (!f2 && mq_linkat(p->logfd, key, dfd, name, 0) == 0)
 			;
 		else if (dlen) {
 			char tmp[MQ_KEY_LEN + 72];
@@ -638,6 +697,9 @@ apply_change(struct receiver *r, struct rtopic *rt, unsigned k, char type,
 		}
 	}
 	close(dfd);
+	/* Format 2: a dead letter has left its group's queue. */
+	if (rc == 0 && f2 && type == 'D')
+		rc = apply_group2(r, rt, k, p, g, 'A', key);
 	return rc;
 }
 
@@ -885,7 +947,8 @@ apply_record(struct receiver *r, const struct mq_jrec *rec,
 			rc = 0;
 			hole = 1;
 		}
-	} else if (rt) {
+	} else if (rt && rec->type != 'S') {
+		/* S only marks how far the logs went, which came before. */
 		rc = apply_change(r, rt, ja.k, rec->type, ja.a, ja.b, b->data,
 		    b->dlen, b->data + b->dlen, b->wlen);
 	}
@@ -1386,9 +1449,109 @@ lock_set(int fd, short type)
 	    -1 : 0;
 }
 
+/* ENDS: where the log of each partition of format 2 ends here, and the
+ * id of its record before that (mq-protocol(5), Format 2 partitions). */
+static int
+send_ends(struct receiver *r)
+{
+	char **names;
+	size_t n;
+	if (mq_topic_list(r->sp, &names, &n) < 0)
+		return -1;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int rc = f ? 0 : mq_err_sys("open_memstream");
+	if (rc == 0)
+		fputs("ENDS\n", f);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct mq_topic t;
+		if (mq_topic_open_as(r->sp, names[i], MQ_FORMAT_ANY, &t) < 0) {
+			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
+			continue;
+		}
+		for (unsigned k = 0; rc == 0 && t.conf.format == 2 &&
+		    k < t.conf.partitions; k++) {
+			uint64_t end;
+			char id[MQ_ID_LEN + 1];
+			int got = mq_log_end(&t, k, &end) < 0 ? -1 :
+			    mq_log_tail_id(&t, k, end, id);
+			if (got < 0)
+				rc = -1;
+			else
+				fprintf(f, "%s %u %" PRIu64 " %s\n", names[i], k,
+				    end, got ? id : "-");
+		}
+		mq_topic_close(&t);
+	}
+	if (f && fclose(f) != 0 && rc == 0)
+		rc = mq_err_sys("open_memstream");
+	mq_strv_free(names, n);
+	if (rc == 0)
+		rc = mq_link_send(r->l, buf, len);
+	free(buf);
+	return rc;
+}
+
+/* SEG topic k first count hash [epoch=N], then a segment: checked
+ * whole, linked at our log's end (logship.c), answered with SEGOK and
+ * the log's end now.  Under replicate/lock-recv, with the epoch checked,
+ * as a batch is; what we hold of it with other bytes is kept, the
+ * peer's copy quarantined. */
+static int
+apply_segment(struct receiver *r, int lfd, const char *f, size_t len)
+{
+	const char *nl = memchr(f, '\n', len);
+	char line[MQ_NAME_MAX + 160], topic[MQ_NAME_MAX + 1], hash[40];
+	char ep[32] = "";
+	unsigned k;
+	uint64_t first, count, epoch = 0;
+	if (!nl || (size_t)(nl - f) >= sizeof line)
+		return mq_err(EX_PROTOCOL, "peer: bad SEG frame");
+	memcpy(line, f, (size_t)(nl - f));
+	line[nl - f] = 0;
+	int n = sscanf(line, "SEG %200s %u %" SCNu64 " %" SCNu64 " %39s %31s",
+	    topic, &k, &first, &count, hash, ep);
+	const char *e = NULL;
+	if (n < 5 || mq_name_check("topic", topic) < 0 ||
+	    strlen(hash) != 32 || (n == 6 && (strncmp(ep, "epoch=", 6) ||
+	    !(e = mq_decimal(ep + 6, MQ_EPOCH_MAX, &epoch)) || *e)))
+		return mq_err(EX_PROTOCOL, "peer: bad SEG frame");
+	const char *data = nl + 1;
+	size_t dlen = len - (size_t)(data - f);
+	char got[33];
+	repl_hash_hex(data, dlen, got);
+	if (strcmp(got, hash))
+		return mq_err(EX_PROTOCOL, "peer: segment %s/%u/%" PRIu64
+		    " damaged on its way", topic, k, first);
+	struct rtopic *rt = topic_of(r, topic);
+	if (!rt)
+		return -1;
+	if (rt->t.conf.format != 2 || k >= rt->t.conf.partitions)
+		return mq_err(EX_PROTOCOL, "peer: a segment for %s/%u, which is "
+		    "not a partition of format 2 here", topic, k);
+	int rc = lock_set(lfd, F_WRLCK) < 0 || repl_epoch_batch(r->sp, epoch,
+	    r->peer, r->peer_name) < 0 ? -1 : 0;
+	struct mq_log_import im = { 0 };
+	if (rc == 0 && mq_log_import(&rt->t, k, data, dlen, true, &im) < 0)
+		rc = mq_errcode() == EX_DATAERR ? peer_fault() : -1;
+	lock_set(lfd, F_UNLCK);
+	if (rc == 0 && im.conflicts) {
+		char key[MQ_KEY_LEN + 1];
+		snprintf(key, sizeof key, "%020" PRIu64 ".segment", first);
+		rc = quarantine(r, topic, k, key, r->peer, data, dlen);
+	}
+	if (rc < 0)
+		return -1;
+	r->messages += im.linked;
+	if (im.linked && r->o->advanced)
+		*r->o->advanced = 1;
+	return repl_send_text(r->l, "SEGOK %s %u %" PRIu64, topic, k, im.end);
+}
+
 int
 repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
-    const struct mq_repl_opts *o)
+    const struct repl_epoch *ep, const struct mq_repl_opts *o)
 {
 	struct receiver r = { .sp = sp, .l = l, .o = o };
 	snprintf(r.peer, sizeof r.peer, "%s", peer);
@@ -1408,6 +1571,8 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		rc = repl_seen_put(&r.seen, r.me, mq_journal_size(sp));
 	if (rc == 0)
 		rc = repl_seen_send(l, &r.seen);
+	if (rc == 0 && ep->segments)
+		rc = send_ends(&r);
 	int skipping = 0, held = 0;
 	uint64_t resend = 0;
 	const void *buf;
@@ -1439,6 +1604,10 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		}
 		if (len >= 5 && !memcmp(f, "HAVE ", 5)) {
 			rc = answer_have(&r, f, len);
+			continue;
+		}
+		if (len >= 4 && !memcmp(f, "SEG ", 4)) {
+			rc = apply_segment(&r, lfd, f, len);
 			continue;
 		}
 		if (len >= 6 && !memcmp(f, "ERROR ", 6)) {
@@ -1533,11 +1702,13 @@ static int
 unstage_all(mq_spool *sp, const char *topic, size_t *n)
 {
 	struct mq_topic t;
-	if (mq_topic_open(sp, topic, &t) < 0)
+	if (mq_topic_open_as(sp, topic, MQ_FORMAT_ANY, &t) < 0)
 		return -1;
 	struct mq_names groups = { 0 };
-	int rc = mq_groups_read(&t, &groups);
-	for (unsigned k = 0; rc == 0 && k < t.conf.partitions; k++) {
+	/* Format 2 stages nothing: a segment is linked whole. */
+	int rc = t.conf.format == 2 ? 0 : mq_groups_read(&t, &groups);
+	for (unsigned k = 0; rc == 0 && t.conf.format == 1 &&
+	    k < t.conf.partitions; k++) {
 		if (mq_partition_repair_try(&t, k) < 0) {
 			rc = -1;
 			break;

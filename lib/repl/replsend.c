@@ -42,6 +42,26 @@ struct stopic {
 	uint64_t *committed;
 	struct mq_names groups;         /* as in the last CONF sent */
 	int sent;                       /* a CONF was sent */
+	struct spart *seg;              /* format 2: each partition's log */
+};
+
+/* Format 2: how far a partition's log went to the peer. */
+struct spart {
+	uint64_t sent;                  /* sent up to here */
+	char tail[MQ_ID_LEN + 1];       /* the peer's record before its end
+					 * (ENDS), "" when it has none */
+	int state;                      /* 0 not checked, 1 sending, 2 apart */
+	bool watched;                   /* its log/ wakes a --follow */
+};
+
+/* A line of ENDS: where a partition's log ends at the peer. */
+struct pend {
+	char topic[MQ_NAME_MAX + 1];
+	unsigned k;
+	uint64_t end;
+	char id[MQ_ID_LEN + 1];
+	int state;                      /* as spart's: kept while a topic is
+					 * opened again */
 };
 
 
@@ -74,6 +94,12 @@ struct sender {
 	double began, shown;
 	double trimmed;                 /* when the journal was last trimmed */
 	uint64_t trim_at;               /* confirmed offset of the next trim */
+	struct pend *ends;              /* the peer's ENDS */
+	size_t nends;
+	unsigned segs_out;              /* segments not yet answered */
+	struct mq_seg_writer w;         /* the segment being sent */
+	int ifd;                        /* --follow's inotify, or -1 */
+	uint64_t apart;                 /* partitions whose logs went apart */
 };
 
 /* Drops the journal's cut files every peer has confirmed: at once each
@@ -154,6 +180,7 @@ stopic_close(struct stopic *st)
 	free(st->logfd);
 	free(st->hfd);
 	free(st->committed);
+	free(st->seg);
 	mq_names_free(&st->groups);
 	free(st->name);
 }
@@ -184,7 +211,7 @@ topic_of(struct sender *s, const char *name)
 		mq_err_sys("malloc");
 		return NULL;
 	}
-	if (mq_topic_open(s->sp, name, &st->t) < 0) {
+	if (mq_topic_open_as(s->sp, name, MQ_FORMAT_ANY, &st->t) < 0) {
 		st->t.fd = -1;
 		if (mq_errcode() == EX_NOINPUT)
 			s->nt++;
@@ -209,7 +236,46 @@ topic_of(struct sender *s, const char *name)
 	}
 	for (unsigned k = 0; k < np; k++)
 		st->logfd[k] = st->hfd[k] = -1;
+	/* Format 2: from where the peer's log ends. */
+	if (st->t.conf.format == 2 && !(st->seg = calloc(np, sizeof *st->seg))) {
+		mq_err_sys("malloc");
+		return NULL;
+	}
+	for (size_t i = 0; st->seg && i < s->nends; i++)
+		if (!strcmp(s->ends[i].topic, name) && s->ends[i].k < np) {
+			st->seg[s->ends[i].k].sent = s->ends[i].end;
+			st->seg[s->ends[i].k].state = s->ends[i].state;
+			memcpy(st->seg[s->ends[i].k].tail, s->ends[i].id,
+			    sizeof s->ends[i].id);
+		}
 	return st;
+}
+
+/* What of a topic's logs went to the peer, kept in s->ends when the
+ * topic is opened again. */
+static void
+keep_sent(struct sender *s, const struct stopic *st)
+{
+	for (unsigned k = 0; st->seg && k < st->t.conf.partitions; k++) {
+		struct pend *e = NULL;
+		for (size_t i = 0; !e && i < s->nends; i++)
+			if (!strcmp(s->ends[i].topic, st->name) &&
+			    s->ends[i].k == k)
+				e = &s->ends[i];
+		if (!e) {
+			struct pend *v = reallocarray(s->ends, s->nends + 1,
+			    sizeof *v);
+			if (!v)
+				continue;       /* sent again: the peer compares */
+			s->ends = v;
+			e = &v[s->nends++];
+			*e = (struct pend){ .k = k };
+			snprintf(e->topic, sizeof e->topic, "%s", st->name);
+		}
+		e->end = st->seg[k].sent;
+		e->state = st->seg[k].state;
+		memcpy(e->id, st->seg[k].tail, sizeof e->id);
+	}
 }
 
 /* Forgets what was opened of a topic (grown, made again, or deleted). */
@@ -218,6 +284,7 @@ topic_drop(struct sender *s, const char *name)
 {
 	for (size_t i = 0; i < s->nt; i++)
 		if (!strcmp(s->tv[i].name, name)) {
+			keep_sent(s, &s->tv[i]);
 			stopic_close(&s->tv[i]);
 			s->tv[i] = s->tv[--s->nt];
 			return;
@@ -491,6 +558,13 @@ add_record(struct sender *s, struct mq_jrec *rec)
 		return 0;               /* a record of a later version */
 	if (structural(rec->type) && s->nrec > 0)
 		return 3;
+	/* Format 2: a partition whose logs went apart gets none of the
+	 * changes of its records either (they name other records there). */
+	struct stopic *apart = rec->type == 'T' || structural(rec->type) ? NULL :
+	    topic_of(s, ra->topic);
+	if (apart && apart->seg && ra->k < apart->t.conf.partitions &&
+	    apart->seg[ra->k].state == 2)
+		return 0;
 	/* What was opened of the topic may be gone, or made again. */
 	if (rec->type == 'T' || rec->type == 'Z')
 		topic_drop(s, ra->topic);
@@ -500,6 +574,8 @@ add_record(struct sender *s, struct mq_jrec *rec)
 		rc = 0;
 	else if (rec->type == 'P')
 		rc = conf_for(s, ra->topic, ra->b);
+	else if (rec->type == 'S')
+		rc = conf_for(s, ra->topic, "-");
 	else
 		rc = conf_for(s, ra->topic, ra->a);
 	/* Header: at, length of the line, of the data, of the record, hash;
@@ -628,6 +704,160 @@ fill(struct sender *s)
 	return eof;
 }
 
+/* Format 2 (mq-protocol(5), Format 2 partitions): ENDS, where each
+ * partition's log ends at the peer, and the id of its record before. */
+static int
+ends_parse(struct sender *s, const char *p, size_t len)
+{
+	const char *end = p + len;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char line[MQ_NAME_MAX + 96], id[MQ_ID_LEN + 2];
+		struct pend e = { 0 };
+		if (ll >= sizeof line)
+			return mq_err(EX_PROTOCOL, "peer: bad ENDS line");
+		memcpy(line, p, ll);
+		line[ll] = 0;
+		p += ll + (nl != NULL);
+		if (!ll)
+			continue;
+		if (sscanf(line, "%200s %u %" SCNu64 " %33s", e.topic, &e.k,
+		    &e.end, id) != 4 || mq_name_check("topic", e.topic) < 0 ||
+		    e.end > MQ_SEQ_MAX || (strcmp(id, "-") &&
+		    !mq_is_id(id, strlen(id))))
+			return mq_err(EX_PROTOCOL, "peer: bad ENDS line");
+		snprintf(e.id, sizeof e.id, "%s", strcmp(id, "-") ? id : "");
+		struct pend *v = reallocarray(s->ends, s->nends + 1, sizeof *v);
+		if (!v)
+			return mq_err_sys("malloc");
+		s->ends = v;
+		s->ends[s->nends++] = e;
+	}
+	return 0;
+}
+
+/* Whether the peer's log is ours up to where it ends: the record before
+ * its end has the id the peer said. */
+static int
+same_log(struct sender *s, struct stopic *st, unsigned k)
+{
+	struct spart *sp = &st->seg[k];
+	char id[MQ_ID_LEN + 1] = "";
+	if (sp->sent == 0)
+		return 1;
+	int got = mq_log_tail_id(&st->t, k, sp->sent, id);
+	if (got < 0)
+		return -1;
+	/* A record we no longer hold (retention) cannot be compared. */
+	if (got == 0 || !strcmp(id, sp->tail))
+		return 1;
+	s->apart++;
+	repl_log(s->o, LOG_ERR, "topic %s partition %u has other records on "
+	    "peer %s than here before %" PRIu64 ": not sent (both spools "
+	    "published there; see mq-protocol(5), Format 2 partitions)",
+	    st->name, k, s->peer_name, sp->sent);
+	return 0;
+}
+
+static int answer(struct sender *s);
+
+/* The segments of every partition of format 2 past what was sent, up to
+ * its log's end now.  wait: answers may be read (no batch is being
+ * built), so that at most SEG_WINDOW go unanswered; else it stops there
+ * and returns 1: segments are left. */
+#define SEG_WINDOW 8
+static int
+ship_segments(struct sender *s, bool wait)
+{
+	for (size_t i = 0; i < s->nt; i++) {
+		struct stopic *st = &s->tv[i];
+		for (unsigned k = 0; st->t.fd >= 0 && st->seg &&
+		    k < st->t.conf.partitions; k++) {
+			struct spart *sp = &st->seg[k];
+			if (!sp->watched && s->ifd >= 0) {
+				int lfd = mq_dir_open(st->t.pfd[k], "log");
+				if (lfd >= 0) {
+					mq_watch(s->ifd, lfd, IN_CREATE |
+					    IN_MOVED_TO);
+					close(lfd);
+				}
+				sp->watched = true;
+			}
+			uint64_t end;
+			if (sp->state == 2 || mq_log_end(&st->t, k, &end) < 0)
+				continue;
+			if (sp->state == 0 && end > sp->sent) {
+				int same = same_log(s, st, k);
+				if (same < 0)
+					return -1;
+				sp->state = same ? 1 : 2;
+				if (!same)
+					continue;
+			}
+			while (sp->sent < end) {
+				while (s->segs_out >= SEG_WINDOW)
+					if (!wait || answer(s) < 0)
+						return wait ? -1 : 1;
+				uint64_t from = sp->sent;
+				int got = mq_log_export(&st->t, k, &from, end, &s->w);
+				if (got < 0)
+					return -1;
+				if (got != 1) {
+					if (got == 2)
+						repl_log(s->o, LOG_WARNING, "topic %s "
+						    "partition %u: a segment does "
+						    "not read here: records %" PRIu64
+						    " to %" PRIu64 " not sent",
+						    st->name, k, sp->sent, from);
+					sp->sent = from;
+					continue;
+				}
+				char head[MQ_NAME_MAX + 160], hash[33], epoch[32] = "";
+				repl_hash_hex(s->w.buf, s->w.len, hash);
+				if (s->ep->peer_has)
+					snprintf(epoch, sizeof epoch, " epoch=%" PRIu64,
+					    s->ep->mine);
+				int hl = snprintf(head, sizeof head, "SEG %s %u %"
+				    PRIu64 " %u %s%s\n", st->name, k, s->w.first,
+				    s->w.count, hash, epoch);
+				char *frame = malloc((size_t)hl + s->w.len);
+				if (!frame)
+					return mq_err_sys("malloc");
+				memcpy(frame, head, (size_t)hl);
+				memcpy(frame + hl, s->w.buf, s->w.len);
+				int rc = mq_link_send(s->l, frame, (size_t)hl +
+				    s->w.len);
+				free(frame);
+				if (rc < 0)
+					return -1;
+				s->segs_out++;
+				s->messages += s->w.count;
+				s->bytes += s->w.len;
+				sp->sent = s->w.first + s->w.count;
+			}
+		}
+	}
+	return 0;
+}
+
+/* SEGOK topic k end: a segment is the peer's. */
+static int
+segok(struct sender *s, const char *f, size_t len)
+{
+	char line[MQ_NAME_MAX + 64], topic[MQ_NAME_MAX + 1];
+	unsigned k;
+	uint64_t end;
+	if (len >= sizeof line || !s->segs_out)
+		return mq_err(EX_PROTOCOL, "peer: bad answer");
+	memcpy(line, f, len);
+	line[len] = 0;
+	if (sscanf(line, "SEGOK %200s %u %" SCNu64, topic, &k, &end) != 3)
+		return mq_err(EX_PROTOCOL, "peer: bad answer");
+	s->segs_out--;
+	return 0;
+}
+
 /* Fills a batch from the journal and sends it; 1 if there was nothing
  * to send. */
 static int
@@ -643,11 +873,29 @@ send_batch(struct sender *s)
 	/* At the end: what the hosts' journals have that is old enough
 	 * goes into ours, and on into this batch. */
 	uint64_t size, held;
+	/* Format 2: the logs first, then the journal's records, then the
+	 * logs again to their ends now: a record a change names was
+	 * committed before the change, so the peer has it first. */
+	if (ship_segments(s, true) < 0)
+		return -1;
 	if ((rc = fill(s)) == 1 && (rc = mq_journal_merge(s->sp,
 	    mq_journal_merge_upto(), &size, &held)) >= 0)
 		rc = fill(s);
 	if (rc < 0)
 		return -1;
+	int left = ship_segments(s, false);
+	if (left < 0)
+		return -1;
+	if (left) {
+		/* Too many segments on their way for this batch: read again
+		 * once they are answered. */
+		mq_jreader_seek(&s->r, s->start);
+		s->pos = s->start;
+		s->len = 0;
+		s->nrec = 0;
+		s->drained = s->blocked = 0;
+		return 0;
+	}
 	if (s->pos == s->start) {
 		s->len = 0;
 		return 1;
@@ -701,6 +949,8 @@ answer(struct sender *s)
 		    "ended before it confirmed what was sent");
 	if (len > 6 && !memcmp(buf, "ERROR ", 6))
 		return repl_error_frame(buf, len);
+	if (len > 6 && !memcmp(buf, "SEGOK ", 6))
+		return segok(s, buf, len);
 	char word[8];
 	uint64_t v = 0;
 	if (answer_parse(buf, len, s->pos, word, &v) < 0)
@@ -945,8 +1195,10 @@ compare_all(struct sender *s)
 		struct stopic *st = topic_of(s, names[i]);
 		if (!st && mq_errcode() != EX_NOINPUT)
 			rc = -1;
-		for (unsigned k = 0; st && rc == 0 && k < st->t.conf.partitions;
-		    k++)
+		/* Format 2: its log goes by position whatever the journal
+		 * holds; nothing to compare. */
+		for (unsigned k = 0; st && st->t.conf.format == 1 && rc == 0 &&
+		    k < st->t.conf.partitions; k++)
 			rc = compare_partition(s, st, k);
 	}
 	s->comparing = 0;
@@ -991,7 +1243,7 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
     const struct repl_epoch *ep, const struct mq_repl_opts *o)
 {
 	struct sender s = { .sp = sp, .l = l, .o = o, .ep = ep,
-	    .batch = REPL_BATCH_RECORDS };
+	    .batch = REPL_BATCH_RECORDS, .ifd = -1 };
 	s.r.fd = -1;
 	snprintf(s.peer, sizeof s.peer, "%s", peer);
 	snprintf(s.peer_name, sizeof s.peer_name, "%s", peer_name);
@@ -1002,6 +1254,9 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		rc = repl_expect(l, "SEEN", &rest, &len);
 	if (rc == 0)
 		rc = repl_seen_parse(rest, len, &s.seen);
+	if (rc == 0 && ep->segments && (rc = repl_expect(l, "ENDS", &rest,
+	    &len)) == 0)
+		rc = ends_parse(&s, rest, len);
 	uint64_t from = 0;
 	if (rc == 0)
 		rc = repl_peer_confirmed(sp, peer, &from, &s.batch);
@@ -1056,6 +1311,9 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	} else {
 		poll_every = 1.0;
 	}
+	s.ifd = ifd;
+	if (rc == 0)
+		rc = mq_seg_begin(&s.w, 0);
 	s.began = mq_mono();
 	while (rc == 0 && !(o->stop && *o->stop)) {
 		int sent = s.out < REPL_WINDOW ? send_batch(&s) : 1;
@@ -1067,7 +1325,7 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			idle = mq_mono();
 			continue;
 		}
-		if (s.out > 0) {
+		if (s.out > 0 || s.segs_out > 0) {
 			rc = answer(&s);
 			continue;
 		}
@@ -1092,11 +1350,15 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		/* The journal was created since we watched. */
 		if (ifd >= 0 && !watched && s.r.fd >= 0) {
 			close(ifd);
-			ifd = watch_journal(sp, &watched);
+			s.ifd = ifd = watch_journal(sp, &watched);
+			for (size_t i = 0; i < s.nt; i++)
+				for (unsigned k = 0; s.tv[i].seg &&
+				    k < s.tv[i].t.conf.partitions; k++)
+					s.tv[i].seg[k].watched = false;
 		}
 		wait_change(ifd, poll_every);
 	}
-	while (rc == 0 && s.out > 0)
+	while (rc == 0 && (s.out > 0 || s.segs_out > 0))
 		rc = answer(&s);
 	/* A one-shot push stopped by a signal did not do its job. */
 	if (rc == 0 && !o->follow && s.pos < goal && !s.drained)
@@ -1128,6 +1390,8 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		stopic_close(&s.tv[i]);
 	free(s.tv);
 	free(s.buf);
+	free(s.ends);
+	mq_seg_writer_free(&s.w);
 	repl_seen_free(&s.seen);
 	return rc;
 }

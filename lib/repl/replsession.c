@@ -29,30 +29,31 @@ role_word(enum mq_repl_role r)
 }
 
 /* HELLO mq-replicate 1 <send|recv> <spool id> <host name> [words]: the
- * words follow, compare, demote and epoch=N, in any order; an old
+ * words follow, compare, demote, epoch=N and segments, in any order; an old
  * version's hello has no epoch (0), and a word we do not know is a later
  * version's, ignored as an old version ignores ours. */
 struct hello {
 	enum mq_repl_role role;
 	char id[MQ_ID_LEN + 1];
-	int follow, compare, demote, has_epoch;
+	int follow, compare, demote, has_epoch, segments;
 	uint64_t epoch;
 };
 
 static int
 hello_parse(const char *rest, size_t len, struct hello *h)
 {
-	char line[512], r[8], i[MQ_ID_LEN + 2], nm[256] = "", f[4][24] = { "" };
+	char line[512], r[8], i[MQ_ID_LEN + 2], nm[256] = "", f[5][24] = { "" };
 	snprintf(line, sizeof line, "%.*s", (int)(len < 511 ? len : 511), rest);
-	int n = sscanf(line, "mq-replicate 1 %7s %33s %255s %23s %23s %23s %23s",
-	    r, i, nm, f[0], f[1], f[2], f[3]);
+	int n = sscanf(line, "mq-replicate 1 %7s %33s %255s %23s %23s %23s %23s "
+	    "%23s", r, i, nm, f[0], f[1], f[2], f[3], f[4]);
 	if (n < 2 || !mq_is_id(i, strlen(i)) ||
 	    (strcmp(r, "send") && strcmp(r, "recv")))
 		return mq_err(EX_PROTOCOL, "not an mq-replicate peer, or another "
 		    "version");
 	memset(h, 0, sizeof *h);
-	for (size_t w = 0; w < 4; w++) {
+	for (size_t w = 0; w < 5; w++) {
 		const char *e;
+		h->segments |= !strcmp(f[w], "segments");
 		h->follow |= !strcmp(f[w], "follow");
 		h->compare |= !strcmp(f[w], "compare");
 		h->demote |= !strcmp(f[w], "demote");
@@ -107,11 +108,7 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 	struct repl_epoch ep = { 0 };
 	const char *rest;
 	size_t len;
-	/* Format 2 is not shipped yet: refused before anything of the
-	 * session is written, a spool id or a peer's record; a topic made
-	 * while a --follow runs stops its next session. */
-	if (mq_topics_format1(sp, "replication") < 0 ||
-	    repl_spool_id(sp, me) < 0)
+	if (repl_spool_id(sp, me) < 0)
 		return -1;
 	/* A damaged epoch is said to the peer after the hellos, as any
 	 * error of the session; the hello meanwhile says none (0). */
@@ -129,9 +126,9 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 	 * comes after follow and compare, which an old version reads as
 	 * the two words after the host name. */
 	if (initiator && repl_send_text(l, "HELLO mq-replicate 1 %s %s %s%s%s "
-	    "epoch=%" PRIu64 "%s", role_word(role), me, host, o->follow ?
-	    " follow" : "", o->compare ? " compare" : "", ep.mine, o->demote ?
-	    " demote" : "") < 0)
+	    "epoch=%" PRIu64 "%s segments", role_word(role), me, host,
+	    o->follow ? " follow" : "", o->compare ? " compare" : "", ep.mine,
+	    o->demote ? " demote" : "") < 0)
 		return -1;
 	if (repl_expect(l, "HELLO", &rest, &len) < 0 ||
 	    hello_parse(rest, len, &h) < 0)
@@ -140,6 +137,7 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 	snprintf(name, sizeof name, "%s", peer);
 	ep.peer = h.epoch;
 	ep.peer_has = h.has_epoch;
+	ep.segments = h.segments;
 	if (!initiator && h.follow)
 		mine.follow = 1;
 	if (!initiator && h.compare)
@@ -151,7 +149,7 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 			role = h.role == MQ_REPL_SEND ? MQ_REPL_RECV :
 			    MQ_REPL_SEND;
 		if (repl_send_text(l, "HELLO mq-replicate 1 %s %s %s epoch=%"
-		    PRIu64, role_word(role), me, host, ep.mine) < 0)
+		    PRIu64 " segments", role_word(role), me, host, ep.mine) < 0)
 			return -1;
 	}
 	int rc = 0, hold = -1;
@@ -163,6 +161,10 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 	else if (!strcmp(me, peer))
 		rc = mq_err(EX_USAGE, "a spool cannot replicate to itself "
 		    "(both ends are spool %s)", me);
+	else if (role == MQ_REPL_SEND && !h.segments &&
+	    mq_topics_format1(sp, "replication") < 0)
+		rc = mq_err(EX_UNAVAILABLE, "peer %s does not replicate topics "
+		    "of format 2 (an earlier version): %s", peer, mq_errmsg());
 	if (rc < 0 && !bad_epoch)
 		return rc;
 	/* The name it was authorized under, else its id. */
@@ -188,7 +190,7 @@ mq_repl_session(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 		rc = -1;
 	else
 		rc = role == MQ_REPL_SEND ? repl_send(sp, l, peer, name, &ep,
-		    &mine) : repl_recv(sp, l, peer, name, &mine);
+		    &mine) : repl_recv(sp, l, peer, name, &ep, &mine);
 	if (hold >= 0)
 		close(hold);
 	if (rc < 0 && role == MQ_REPL_SEND && !bad_epoch)

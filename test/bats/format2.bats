@@ -374,17 +374,17 @@ print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
 	assert_output "$(seq 8 10)"
 }
 
-@test "format 2: replication, which does not ship it yet, refuses it by name (69) and changes nothing" {
+@test "format 2: replication ships it: the replica's topic is of format 2, with the same records, and the group's acks (replicate_format2.bats has the rest)" {
 	mq-topic create --format 2 t
 	mkgroup t g
-	mq-pub -q t one
-	local before
-	before=$(spool_snapshot)
-	mkdir "$TD/replica"
+	printf '%s\n' one two three | mq-pub -q -l t
+	run -0 mq-sub -g g -n 1 t
 	run --separate-stderr mq-replicate push --rsh env --remote-spool "$TD/replica"
-	assert_equal "$status" 69
-	[[ $stderr == *"format 2"* ]] || fail "$stderr"
-	assert_equal "$(spool_snapshot)" "$before"
+	assert_success
+	grep -qx 'format=2' "$TD/replica/topics/t/topic.conf"
+	assert_equal "$(MQ_SPOOL=$TD/replica count_log t)" 3
+	run -0 mq-sub -s "$TD/replica" -g g -n 5 t
+	assert_output "$(printf '%s\n' two three)"
 }
 
 @test "format 2: a feed's names (an ordered group's) share one inode, not one each; a dead letter of one gets a file of its own, the others stay empty and are delivered" {

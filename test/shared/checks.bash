@@ -183,6 +183,8 @@ pub_singles() {
 	local s=$1 t=$2 p=$3 n=$4 out=$5 k rc id
 	shift 5
 	for ((k = 1; k <= n; k++)); do
+		# PUB_STOP: a file whose making ends the loop early.
+		[[ -n ${PUB_STOP:-} && -e $PUB_STOP ]] && break
 		rc=0
 		id=$(mq-pub -s "$s" "$@" "$t" "$p-$k") || rc=$?
 		if ((rc == 0)); then

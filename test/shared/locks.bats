@@ -156,8 +156,10 @@ head_busy() {
 @test "a publishing host's FUSE client killed mid-publish: host 2 resumes within FS_DEAD_BOUND, nothing that exited 0 lost, offsets gap-free, the half-done publish repaired" {
 	mkgroup t g
 	fs_kill_ready
-	# Host 2 publishes all along, one message per run.
-	MQ_HOST=h2 spawn_fn "$TD/l2" pub_singles "$S2" t b 400 "$TD/pub.b" -p 0
+	# Host 2 publishes all along, one message per run, until told to
+	# stop once it has published again after the kill.
+	PUB_STOP=$TD/stop MQ_HOST=h2 spawn_fn "$TD/l2" pub_singles "$S2" t b 400 \
+	    "$TD/pub.b" -p 0
 	local p2=$SPAWNED
 	# Host 1: chunks of 1000 lines, each a publish taking seconds, so that
 	# the kill lands inside one (the head says next > committed).
@@ -188,6 +190,7 @@ head_busy() {
 	note "host 2 published again ${took} s after the kill"
 	awk -v t="$took" -v f="$freed" 'BEGIN { exit !(t <= f + 15) }' ||
 	    fail "host 2 published ${took} s after the kill, the repair took past 15 s"
+	touch "$TD/stop"
 	wait_for -t 300 all_exited "$p2"
 	[[ ! -s $TD/pub.b.fail ]] || fail_with "a publish on host 2 failed" "$TD/pub.b.fail"
 	# Everything printed is delivered; what committed is gap-free; nothing

@@ -83,10 +83,40 @@ test_state(void)
 	unlink(path);
 }
 
+/* A journal's K record names settled records of a claim so. */
+static void
+test_bits(void)
+{
+	unsigned char bits[MQ_CLAIM_MAX / 8] = { 0 }, back[MQ_CLAIM_MAX / 8];
+	char text[256];
+	uint64_t first;
+	unsigned n;
+	bits[0] = 0x05;
+	bits[1] = 0xff;                 /* past n = 10: not said */
+	ok(mq_claim_bits_format(42, 10, bits, text, sizeof text) == 0 &&
+	    !strcmp(text, "42+10,0503"), "formatted: %s", text);
+	ok(mq_claim_bits_parse(text, &first, &n, back) == 0 && first == 42 &&
+	    n == 10 && back[0] == 0x05 && back[1] == 0x03, "parsed back");
+	static const char *bad[] = { "042+10,0503", "42+010,0503", "42+0,",
+	    "42+513,00", "42+10,050", "42+10,05030", "42+10,0504",
+	    "42+10,0000", "42+10,05G3", "42-10,0503", "42+10;0503",
+	    "18446744073709551614+2,03", "18446744073709551615+1,01", "" };
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		ok(mq_claim_bits_parse(bad[i], &first, &n, back) < 0,
+		    "refused: '%s'", bad[i]);
+	ok(mq_claim_bits_parse("18446744073709551614+1,01", &first, &n,
+	    back) == 0, "the last sequence number alone");
+	memset(bits, 0xff, sizeof bits);
+	ok(mq_claim_bits_format(0, 512, bits, text, sizeof text) == 0 &&
+	    strlen(text) == 6 + 128 && mq_claim_bits_parse(text, &first, &n,
+	    back) == 0 && n == 512, "512 records, all settled");
+}
+
 int
 main(void)
 {
 	test_names();
 	test_state();
+	test_bits();
 	return t_done();
 }

@@ -97,6 +97,22 @@ main(void)
 	snprintf(a, sizeof a, "orders 0 g %s,a2,d1", key);
 	ok(mq_jargs_parse('D', a, &ja) == 0 && !strcmp(ja.a, "g"),
 	    "D: a dead letter's name");
+	ok(mq_jargs_parse('K', "orders 3 g 100+3,05", &ja) == 0 &&
+	    !strcmp(ja.a, "g") && ja.k == 3 && !strcmp(ja.b, "100+3,05"),
+	    "K: a group and a claim's bits");
+	ok(mq_jargs_parse('K', "orders 3 g 100+3,0f", &ja) < 0 &&
+	    mq_jargs_parse('K', "orders 3 g 100+3,05 x", &ja) < 0 &&
+	    mq_jargs_parse('K', "orders 3 ../g 100+3,05", &ja) < 0,
+	    "K: a bit past n, an extra word, a bad group: refused");
+	ok(mq_jargs_parse('C', "orders 0 g 250", &ja) == 0 &&
+	    !strcmp(ja.b, "250") && mq_jargs_parse('C', "orders 0 g 0250",
+	    &ja) < 0 && mq_jargs_parse('C', "orders 0 g", &ja) < 0,
+	    "C: an offset, canonical");
+	ok(mq_jargs_parse('S', "orders 1 300", &ja) == 0 && ja.k == 1 &&
+	    !ja.a[0] && !strcmp(ja.b, "300") &&
+	    mq_jargs_parse('S', "orders 1 g 300", &ja) < 0 &&
+	    mq_jargs_parse('S', "orders 1 3x", &ja) < 0,
+	    "S: a partition and where its log ends, no group");
 	ok(mq_jargs_parse('T', "orders", &ja) == 0 &&
 	    !strcmp(ja.topic, "orders"), "T: the topic alone");
 	ok(mq_jargs_parse('T', "orders 1", &ja) < 0 &&
