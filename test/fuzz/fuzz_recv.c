@@ -2,7 +2,7 @@
  * fuzz_recv.c: what an authorized peer sends after the hello, applied
  * by the receiver (repl_recv) to a fresh spool for each input
  * (mq-protocol(5), REPLICATION CHANNEL; mq(7), Trust): CONF, BATCH, HAVE,
- * PING, ERROR and END frames.  The input is the frames separated by
+ * SEG (a peer whose hello said segments), PING, ERROR and END frames.  The input is the frames separated by
  * FUZZ_SEP (so that a mutation keeps the framing); the peer is spool
  * PEER.  Whatever the frames, the receiver applies or refuses them
  * without a crash, a leak (of memory or of a descriptor) or undefined
@@ -48,7 +48,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	frames(data, size);
 	mq_link *l = fuzz_wire_link(sp);
 	struct mq_repl_opts o = { 0 };
-	repl_recv(sp, l, PEER, "fuzz", &o);
+	struct repl_epoch ep = { .segments = true };
+	repl_recv(sp, l, PEER, "fuzz", &ep, &o);
 	fuzz_session_end(l, sp);
 	return 0;
 }
