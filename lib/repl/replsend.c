@@ -727,7 +727,9 @@ ends_parse(struct sender *s, const char *p, size_t len)
 		    e.end > MQ_SEQ_MAX || (strcmp(id, "-") &&
 		    !mq_is_id(id, strlen(id))))
 			return mq_err(EX_PROTOCOL, "peer: bad ENDS line");
-		snprintf(e.id, sizeof e.id, "%s", strcmp(id, "-") ? id : "");
+		/* 32 hexadecimal digits, checked above, or none. */
+		if (strcmp(id, "-"))
+			memcpy(e.id, id, sizeof e.id);
 		struct pend *v = reallocarray(s->ends, s->nends + 1, sizeof *v);
 		if (!v)
 			return mq_err_sys("malloc");
