@@ -284,6 +284,84 @@ count_log() {
 	echo "$n"
 }
 
+# log_records TOPIC PARTITION [KEY]: format 2: each record of the
+# partition's segments (or only KEY's: its sequence number and id) copied
+# into a file of its own, named by its KEY, under $TD/records/TOPIC/p<k>/:
+# the bytes format 1 keeps in log/KEY; prints their paths in sequence
+# order.  A segment that does not read is passed by.
+log_records() {
+	"$PY" - "$MQ_SPOOL/topics/$1/p$2/log" "$TD/records/$1/p$2" "${3:-}" <<'PYEOF'
+import os, re, sys
+log, out, want = sys.argv[1:4]
+os.makedirs(out, exist_ok=True)
+for name in sorted(os.listdir(log)) if os.path.isdir(log) else []:
+    path = os.path.join(log, name)
+    if not re.fullmatch(r"\d{20}", name) or not os.path.isfile(path):
+        continue
+    data = open(path, "rb").read()
+    m = re.match(rb"mq-segment 2 first=\d{20} count=(\d{10}) size=\d{20}\n", data)
+    if not m:
+        continue
+    pos = m.end()
+    frame = re.compile(rb"mq-record (\d{20}) (\d{10}) (\d{10}) [0-9a-f]{16}\n")
+    for _ in range(int(m.group(1))):
+        r = frame.match(data, pos)
+        if not r:
+            break
+        start = r.end()
+        end = start + int(r.group(2)) + int(r.group(3))
+        msg, pos = data[start:end], end + 1
+        mid = re.search(rb"^Message-Id: ([0-9a-f]{32})$", msg.split(b"\n\n", 1)[0], re.M)
+        key = r.group(1).decode() + "." + (mid.group(1).decode() if mid else "")
+        if want and key != want:
+            continue
+        f = os.path.join(out, key)
+        with open(f, "wb") as o:
+            o.write(msg)
+        print(f)
+PYEOF
+}
+
+# log_files TOPIC [PARTITION]: a file with the stored bytes of each message
+# of the partition, in sequence order, one path a line: its log/KEY in
+# format 1, a copy of its record in format 2 (log_records).
+log_files() {
+	local f
+	if is_format2 "$1"; then
+		log_records "$1" "${2:-0}"
+		return
+	fi
+	for f in "$MQ_SPOOL/topics/$1/p${2:-0}"/log/*; do
+		[[ -f $f ]] && echo "$f"
+	done
+	return 0
+}
+
+# log_file TOPIC KEY [PARTITION]: the stored bytes of message KEY as a file
+# (as log_files); fails when the partition does not hold it.
+log_file() {
+	local f
+	if is_format2 "$1"; then
+		f=$(log_records "$1" "${3:-0}" "$2")
+	else
+		f=$MQ_SPOOL/topics/$1/p${3:-0}/log/$2
+	fi
+	[[ -f $f ]] || {
+		echo "log_file: $1 p${3:-0} does not hold $2" >&2
+		return 1
+	}
+	echo "$f"
+}
+
+# log_keys TOPIC [PARTITION]: the KEYs of the messages the partition holds,
+# in sequence order.
+log_keys() {
+	local f
+	while IFS= read -r f; do
+		echo "${f##*/}"
+	done < <(log_files "$@")
+}
+
 # group_empty TOPIC GROUP: nothing pending or in flight.
 group_empty() {
 	[[ $(count_new "$1" "$2") == 0 && $(count_cur "$1" "$2") == 0 ]]
