@@ -362,6 +362,17 @@ log_keys() {
 	done < <(log_files "$@")
 }
 
+# fresh_in TOPIC: where mq-stat --message says a message lies that a group
+# has not taken yet: its name in new/ (format 1), only its record in the
+# log (format 2, past the group's cursor).
+fresh_in() {
+	if is_format2 "$1"; then
+		echo log
+	else
+		echo new
+	fi
+}
+
 # group_empty TOPIC GROUP: nothing pending or in flight.
 group_empty() {
 	[[ $(count_new "$1" "$2") == 0 && $(count_cur "$1" "$2") == 0 ]]
