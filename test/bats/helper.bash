@@ -373,6 +373,30 @@ fresh_in() {
 	fi
 }
 
+# queued TOPIC GROUP [PARTITION]: the KEYs of what the group's queue holds
+# to hand out in a partition, its filter applied, in sequence order: its
+# names in new/ (format 1, where the publisher applies the filter); in
+# format 2 also the records past its cursor that its next feed would take
+# (the feed applies the filter: as mq-stat --peek shows them).
+queued() {
+	local p o id
+	if ! is_format2 "$1"; then
+		ls "$(group_dir "$@")/new"
+		return
+	fi
+	while read -r p o id; do
+		[[ $p == "${3:-0}" ]] && printf '%020d.%s\n' "$o" "$id"
+	done < <(mq-stat --peek -F '%p %o %i\n' "$1" "$2")
+	return 0
+}
+
+# count_queued TOPIC GROUP [PARTITION]: how many (queued).
+count_queued() {
+	local n
+	n=$(queued "$@" | wc -l)
+	echo "$n"
+}
+
 # group_empty TOPIC GROUP: nothing pending or in flight.
 group_empty() {
 	[[ $(count_new "$1" "$2") == 0 && $(count_cur "$1" "$2") == 0 ]]
