@@ -49,7 +49,7 @@ PYEND
 content_hash() {
 	local id
 	id=$(mq-pub scratch "$1")
-	echo "Content-Hash: $(header_of "$MQ_SPOOL"/topics/scratch/p0/log/*."$id" Content-Hash)"
+	echo "Content-Hash: $(header_of "$(file_of scratch "$id")" Content-Hash)"
 }
 
 # assert_signature_letter TOPIC ID DETAIL: message ID is a dead letter
@@ -111,7 +111,8 @@ assert_dead_signature() {
 	b=$(mq-pub --pubkey "$TD/bob")
 	id1=$(mq-pub --sign "$TD/alice" -k K -H 'X-A: 1' t one)
 	id2=$(MQ_SIGN_KEY=$TD/bob mq-pub t two)
-	local f=$MQ_SPOOL/topics/t/p0/log/$(logname 0 "$id1")
+	local f
+	f=$(log_file t "$(logname 0 "$id1")")
 	assert_equal "$(header_of "$f" Mq-Signer)" "$a"
 	[[ $(header_of "$f" Mq-Signature) =~ ^ed25519:[0-9a-f]{128}$ ]] ||
 	    fail "no signature in $f"
@@ -161,7 +162,8 @@ assert_dead_signature() {
 
 @test "a message forged into the spool by hand is dead-lettered with reason signature, never delivered" {
 	keys
-	signed_topic t g "$TD/alice"
+	# Format 1: the test writes message files by hand.
+	MQ_FORMAT=1 signed_topic t g "$TD/alice"
 	local real id=0123456789abcdef0123456789abcdef hash
 	local p=$MQ_SPOOL/topics/t/p0
 	# The forger takes over a committed sequence number (0): the real
@@ -184,7 +186,8 @@ assert_dead_signature() {
 
 @test "a changed body, a swapped body, a changed id, header or key: dead-lettered with reason signature" {
 	keys
-	signed_topic t g "$TD/alice"
+	# Format 1: the test writes message files by hand.
+	MQ_FORMAT=1 signed_topic t g "$TD/alice"
 	local p=$MQ_SPOOL/topics/t/p0 y case id n f h nid
 	y=$(mq-pub --sign "$TD/alice" t 'pay 99 to eve')
 	mq-sub -n 1 -g g t >/dev/null
@@ -238,9 +241,13 @@ chunk() {
 	mq-pub -l --sign "$2" "$1" <"$TD/lines"
 }
 
-# file_of TOPIC ID: the log/ file of message ID (partition 0).
+# file_of TOPIC ID: a file with the stored bytes of message ID (partition
+# 0): its log/ file in format 1 (log_files).
 file_of() {
-	echo "$MQ_SPOOL"/topics/"$1"/p0/log/*."$2"
+	local f
+	f=$(log_files "$1" | grep -F ".$2")
+	[[ -f $f ]] || fail "no message $2 in $1"
+	echo "$f"
 }
 
 # tree_sig FILE: the chunk signature (hex) in FILE's Mq-Signature.
@@ -309,7 +316,8 @@ assert_dead_among() {
 
 @test "a message of a signed chunk with its path, index or signature changed, moved into another chunk, or forged under a real header: dead-lettered" {
 	keys
-	signed_topic t g "$TD/alice"
+	# Format 1: the test writes message files by hand.
+	MQ_FORMAT=1 signed_topic t g "$TD/alice"
 	local case x y f nf xs ys sl hash fid=00000000000000000000000000000001
 	local p=$MQ_SPOOL/topics/t/p0
 	for case in none path index othersig moved forged; do
@@ -372,7 +380,8 @@ d = re.sub(rb'( 3/8 [0-9a-f]{10})([0-9a-f])', lambda m: m.group(1) + (b'0' if m.
 
 @test "a tree signature that is not exactly of its form is a bad signature, never a crash" {
 	keys
-	signed_topic t g "$TD/alice"
+	# Format 1: the test writes message files by hand.
+	MQ_FORMAT=1 signed_topic t g "$TD/alice"
 	local case f ids n=0
 	for case in upper index-at-n index-leading-zero n-too-big n-of-one \
 	    sibling-more sibling-less trailing-comma space-after no-path \
@@ -412,8 +421,9 @@ d = re.sub(rb'ed25519-tree:[0-9a-f]', b'ed25519-tree:', d)" ;;
 
 @test "a signed message copied into another topic is dead-lettered" {
 	keys
-	signed_topic t g "$TD/alice"
-	signed_topic s g "$TD/alice"
+	# Format 1: the test writes message files by hand.
+	MQ_FORMAT=1 signed_topic t g "$TD/alice"
+	MQ_FORMAT=1 signed_topic s g "$TD/alice"
 	local sid tid p=$MQ_SPOOL/topics/t/p0
 	sid=$(mq-pub --sign "$TD/alice" s 'for s')
 	# It takes the place of t's committed message 0, under its own id.
