@@ -247,6 +247,26 @@ receipt_deadline() {
 	echo $((10#${BASH_REMATCH[1]}))
 }
 
+# is_receipt_of RECEIPT TOPIC GROUP PARTITION KEY ATTEMPT: RECEIPT is one
+# of KEY's claim at that attempt: its cur/ name's (format 1, and format 2
+# for a record that left the happy path); in format 2 a claim's that holds
+# KEY's record, and its sequence number (attempt 1).
+is_receipt_of() {
+	local r=$1 pre=$2/$3/$4/ key=$5 seq
+	if [[ $r =~ ^"$pre$key",a$6,l[0-9]+,r[0-9a-f]{8}$ ]]; then
+		return 0
+	fi
+	seq=$((10#${key%%.*}))
+	if is_format2 "$2" && (($6 == 1)) &&
+		[[ $r =~ ^"$pre"([0-9]{20})\+([0-9]+),r[0-9a-f]{8}/(0|[1-9][0-9]*)$ ]] &&
+		((BASH_REMATCH[3] == seq && 10#${BASH_REMATCH[1]} <= seq &&
+		    seq < 10#${BASH_REMATCH[1]} + BASH_REMATCH[2])); then
+		return 0
+	fi
+	echo "is_receipt_of: $r is not a receipt of $key at attempt $6" >&2
+	return 1
+}
+
 # count_new / count_cur / count_delay TOPIC GROUP [PARTITION]; in format 2
 # what the log holds past the group's next record is pending too, as
 # mq-stat counts it (its filter not yet applied), and what its claims
