@@ -379,6 +379,27 @@ log_file() {
 	echo "$f"
 }
 
+# log_grep TOPIC REGEX [PARTITION]: some stored message of the partition
+# has a line matching REGEX (grep); false when none is stored.
+log_grep() {
+	local -a f
+	mapfile -t f < <(log_files "$1" "${3:-0}")
+	((${#f[@]})) && grep -q -- "$2" "${f[@]}"
+}
+
+# name_again TOPIC GROUP KEY [PARTITION]: give the group a name of message
+# KEY in new/ by hand, as a feed or a publish that died would leave it: a
+# link to log/KEY (format 1), an empty file (format 2, read from the log).
+name_again() {
+	local d
+	d=$(group_dir "$1" "$2" "${4:-0}")/new
+	if is_format2 "$1"; then
+		: >"$d/$3"
+	else
+		ln "$MQ_SPOOL/topics/$1/p${4:-0}/log/$3" "$d/$3"
+	fi
+}
+
 # log_keys TOPIC [PARTITION]: the KEYs of the messages the partition holds,
 # in sequence order.
 log_keys() {
