@@ -296,13 +296,21 @@ count_cur() {
 count_delay() {
 	count_entries "$(group_dir "$@")/delay"
 }
+# count_log TOPIC [PARTITION]: the messages the partition's log holds.
 count_log() {
+	count_log_dir "$1" "$MQ_SPOOL/topics/$1/p${2:-0}/log"
+}
+
+# count_log_dir TOPIC DIR: the messages DIR, a log/ of TOPIC, holds (a
+# placed partition's by its own path): its entries in format 1, the counts
+# of its segments in format 2.
+count_log_dir() {
 	local f line n=0
 	if ! is_format2 "$1"; then
-		count_entries "$MQ_SPOOL/topics/$1/p${2:-0}/log"
+		count_entries "$2"
 		return
 	fi
-	for f in "$MQ_SPOOL/topics/$1/p${2:-0}"/log/*; do
+	for f in "$2"/*; do
 		[[ -f $f ]] || continue
 		IFS= read -r line <"$f"
 		[[ $line =~ count=([0-9]{10}) ]] && n=$((n + 10#${BASH_REMATCH[1]}))
