@@ -408,6 +408,86 @@ name_again() {
 	fi
 }
 
+# rewrite_stored FILE PYTHON: runs PYTHON with d the bytes of FILE, the
+# stored bytes of a message as log_file or log_files gave them, and stores
+# d in their place as a hand with write access to the spool would: in
+# format 1 into the log/ file, in place (the group's names see it too); in
+# format 2 into the message's record in its segment, in place, framed and
+# hashed anew (the segment's size line too) and its modification time kept,
+# and into the copy FILE.
+rewrite_stored() {
+	"$PY" - "$1" "$2" "$MQ_SPOOL" "$TD" <<'PYEOF'
+import os, re, sys, xxhash
+path, code, spool, td = sys.argv[1:5]
+env = {"d": open(path, "rb").read()}
+exec(code, env)
+new = env["d"]
+with open(path, "r+b") as f:
+    f.write(new)
+    f.truncate()
+recs = os.path.join(td, "records") + os.sep
+if not path.startswith(recs):
+    sys.exit(0)
+topic, part, key = path[len(recs):].split(os.sep)
+seq = int(key.split(".")[0])
+log = os.path.join(spool, "topics", topic, part, "log")
+line = re.compile(rb"mq-segment 2 first=(\d{20}) count=(\d{10}) size=\d{20}\n")
+frame = re.compile(rb"mq-record (\d{20}) (\d{10}) (\d{10}) [0-9a-f]{16}\n")
+for name in sorted(os.listdir(log)):
+    seg = os.path.join(log, name)
+    data = open(seg, "rb").read()
+    m = line.match(data)
+    if not m or not int(m.group(1)) <= seq < int(m.group(1)) + int(m.group(2)):
+        continue
+    first, count, pos, out = int(m.group(1)), int(m.group(2)), m.end(), []
+    for _ in range(count):
+        r = frame.match(data, pos)
+        start = r.end()
+        end = start + int(r.group(2)) + int(r.group(3))
+        n, msg, pos = int(r.group(1)), data[start:end], end + 1
+        if n == seq:
+            msg = new
+        head, _, body = msg.partition(b"\n\n")
+        head += b"\n\n"
+        h = xxhash.xxh3_64_hexdigest(head + body).encode()
+        out.append(b"mq-record %020d %010d %010d %s\n" % (n, len(head), len(body), h)
+                   + head + body + b"\n")
+    recs = b"".join(out)
+    size = len(b"mq-segment 2 first=%020d count=%010d size=%020d\n" % (0, 0, 0)) + len(recs)
+    st = os.stat(seg)
+    with open(seg, "r+b") as f:
+        f.write(b"mq-segment 2 first=%020d count=%010d size=%020d\n" % (first, count, size) + recs)
+        f.truncate()
+    os.utime(seg, ns=(st.st_atime_ns, st.st_mtime_ns))
+    sys.exit(0)
+sys.exit("rewrite_stored: no segment of %s holds %d" % (log, seq))
+PYEOF
+}
+
+# rekey_stored TOPIC KEY NEWKEY [PARTITION]: after rewrite_stored gave
+# message KEY another id, its names follow, as that hand would move them:
+# log/KEY (format 1; in format 2 the record is its own name) and the
+# groups' names in new/ become NEWKEY.
+rekey_stored() {
+	local p=$MQ_SPOOL/topics/$1/p${4:-0} n
+	is_format2 "$1" || mv "$p/log/$2" "$p/log/$3"
+	for n in "$p"/g/*/new/"$2"; do
+		[[ -e $n ]] && mv "$n" "${n%/*}/$3"
+	done
+	return 0
+}
+
+# replace_stored TOPIC KEY FILE [PARTITION]: message KEY's stored bytes
+# replaced by FILE's, a message of another id, under the same sequence
+# number, its names following (rewrite_stored, rekey_stored).
+replace_stored() {
+	local f id
+	f=$(log_file "$1" "$2" "${4:-0}") || return 1
+	id=$(header_of "$3" Message-Id) || return 1
+	rewrite_stored "$f" "d = open('$3', 'rb').read()"
+	rekey_stored "$1" "$2" "${2%%.*}.$id" "${4:-0}"
+}
+
 # log_keys TOPIC [PARTITION]: the KEYs of the messages the partition holds,
 # in sequence order.
 log_keys() {
