@@ -29,20 +29,18 @@ seq_file() {
 	log_files "$1" | sed -n "$(($2 + 1))p"
 }
 
-# rewrite FILE PY: replaces the body of message FILE with PY's value of
-# b (the old body given as b), with Content-Length and Content-Hash made
-# to match: only the encryption can tell.
+# rewrite FILE PY: replaces the body of a stored message (FILE from
+# seq_file) with PY's value of b (the old body given as b), with
+# Content-Length and Content-Hash made to match: only the encryption can
+# tell.  In either format (rewrite_stored).
 rewrite() {
-	"$PY" - "$1" "$2" <<'EOF'
-import re, sys, xxhash
-path, expr = sys.argv[1], sys.argv[2]
-head, b = open(path, 'rb').read().split(b'\n\n', 1)
-b = eval(expr)
+	BODY_EXPR=$2 rewrite_stored "$1" "import os, re, xxhash
+head, b = d.split(b'\\n\\n', 1)
+b = eval(os.environ['BODY_EXPR'])
 h = xxhash.xxh3_128(b).hexdigest().encode()
-head = re.sub(rb'Content-Length: \d+', b'Content-Length: %d' % len(b), head)
+head = re.sub(rb'Content-Length: \\d+', b'Content-Length: %d' % len(b), head)
 head = re.sub(rb'xxh3-128:[0-9a-f]{32}', b'xxh3-128:' + h, head)
-open(path, 'wb').write(head + b'\n\n' + b)
-EOF
+d = head + b'\\n\\n' + b"
 }
 
 @test "keygen makes a 0600 key file and prints its public key; pubkey prints it again" {
@@ -256,8 +254,7 @@ for _ in range(65): print(os.urandom(32).hex())')
 
 @test "a damaged or moved ciphertext is dead-lettered as undecryptable, never delivered" {
 	keygen a
-	# Format 1: the test rewrites message files in place.
-	MQ_FORMAT=1 sealed_topic t g "$a"
+	sealed_topic t g "$a"
 	mq-pub -q t "first message"
 	mq-pub -q t "second message"
 	mq-pub -q t "third message"
@@ -280,7 +277,7 @@ for _ in range(65): print(os.urandom(32).hex())')
 	mq-pub -q t "fourth message"
 	local f
 	f=$(seq_file t 3)
-	"$PY" -c "import sys; p = sys.argv[1]; d = bytearray(open(p, 'rb').read()); d[-3] ^= 1; open(p, 'wb').write(d)" "$f"
+	rewrite_stored "$f" "d = bytearray(d); d[-3] ^= 1; d = bytes(d)"
 	run --separate-stderr mq-sub -g g -t 0 --key "$TD/a.key" t
 	assert_equal "$status" 1
 	assert_output ""
@@ -341,8 +338,7 @@ for _ in range(65): print(os.urandom(32).hex())')
 	keygen a
 	mq-pub --keygen "$TD/signer" >/dev/null
 	echo "$(mq-pub --pubkey "$TD/signer") signer" >"$TD/signers"
-	# Format 1: the test rewrites message files in place.
-	mq-topic create --format 1 --signers "$TD/signers" t
+	mq-topic create --signers "$TD/signers" t
 	sealed_topic t g "$a"
 	mq-pub -q --sign "$TD/signer" t "first message"
 	mq-pub -q --sign "$TD/signer" t "second message"
