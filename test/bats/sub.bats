@@ -299,6 +299,31 @@ print((d.days * 86400000000 + d.seconds * 1000000 + d.microseconds) // 1000)' "$
 	assert_equal "$output" ""
 }
 
+@test "mq-sub --manual in format 2 leaves messages in a claim file under the group's lease, naming nothing" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	mq-pub -q t hello
+	local t0=$(now_ms)
+	run --separate-stderr mq-sub --manual -F '%s %r\n' -g g t
+	local t1=$(now_ms)
+	assert_success
+	assert_equal "$(count_new t g)" 0
+	assert_equal "$(count_cur t g)" 1
+	assert_equal "$(count_entries "$(group_dir t g)/cur")" 0
+	assert_equal "$(count_entries "$(group_dir t g)/new")" 0
+	local claim
+	claim=$(ls "$(group_dir t g)/claims")
+	[[ $claim =~ ^00000000000000000000\+1,r[0-9a-f]{8}$ ]] || fail "bad claim $claim"
+	assert_output "hello t/g/0/$claim/0"
+	local dl
+	dl=$(receipt_deadline "t/g/0/$claim/0")
+	((dl >= t0 + 30000 && dl <= t1 + 30001)) || fail "deadline $dl not 30 s after [$t0, $t1]"
+	# Claimed messages are not delivered again while the lease runs.
+	run mq-sub -g g t
+	assert_equal "$status" 1
+	assert_equal "$output" ""
+}
+
 @test "mq-sub --lease sets the deadline of a claim (durations with units too)" {
 	mkgroup t g
 	mq-pub -q t a b
