@@ -429,6 +429,26 @@ EOF
 	assert_equal "$(count_new t hog)" 0
 }
 
+@test "format 2: a group filter that allocates without end dies at MQ_FILTER_MEMORY as the group is fed (under ASan at MQ_FILTER_TIMEOUT): the message only misses that group" {
+	mq-topic create --format 2 t
+	mkgroup t hog --group-filter '[range(1e12)] | length > 0'
+	mkgroup t all
+	run -0 mq-pub -q t '{"n":1}'
+	MQ_FILTER_TIMEOUT=3 MQ_FILTER_MEMORY=64M run --separate-stderr \
+	    timeout 60 mq-sub -g hog t
+	assert_equal "$status" 1
+	assert_one_line_error mq-sub
+	if ldd "$MQ_BIN_DIR/mq-sub" | grep -q libasan; then
+		[[ $stderr == *"hog: filter: ran past its 3 s"* ]] || fail "$stderr"
+	else
+		[[ $stderr == *"hog: filter: jq died of "*"MQ_FILTER_MEMORY"* ]] ||
+		    fail "$stderr"
+	fi
+	group_empty t hog
+	run -0 mq-sub -g all t
+	assert_output '{"n":1}'
+}
+
 @test "a filter's worker dies with a publisher killed while it runs, and the partition lock is free" {
 	# Format 1, whose publisher runs the filters.
 	mq-topic create --format 1 t

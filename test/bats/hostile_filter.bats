@@ -160,7 +160,7 @@ fifo_modules() {
 	assert_output '{"n":1}'
 }
 
-@test "format 2: planted filters that would be refused (a FIFO import, brackets closed, \$ENV) are never run by the feed: their groups get nothing, their consumer says so once, without hanging; the others get their messages" {
+@test "format 2: planted filters that would be refused (a FIFO import, brackets closed, \$ENV) are never run by the feed: their groups get nothing, their consumer says so once, without hanging; the others get their messages, and the zone a filter may read is not the consumer's TZ" {
 	fifo_modules
 	mq-topic create --format 2 t
 	mkgroup t all
@@ -172,6 +172,7 @@ fifo_modules() {
 	plant "$(conf_of t fifo)" "$IMPORT"
 	plant "$(conf_of t brackets)" '.n) catch null] | .[0]), ([try (true'
 	plant "$(conf_of t envvar)" 'select($ENV.SECRET != null)'
+	mkgroup t zone --group-filter '0 | strflocaltime("%Z") == "SECRET"'
 	run -0 timeout 20 mq-pub -q -l t < <(printf '{"n":1}\n{"n":2}\n')
 	SECRET=s3cr3t run --separate-stderr timeout 20 mq-sub -g fifo t
 	assert_equal "$status" 1
@@ -187,7 +188,10 @@ fifo_modules() {
 	assert_equal "$status" 1
 	assert_one_line_error mq-sub
 	[[ $stderr == *"envvar: filter: bad filter: \$ENV at line 1"* ]] || fail "$stderr"
-	for g in fifo brackets envvar; do
+	SECRET=s3cr3t TZ=SECRET-3 run --separate-stderr timeout 20 mq-sub -g zone t
+	assert_equal "$status" 1
+	assert_equal "$stderr" ''
+	for g in fifo brackets envvar zone; do
 		group_empty t $g
 	done
 	run -0 mq-sub -g even t
