@@ -474,6 +474,32 @@ EOF
 	assert_equal "$(count_log t)" 1
 }
 
+# worker_of PID: the pid of PID's child, a filter's worker (fails while
+# there is none).
+worker_of() {
+	WORKER=$(pgrep -P "$1" || true)
+	[[ -n $WORKER ]]
+}
+
+@test "format 2: a filter's worker dies with a consumer killed while it feeds the group, and the group's cursor lock is free" {
+	mq-topic create --format 2 t
+	mkgroup t loops --group-filter 'def f: f; f'
+	run -0 mq-pub -q t '{"n":1}'
+	spawn "$TD/sub" env MQ_FILTER_TIMEOUT=120 mq-sub -g loops t
+	local sub=$SPAWNED
+	# env execs mq-sub: the spawned pid is the consumer's.
+	wait_for worker_of "$sub"
+	local worker=$WORKER
+	kill -9 "$sub"
+	wait_for exited "$worker" || fail "worker $worker outlived mq-sub"
+	# The dead consumer's feed is undone; the next one feeds.
+	assert_equal "$(cursor_of t loops)" 0
+	MQ_FILTER_TIMEOUT=0.2 run --separate-stderr timeout 60 mq-sub -g loops t
+	assert_equal "$status" 1
+	assert_equal "$(cursor_of t loops)" 1
+	group_empty t loops
+}
+
 @test "mq-sub --filter that never ends on one message is stopped there; the others are judged" {
 	mq-topic create t
 	local n
