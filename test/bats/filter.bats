@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # Filters: a group's stored filter (jq over the JSON body, header globs)
-# decides at publish time which messages enter its queue; mq-sub --filter
-# and --match filter at consume time.
+# decides which messages enter its queue: at publish time in format 1, as
+# the group is fed in format 2 (queued in helper.bash reads both); mq-sub
+# --filter and --match filter at consume time.
 
 load helper
 
@@ -21,11 +22,13 @@ pending() {
 	for n in 1 2 3 4 5 6; do
 		mq-pub -q t "{\"n\":$n}"
 	done
-	# Written to the log once, linked only where it matches.
+	# Written to the log once, queued only where it matches.
 	assert_equal "$(count_log t)" 6
-	assert_equal "$(count_new t even)" 3
-	assert_equal "$(count_new t all)" 6
-	assert_equal "$(pending t even)" 3
+	assert_equal "$(count_queued t even)" 3
+	assert_equal "$(count_queued t all)" 6
+	# mq-topic info counts what count_new does (format 2: the log past
+	# the cursor, before the feed applies the filter).
+	assert_equal "$(pending t even)" "$(count_new t even)"
 	assert_equal "$(pending t all)" 6
 	run --separate-stderr mq-sub -g even t
 	assert_success
@@ -74,8 +77,8 @@ EOF
 {"color":"red","size":30}
 {"color":"green","size":2}
 EOF
-	assert_equal "$(count_new t red)" 2
-	assert_equal "$(count_new t big)" 2
+	assert_equal "$(count_queued t red)" 2
+	assert_equal "$(count_queued t big)" 2
 	run mq-sub -g red t
 	assert_output $'{"color":"red","size":1}\n{"color":"red","size":30}'
 	run mq-sub -g big t
@@ -110,9 +113,9 @@ EOF
 	mq-pub -q -H 'Type: text' t '{"ok":1} {"two":2}'
 	mq-pub -q -H 'Type: text' t '{"ok":1}'
 	assert_equal "$(count_log t)" 4
-	assert_equal "$(count_new t hdr)" 4
-	assert_equal "$(count_new t jq)" 1
-	assert_equal "$(count_new t both)" 1
+	assert_equal "$(count_queued t hdr)" 4
+	assert_equal "$(count_queued t jq)" 1
+	assert_equal "$(count_queued t both)" 1
 	run mq-sub -g jq t
 	assert_output '{"ok":1}'
 	run mq-sub -g both t
@@ -198,7 +201,7 @@ EOF
 	mq-pub -q t '{"n":0}' '{"n":9}'
 	run mq-sub -g g t
 	assert_output '{"n":9}'
-	assert_equal "$(count_new t h)" 0
+	assert_equal "$(count_queued t h)" 0
 }
 
 @test "mq-sub --filter: non-matching messages are acked unseen, not left for others" {
@@ -279,7 +282,7 @@ EOF
 	mq-pub -q --delay 1h t '{"keep":true,"n":7}' '{"keep":false,"n":8}'
 	local total=0 k
 	for k in 0 1 2; do
-		total=$((total + $(count_new t g "$k")))
+		total=$((total + $(count_queued t g "$k")))
 	done
 	assert_equal "$total" 2
 	run mq-sub -g g t
@@ -294,15 +297,18 @@ EOF
 	mkgroup t even --group-filter '. % 2 == 0'
 	mkgroup t all
 	seq 1 9000 | mq-pub -q -l t
-	assert_equal "$(count_new t even)" 4500
-	assert_equal "$(count_new t all)" 9000
-	local f
-	f=$(find "$(group_dir t even)/new" -name '00000000000000008999.*')
-	[[ -n $f ]]
+	assert_equal "$(count_queued t even)" 4500
+	assert_equal "$(count_queued t all)" 9000
+	local key f
+	key=$(queued t even | tail -n 1)
+	[[ $key == 00000000000000008999.* ]] || fail "last queued: $key"
+	f=$(log_file t "$key")
 	assert_equal "$(body_of "$f")" 9000
 }
 
 @test "a stored filter that no longer compiles stops the publish (78), nothing stored" {
+	# Format 1, whose publisher runs the filters; format 2: the next test.
+	mq-topic create --format 1 t
 	mkgroup t g --group-filter '.n'
 	mkgroup t other
 	local c=$MQ_SPOOL/topics/t/groups/g.conf
@@ -315,6 +321,22 @@ EOF
 	assert_equal "$(count_log t)" 0
 	assert_equal "$(count_new t other)" 0
 	assert_equal "$(head_field t committed)" 0
+}
+
+@test "format 2: a stored filter that no longer compiles stops its group's feed (78), not the publish nor the other groups" {
+	mq-topic create --format 2 t
+	mkgroup t g --group-filter '.n'
+	mkgroup t other
+	sed -i 's/^filter=.*/filter=.n | ][/' "$MQ_SPOOL/topics/t/groups/g.conf"
+	run -0 mq-pub -q t '{"n":1}'
+	run --separate-stderr mq-sub -g g t
+	assert_equal "$status" 78
+	assert_one_line_error mq-sub
+	[[ $stderr == *"g: filter: bad filter: jq: error: syntax error"* ]] || fail "$stderr"
+	assert_equal "$(cursor_of t g)" 0
+	assert_equal "$(count_new t g)" 1
+	run -0 mq-sub -g other t
+	assert_output '{"n":1}'
 }
 
 @test "many groups' filters run as one program, each keeping its own meaning" {
@@ -333,13 +355,13 @@ EOF
 		mq-pub -q -H 'Region: eu-west' t "{\"n\":$n}"
 	done
 	mq-pub -q t 'not json'
-	assert_equal "$(count_new t comment)" 2
-	assert_equal "$(count_new t defs)" 1
-	assert_equal "$(count_new t none)" 0
-	assert_equal "$(count_new t fails)" 0
-	assert_equal "$(count_new t halts)" 0
-	assert_equal "$(count_new t two)" 1
-	assert_equal "$(count_new t hdr)" 3
+	assert_equal "$(count_queued t comment)" 2
+	assert_equal "$(count_queued t defs)" 1
+	assert_equal "$(count_queued t none)" 0
+	assert_equal "$(count_queued t fails)" 0
+	assert_equal "$(count_queued t halts)" 0
+	assert_equal "$(count_queued t two)" 1
+	assert_equal "$(count_queued t hdr)" 3
 }
 
 # A filter is code from whoever may write a group's conf (a co-user, a
@@ -347,6 +369,8 @@ EOF
 # time and memory are bounded (lib/jqrun.c).
 
 @test "a group filter that never ends is stopped after MQ_FILTER_TIMEOUT: the message is published, it only misses that group" {
+	# Format 1, whose publisher runs the filters; format 2: the next test.
+	mq-topic create --format 1 t
 	mkgroup t loops --group-filter 'def f: f; f'
 	mkgroup t even --group-filter '.n % 2 == 0'
 	mkgroup t all
@@ -365,7 +389,30 @@ EOF
 	assert_equal "$(head_field t committed)" 2
 }
 
+@test "format 2: a group filter that never ends is stopped after MQ_FILTER_TIMEOUT as the group is fed: the message only misses that group" {
+	mq-topic create --format 2 t
+	mkgroup t loops --group-filter 'def f: f; f'
+	mkgroup t even --group-filter '.n % 2 == 0'
+	mkgroup t all
+	run -0 mq-pub -q -l t < <(printf '{"n":1}\n{"n":2}\n')
+	local t0=$SECONDS
+	MQ_FILTER_TIMEOUT=0.5 run --separate-stderr timeout 60 mq-sub -g loops t
+	assert_equal "$status" 1
+	((SECONDS - t0 < 30)) || fail "took $((SECONDS - t0)) s"
+	assert_one_line_error mq-sub
+	[[ $stderr == *"loops: filter: ran past its 0.5 s (MQ_FILTER_TIMEOUT); a message it cannot judge does not match" ]] ||
+	    fail "$stderr"
+	group_empty t loops
+	assert_equal "$(cursor_of t loops)" 2
+	run -0 mq-sub -g even t
+	assert_output '{"n":2}'
+	run -0 mq-sub -g all t
+	assert_output $'{"n":1}\n{"n":2}'
+}
+
 @test "a group filter that allocates without end dies at MQ_FILTER_MEMORY (under ASan, which reserves terabytes, at MQ_FILTER_TIMEOUT)" {
+	# Format 1, whose publisher runs the filters.
+	mq-topic create --format 1 t
 	mkgroup t hog --group-filter '[range(1e12)] | length > 0'
 	mkgroup t all
 	MQ_FILTER_TIMEOUT=3 MQ_FILTER_MEMORY=64M run --separate-stderr \
@@ -382,7 +429,29 @@ EOF
 	assert_equal "$(count_new t hog)" 0
 }
 
+@test "format 2: a group filter that allocates without end dies at MQ_FILTER_MEMORY as the group is fed (under ASan at MQ_FILTER_TIMEOUT): the message only misses that group" {
+	mq-topic create --format 2 t
+	mkgroup t hog --group-filter '[range(1e12)] | length > 0'
+	mkgroup t all
+	run -0 mq-pub -q t '{"n":1}'
+	MQ_FILTER_TIMEOUT=3 MQ_FILTER_MEMORY=64M run --separate-stderr \
+	    timeout 60 mq-sub -g hog t
+	assert_equal "$status" 1
+	assert_one_line_error mq-sub
+	if ldd "$MQ_BIN_DIR/mq-sub" | grep -q libasan; then
+		[[ $stderr == *"hog: filter: ran past its 3 s"* ]] || fail "$stderr"
+	else
+		[[ $stderr == *"hog: filter: jq died of "*"MQ_FILTER_MEMORY"* ]] ||
+		    fail "$stderr"
+	fi
+	group_empty t hog
+	run -0 mq-sub -g all t
+	assert_output '{"n":1}'
+}
+
 @test "a filter's worker dies with a publisher killed while it runs, and the partition lock is free" {
+	# Format 1, whose publisher runs the filters.
+	mq-topic create --format 1 t
 	mkgroup t loops --group-filter 'def f: f; f'
 	MQ_FILTER_TIMEOUT=120 mq-pub -q t '{"n":1}' 2>/dev/null &
 	local pub=$! worker= i
@@ -403,6 +472,32 @@ EOF
 	assert_success
 	assert_equal "$(head_field t committed)" 1
 	assert_equal "$(count_log t)" 1
+}
+
+# worker_of PID: the pid of PID's child, a filter's worker (fails while
+# there is none).
+worker_of() {
+	WORKER=$(pgrep -P "$1" || true)
+	[[ -n $WORKER ]]
+}
+
+@test "format 2: a filter's worker dies with a consumer killed while it feeds the group, and the group's cursor lock is free" {
+	mq-topic create --format 2 t
+	mkgroup t loops --group-filter 'def f: f; f'
+	run -0 mq-pub -q t '{"n":1}'
+	spawn "$TD/sub" env MQ_FILTER_TIMEOUT=120 mq-sub -g loops t
+	local sub=$SPAWNED
+	# env execs mq-sub: the spawned pid is the consumer's.
+	wait_for worker_of "$sub"
+	local worker=$WORKER
+	kill -9 "$sub"
+	wait_for exited "$worker" || fail "worker $worker outlived mq-sub"
+	# The dead consumer's feed is undone; the next one feeds.
+	assert_equal "$(cursor_of t loops)" 0
+	MQ_FILTER_TIMEOUT=0.2 run --separate-stderr timeout 60 mq-sub -g loops t
+	assert_equal "$status" 1
+	assert_equal "$(cursor_of t loops)" 1
+	group_empty t loops
 }
 
 @test "mq-sub --filter that never ends on one message is stopped there; the others are judged" {

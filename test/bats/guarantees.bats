@@ -385,6 +385,8 @@ EOF
 }
 
 @test "maildir: Python's mailbox.Maildir lists exactly the pending and the claimed messages" {
+	# Format 1, whose queues are maildirs (format 2's names are empty).
+	mq-topic create --format 1 t
 	mkgroup t g
 	local -a ids
 	mapfile -t ids < <(mq-pub t m1 m2 m3 m4 m5)

@@ -23,8 +23,14 @@ setup() {
 	export HOME="$BATS_TEST_TMPDIR/home"
 	unset XDG_STATE_HOME MQ_POLL MQ_NOW MQ_FORMAT
 	# MQ_TEST_FORMAT=2 runs a file's tests on topics of format 2 (those
-	# that look at format 1's layout fail by design).
-	[[ -z ${MQ_TEST_FORMAT:-} ]] || export MQ_FORMAT=$MQ_TEST_FORMAT
+	# that look at format 1's layout fail by design).  A file whose topics
+	# are of one format by what it tests (upgrade.bats: format 1, what an
+	# upgrade converts) sets MQ_FILE_FORMAT at its top instead.
+	if [[ -n ${MQ_FILE_FORMAT:-} ]]; then
+		export MQ_FORMAT=$MQ_FILE_FORMAT
+	elif [[ -n ${MQ_TEST_FORMAT:-} ]]; then
+		export MQ_FORMAT=$MQ_TEST_FORMAT
+	fi
 	mkdir -p "$MQ_SPOOL" "$HOME"
 	# Exported: handlers (mq-sub --exec) write their traces under it.
 	export TD="$BATS_TEST_TMPDIR"
@@ -247,6 +253,26 @@ receipt_deadline() {
 	echo $((10#${BASH_REMATCH[1]}))
 }
 
+# is_receipt_of RECEIPT TOPIC GROUP PARTITION KEY ATTEMPT: RECEIPT is one
+# of KEY's claim at that attempt: its cur/ name's (format 1, and format 2
+# for a record that left the happy path); in format 2 a claim's that holds
+# KEY's record, and its sequence number (attempt 1).
+is_receipt_of() {
+	local r=$1 pre=$2/$3/$4/ key=$5 seq
+	if [[ $r =~ ^"$pre$key",a$6,l[0-9]+,r[0-9a-f]{8}$ ]]; then
+		return 0
+	fi
+	seq=$((10#${key%%.*}))
+	if is_format2 "$2" && (($6 == 1)) &&
+		[[ $r =~ ^"$pre"([0-9]{20})\+([0-9]+),r[0-9a-f]{8}/(0|[1-9][0-9]*)$ ]] &&
+		((BASH_REMATCH[3] == seq && 10#${BASH_REMATCH[1]} <= seq &&
+		    seq < 10#${BASH_REMATCH[1]} + BASH_REMATCH[2])); then
+		return 0
+	fi
+	echo "is_receipt_of: $r is not a receipt of $key at attempt $6" >&2
+	return 1
+}
+
 # count_new / count_cur / count_delay TOPIC GROUP [PARTITION]; in format 2
 # what the log holds past the group's next record is pending too, as
 # mq-stat counts it (its filter not yet applied), and what its claims
@@ -270,17 +296,239 @@ count_cur() {
 count_delay() {
 	count_entries "$(group_dir "$@")/delay"
 }
+# count_log TOPIC [PARTITION]: the messages the partition's log holds.
 count_log() {
+	count_log_dir "$1" "$MQ_SPOOL/topics/$1/p${2:-0}/log"
+}
+
+# count_log_dir TOPIC DIR: the messages DIR, a log/ of TOPIC, holds (a
+# placed partition's by its own path): its entries in format 1, the counts
+# of its segments in format 2.
+count_log_dir() {
 	local f line n=0
 	if ! is_format2 "$1"; then
-		count_entries "$MQ_SPOOL/topics/$1/p${2:-0}/log"
+		count_entries "$2"
 		return
 	fi
-	for f in "$MQ_SPOOL/topics/$1/p${2:-0}"/log/*; do
+	for f in "$2"/*; do
 		[[ -f $f ]] || continue
 		IFS= read -r line <"$f"
 		[[ $line =~ count=([0-9]{10}) ]] && n=$((n + 10#${BASH_REMATCH[1]}))
 	done
+	echo "$n"
+}
+
+# log_records TOPIC PARTITION [KEY]: format 2: each record of the
+# partition's segments (or only KEY's: its sequence number and id) copied
+# into a file of its own, named by its KEY, under $TD/records/TOPIC/p<k>/:
+# the bytes format 1 keeps in log/KEY; prints their paths in sequence
+# order.  A segment that does not read is passed by.
+log_records() {
+	"$PY" - "$MQ_SPOOL/topics/$1/p$2/log" "$TD/records/$1/p$2" "${3:-}" <<'PYEOF'
+import os, re, sys
+log, out, want = sys.argv[1:4]
+os.makedirs(out, exist_ok=True)
+for name in sorted(os.listdir(log)) if os.path.isdir(log) else []:
+    path = os.path.join(log, name)
+    if not re.fullmatch(r"\d{20}", name) or not os.path.isfile(path):
+        continue
+    data = open(path, "rb").read()
+    m = re.match(rb"mq-segment 2 first=\d{20} count=(\d{10}) size=\d{20}\n", data)
+    if not m:
+        continue
+    pos = m.end()
+    frame = re.compile(rb"mq-record (\d{20}) (\d{10}) (\d{10}) [0-9a-f]{16}\n")
+    for _ in range(int(m.group(1))):
+        r = frame.match(data, pos)
+        if not r:
+            break
+        start = r.end()
+        end = start + int(r.group(2)) + int(r.group(3))
+        msg, pos = data[start:end], end + 1
+        mid = re.search(rb"^Message-Id: ([0-9a-f]{32})$", msg.split(b"\n\n", 1)[0], re.M)
+        key = r.group(1).decode() + "." + (mid.group(1).decode() if mid else "")
+        if want and key != want:
+            continue
+        f = os.path.join(out, key)
+        with open(f, "wb") as o:
+            o.write(msg)
+        print(f)
+PYEOF
+}
+
+# log_files TOPIC [PARTITION]: a file with the stored bytes of each message
+# of the partition, in sequence order, one path a line: its log/KEY in
+# format 1, a copy of its record in format 2 (log_records).
+log_files() {
+	local f
+	if is_format2 "$1"; then
+		log_records "$1" "${2:-0}"
+		return
+	fi
+	for f in "$MQ_SPOOL/topics/$1/p${2:-0}"/log/*; do
+		[[ -f $f ]] && echo "$f"
+	done
+	return 0
+}
+
+# log_file TOPIC KEY [PARTITION]: the stored bytes of message KEY as a file
+# (as log_files); fails when the partition does not hold it.
+log_file() {
+	local f
+	if is_format2 "$1"; then
+		f=$(log_records "$1" "${3:-0}" "$2")
+	else
+		f=$MQ_SPOOL/topics/$1/p${3:-0}/log/$2
+	fi
+	[[ -f $f ]] || {
+		echo "log_file: $1 p${3:-0} does not hold $2" >&2
+		return 1
+	}
+	echo "$f"
+}
+
+# log_grep TOPIC REGEX [PARTITION]: some stored message of the partition
+# has a line matching REGEX (grep); false when none is stored.
+log_grep() {
+	local -a f
+	mapfile -t f < <(log_files "$1" "${3:-0}")
+	((${#f[@]})) && grep -q -- "$2" "${f[@]}"
+}
+
+# name_again TOPIC GROUP KEY [PARTITION]: give the group a name of message
+# KEY in new/ by hand, as a feed or a publish that died would leave it: a
+# link to log/KEY (format 1), an empty file (format 2, read from the log).
+name_again() {
+	local d
+	d=$(group_dir "$1" "$2" "${4:-0}")/new
+	if is_format2 "$1"; then
+		: >"$d/$3"
+	else
+		ln "$MQ_SPOOL/topics/$1/p${4:-0}/log/$3" "$d/$3"
+	fi
+}
+
+# rewrite_stored FILE PYTHON: runs PYTHON with d the bytes of FILE, the
+# stored bytes of a message as log_file or log_files gave them, and stores
+# d in their place as a hand with write access to the spool would: in
+# format 1 into the log/ file, in place (the group's names see it too); in
+# format 2 into the message's record in its segment, in place, framed and
+# hashed anew (the segment's size line too) and its modification time kept,
+# and into the copy FILE.
+rewrite_stored() {
+	"$PY" - "$1" "$2" "$MQ_SPOOL" "$TD" <<'PYEOF'
+import os, re, sys, xxhash
+path, code, spool, td = sys.argv[1:5]
+env = {"d": open(path, "rb").read()}
+exec(code, env)
+new = env["d"]
+with open(path, "r+b") as f:
+    f.write(new)
+    f.truncate()
+recs = os.path.join(td, "records") + os.sep
+if not path.startswith(recs):
+    sys.exit(0)
+topic, part, key = path[len(recs):].split(os.sep)
+seq = int(key.split(".")[0])
+log = os.path.join(spool, "topics", topic, part, "log")
+line = re.compile(rb"mq-segment 2 first=(\d{20}) count=(\d{10}) size=\d{20}\n")
+frame = re.compile(rb"mq-record (\d{20}) (\d{10}) (\d{10}) [0-9a-f]{16}\n")
+for name in sorted(os.listdir(log)):
+    seg = os.path.join(log, name)
+    data = open(seg, "rb").read()
+    m = line.match(data)
+    if not m or not int(m.group(1)) <= seq < int(m.group(1)) + int(m.group(2)):
+        continue
+    first, count, pos, out = int(m.group(1)), int(m.group(2)), m.end(), []
+    for _ in range(count):
+        r = frame.match(data, pos)
+        start = r.end()
+        end = start + int(r.group(2)) + int(r.group(3))
+        n, msg, pos = int(r.group(1)), data[start:end], end + 1
+        if n == seq:
+            msg = new
+        head, _, body = msg.partition(b"\n\n")
+        head += b"\n\n"
+        h = xxhash.xxh3_64_hexdigest(head + body).encode()
+        out.append(b"mq-record %020d %010d %010d %s\n" % (n, len(head), len(body), h)
+                   + head + body + b"\n")
+    recs = b"".join(out)
+    size = len(b"mq-segment 2 first=%020d count=%010d size=%020d\n" % (0, 0, 0)) + len(recs)
+    st = os.stat(seg)
+    with open(seg, "r+b") as f:
+        f.write(b"mq-segment 2 first=%020d count=%010d size=%020d\n" % (first, count, size) + recs)
+        f.truncate()
+    os.utime(seg, ns=(st.st_atime_ns, st.st_mtime_ns))
+    sys.exit(0)
+sys.exit("rewrite_stored: no segment of %s holds %d" % (log, seq))
+PYEOF
+}
+
+# rekey_stored TOPIC KEY NEWKEY [PARTITION]: after rewrite_stored gave
+# message KEY another id, its names follow, as that hand would move them:
+# log/KEY (format 1; in format 2 the record is its own name) and the
+# groups' names in new/ become NEWKEY.
+rekey_stored() {
+	local p=$MQ_SPOOL/topics/$1/p${4:-0} n
+	is_format2 "$1" || mv "$p/log/$2" "$p/log/$3"
+	for n in "$p"/g/*/new/"$2"; do
+		[[ -e $n ]] && mv "$n" "${n%/*}/$3"
+	done
+	return 0
+}
+
+# replace_stored TOPIC KEY FILE [PARTITION]: message KEY's stored bytes
+# replaced by FILE's, a message of another id, under the same sequence
+# number, its names following (rewrite_stored, rekey_stored).
+replace_stored() {
+	local f id
+	f=$(log_file "$1" "$2" "${4:-0}") || return 1
+	id=$(header_of "$3" Message-Id) || return 1
+	rewrite_stored "$f" "d = open('$3', 'rb').read()"
+	rekey_stored "$1" "$2" "${2%%.*}.$id" "${4:-0}"
+}
+
+# log_keys TOPIC [PARTITION]: the KEYs of the messages the partition holds,
+# in sequence order.
+log_keys() {
+	local f
+	while IFS= read -r f; do
+		echo "${f##*/}"
+	done < <(log_files "$@")
+}
+
+# fresh_in TOPIC: where mq-stat --message says a message lies that a group
+# has not taken yet: its name in new/ (format 1), only its record in the
+# log (format 2, past the group's cursor).
+fresh_in() {
+	if is_format2 "$1"; then
+		echo log
+	else
+		echo new
+	fi
+}
+
+# queued TOPIC GROUP [PARTITION]: the KEYs of what the group's queue holds
+# to hand out in a partition, its filter applied, in sequence order: its
+# names in new/ (format 1, where the publisher applies the filter); in
+# format 2 also the records past its cursor that its next feed would take
+# (the feed applies the filter: as mq-stat --peek shows them).
+queued() {
+	local p o id
+	if ! is_format2 "$1"; then
+		ls "$(group_dir "$@")/new"
+		return
+	fi
+	while read -r p o id; do
+		[[ $p == "${3:-0}" ]] && printf '%020d.%s\n' "$o" "$id"
+	done < <(mq-stat --peek -F '%p %o %i\n' "$1" "$2")
+	return 0
+}
+
+# count_queued TOPIC GROUP [PARTITION]: how many (queued).
+count_queued() {
+	local n
+	n=$(queued "$@" | wc -l)
 	echo "$n"
 }
 

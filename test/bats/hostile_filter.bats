@@ -65,6 +65,9 @@ fifo_modules() {
 
 @test "a group.conf planted with an import of a FIFO neither hangs nor stops a publisher: that group gets nothing, said once, the others their messages" {
 	fifo_modules
+	# Format 1, whose publisher runs the filters; format 2's feed: the
+	# format-2 test below.
+	mq-topic create --format 1 t
 	mkgroup t all
 	mkgroup t even --group-filter '.n % 2 == 0'
 	mkgroup t evil --group-filter 'true'
@@ -93,6 +96,9 @@ fifo_modules() {
 	assert_equal "$status" 64
 	assert_one_line_error mq-sub
 	assert_equal "$stderr" "mq-sub: bad filter: ')' at line 1 closes what it did not open"
+	# Format 1, whose publisher runs the filters; format 2's feed: the
+	# format-2 test below.
+	mq-topic create --format 1 t
 	mkgroup t even --group-filter '.n % 2 == 0'
 	mkgroup t evil --group-filter 'true'
 	plant "$(conf_of t evil)" "$f"
@@ -124,11 +130,14 @@ fifo_modules() {
 	    .env == .input and .env != null and .debug == 1'
 	mkgroup t fields --group-filter '.env.input or ."debug" or (. as $env | $env.stderr)'
 	mq-pub -q t '{"a":1,"input":1}' '{"env":{"input":true}}' '{"b":1}'
-	assert_equal "$(count_new t keys)" 1
-	assert_equal "$(count_new t fields)" 1
+	assert_equal "$(count_queued t keys)" 1
+	assert_equal "$(count_queued t fields)" 1
 }
 
 @test "with a secret in the publisher's environment no filter sees it: planted \$ENV and env filters get nothing, and the zone a filter may read is not the publisher's TZ" {
+	# Format 1, whose publisher runs the filters; format 2's feed: the
+	# format-2 test below.
+	mq-topic create --format 1 t
 	mkgroup t all
 	mkgroup t envvar --group-filter 'true'
 	mkgroup t envfn --group-filter 'true'
@@ -149,6 +158,46 @@ fifo_modules() {
 	    --filter '0 | strflocaltime("%Z") != "SECRET"' -n 1 t
 	assert_success
 	assert_output '{"n":1}'
+}
+
+@test "format 2: planted filters that would be refused (a FIFO import, brackets closed, \$ENV) are never run by the feed: their groups get nothing, their consumer says so once, without hanging; the others get their messages, and the zone a filter may read is not the consumer's TZ" {
+	fifo_modules
+	mq-topic create --format 2 t
+	mkgroup t all
+	mkgroup t even --group-filter '.n % 2 == 0'
+	local g
+	for g in fifo brackets envvar; do
+		mkgroup t $g --group-filter 'true'
+	done
+	plant "$(conf_of t fifo)" "$IMPORT"
+	plant "$(conf_of t brackets)" '.n) catch null] | .[0]), ([try (true'
+	plant "$(conf_of t envvar)" 'select($ENV.SECRET != null)'
+	mkgroup t zone --group-filter '0 | strflocaltime("%Z") == "SECRET"'
+	run -0 timeout 20 mq-pub -q -l t < <(printf '{"n":1}\n{"n":2}\n')
+	SECRET=s3cr3t run --separate-stderr timeout 20 mq-sub -g fifo t
+	assert_equal "$status" 1
+	assert_one_line_error mq-sub
+	[[ $stderr == *"fifo: filter: bad filter: import at line 1: a filter may not load modules, which are files; it is not run and the group gets no message" ]] ||
+	    fail "$stderr"
+	SECRET=s3cr3t run --separate-stderr timeout 20 mq-sub -g brackets t
+	assert_equal "$status" 1
+	assert_one_line_error mq-sub
+	[[ $stderr == *"brackets: filter: bad filter: ')' at line 1 closes what it did not open; it is not run"* ]] ||
+	    fail "$stderr"
+	SECRET=s3cr3t run --separate-stderr timeout 20 mq-sub -g envvar t
+	assert_equal "$status" 1
+	assert_one_line_error mq-sub
+	[[ $stderr == *"envvar: filter: bad filter: \$ENV at line 1"* ]] || fail "$stderr"
+	SECRET=s3cr3t TZ=SECRET-3 run --separate-stderr timeout 20 mq-sub -g zone t
+	assert_equal "$status" 1
+	assert_equal "$stderr" ''
+	for g in fifo brackets envvar zone; do
+		group_empty t $g
+	done
+	run -0 mq-sub -g even t
+	assert_output '{"n":2}'
+	run -0 mq-sub -g all t
+	assert_output $'{"n":1}\n{"n":2}'
 }
 
 @test "hostile peer: a group filter that would import a FIFO is refused on receipt (76), without waiting on it; the replica goes on publishing" {

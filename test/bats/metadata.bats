@@ -72,10 +72,12 @@ assert got == want, (got, want)' "$output" "$b0" "$b1"
 	mq-group create --ordered t og
 	mq-pub -q -p 0 t a b c
 	mq-pub -q -p 1 t d
-	mq-sub --manual -n 4 -g g -F '%r\n' t >"$TD/r"
-	mq-ack -g g --nack --delay 60 t "$(grep '^t/g/0/0*0\.' "$TD/r")"
-	mq-ack -g g --reject t "$(grep '^t/g/0/0*1\.' "$TD/r")"
-	mq-ack -g g --nack t "$(grep '^t/g/1/0*0\.' "$TD/r")"
+	mq-sub --manual -n 4 -g g -F '%p %o %r\n' t >"$TD/r"
+	# receipt PARTITION SEQ: the receipt of that message (of either format).
+	receipt() { awk -v p="$1" -v o="$2" '$1 == p && $2 == o { print $3 }' "$TD/r"; }
+	mq-ack -g g --nack --delay 60 t "$(receipt 0 0)"
+	mq-ack -g g --reject t "$(receipt 0 1)"
+	mq-ack -g g --nack t "$(receipt 1 0)"
 	# g: p0 seq 0 delayed, 1 dead, 2 in flight (lag 3); p1 seq 0 pending (lag 1).
 	run --separate-stderr mq-topic info --json t
 	assert_success

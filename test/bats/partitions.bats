@@ -138,7 +138,7 @@ consume_all() {
 	done
 	# The Seq headers in the log say the same.
 	local f seqs=() bodies=()
-	for f in "$MQ_SPOOL"/topics/t/p"$(xxh3_mod 4 alpha | cut -d' ' -f1)"/log/*; do
+	for f in $(log_files t "$(xxh3_mod 4 alpha | cut -d' ' -f1)"); do
 		[[ $(header_of "$f" Key) == alpha ]] || continue
 		seqs+=("$(header_of "$f" Seq)")
 	done
@@ -413,8 +413,9 @@ PYEOF
 	done
 	assert_equal "$(count_log t 0)" 15
 	assert_equal "$(count_log t 1)" 15
-	assert_equal "$(count_entries "$mnt/t-p1/log")" 15
-	assert_equal "$(count_entries "$mnt/t-p1/g/g/new")" 15
+	assert_equal "$(count_log_dir t "$mnt/t-p1/log")" 15
+	# (The queue through the placed link p1, checked above.)
+	assert_equal "$(count_new t g 1)" 15
 	# Consume all but one (acked on exit 0); the handler refuses k1[0]-3,
 	# which is dead-lettered (max-attempts 1) inside the placed partition.
 	run --separate-stderr mq-sub --backoff 0 -g g \
@@ -437,7 +438,7 @@ assert len(v) == 1 and v[0]["partition"] == 1 and v[0]["seq"] == 2, v
 	run --separate-stderr mq-dlq -g g redrive t
 	assert_success
 	assert_equal "$(mq-dlq count t)" 0
-	assert_equal "$(count_entries "$mnt/t-p1/g/g/new")" 1
+	assert_equal "$(count_new t g 1)" 1
 	run --separate-stderr mq-sub -g g -F '%p %s\n' t
 	assert_success
 	assert_output "1 ${k1[0]}-3"
@@ -461,7 +462,7 @@ assert v["heads"][1]["place"] == sys.argv[2], v
 	partition_complete "$mnt/t-p2"
 	[[ -d $mnt/t-p2/g/g/new ]]
 	mq-pub -q -p 2 t on-p2
-	assert_equal "$(count_entries "$mnt/t-p2/log")" 1
+	assert_equal "$(count_log_dir t "$mnt/t-p2/log")" 1
 	run --separate-stderr mq-sub -g g -F '%p %s\n' t
 	assert_success
 	assert_output "2 on-p2"

@@ -92,8 +92,8 @@ EOF
 	assert_equal "${#lines[@]}" 1
 	local id=$output
 	[[ $id =~ $ID_RE ]]
-	local f=$(log_dir)/$ZERO.$id
-	[[ -f $f ]]
+	local f
+	f=$(log_file t "$ZERO.$id")
 	assert_equal "$(count_log t)" 1
 	check_headers "$f" "$id" t 0 0 5
 	assert_equal "$(body_of "$f")" hello
@@ -122,8 +122,7 @@ print(d.days * 86400000000 + d.seconds * 1000000 + d.microseconds)' "$(header_of
 	for x in 0 1 2; do
 		id=${lines[$x]}
 		[[ $id =~ $ID_RE ]]
-		f=$(log_dir)/0000000000000000000$x.$id
-		[[ -f $f ]] || fail "missing $f"
+		f=$(log_file t "0000000000000000000$x.$id")
 		check_headers "$f" "$id" t 0 "$x" "${#want[$x]}"
 		assert_equal "$(body_of "$f")" "${want[$x]}"
 	done
@@ -136,7 +135,8 @@ print(d.days * 86400000000 + d.seconds * 1000000 + d.microseconds)' "$(header_of
 	run --separate-stderr mq-pub t <"$TD/in"
 	assert_success
 	assert_equal "${#lines[@]}" 1
-	local f=$(log_dir)/$ZERO.$output
+	local f
+	f=$(log_file t "$ZERO.$output")
 	check_headers "$f" "$output" t 0 0 7
 	body_of "$f" | cmp - "$TD/in"
 	assert_equal "$(count_log t)" 1
@@ -147,10 +147,11 @@ print(d.days * 86400000000 + d.seconds * 1000000 + d.microseconds)' "$(header_of
 	run --separate-stderr mq-pub -l t <"$TD/in"
 	assert_success
 	assert_equal "${#lines[@]}" 3
-	local x
+	local x f
 	local -a want=(one two three)
 	for x in 0 1 2; do
-		assert_equal "$(body_of "$(log_dir)/0000000000000000000$x.${lines[$x]}")" "${want[$x]}"
+		f=$(log_file t "0000000000000000000$x.${lines[$x]}")
+		assert_equal "$(body_of "$f")" "${want[$x]}"
 	done
 	assert_equal "$(count_log t)" 3
 }
@@ -160,8 +161,11 @@ print(d.days * 86400000000 + d.seconds * 1000000 + d.microseconds)' "$(header_of
 	run --separate-stderr mq-pub -0 t <"$TD/in"
 	assert_success
 	assert_equal "${#lines[@]}" 2
-	assert_equal "$(body_of "$(log_dir)/$ZERO.${lines[0]}")" $'a b\nc'
-	assert_equal "$(body_of "$(log_dir)/00000000000000000001.${lines[1]}")" d
+	local f
+	f=$(log_file t "$ZERO.${lines[0]}")
+	assert_equal "$(body_of "$f")" $'a b\nc'
+	f=$(log_file t "00000000000000000001.${lines[1]}")
+	assert_equal "$(body_of "$f")" d
 	assert_equal "$(count_log t)" 2
 }
 
@@ -180,7 +184,8 @@ print(d.days * 86400000000 + d.seconds * 1000000 + d.microseconds)' "$(header_of
 @test "mq-pub -H adds user headers after the fixed ones, in the order given" {
 	run --separate-stderr mq-pub -H 'X-One: 1' -H 'X-Url: http://h:80/a b' -H 'x-lower: v' t body
 	assert_success
-	local f=$(log_dir)/$ZERO.$output
+	local f
+	f=$(log_file t "$ZERO.$output")
 	check_headers "$f" "$output" t 0 0 4
 	run "$PY" -c '
 import sys
@@ -227,7 +232,8 @@ print("\n".join(head[7:]))' "$f"
 @test "mq-pub -k stores the key as a Key header after Seq" {
 	run --separate-stderr mq-pub -k customer-7 t hello
 	assert_success
-	local f=$(log_dir)/$ZERO.$output
+	local f
+	f=$(log_file t "$ZERO.$output")
 	check_headers "$f" "$output" t 0 0 5 customer-7
 	assert_equal "$(header_of "$f" Key)" customer-7
 }
@@ -245,7 +251,7 @@ print("\n".join(head[7:]))' "$f"
 @test "mq-pub -s SPOOL wins over MQ_SPOOL" {
 	run --separate-stderr mq-pub -s "$TD/other" t hello
 	assert_success
-	[[ -f $TD/other/topics/t/p0/log/$ZERO.$output ]]
+	MQ_SPOOL=$TD/other log_file t "$ZERO.$output" >/dev/null
 	assert_equal "$(count_entries "$MQ_SPOOL")" 0
 }
 
@@ -254,21 +260,22 @@ print("\n".join(head[7:]))' "$f"
 	export XDG_STATE_HOME=$TD/xdg
 	run --separate-stderr mq-pub t one
 	assert_success
-	[[ -f $TD/xdg/mq/topics/t/p0/log/$ZERO.$output ]]
+	MQ_SPOOL=$TD/xdg/mq log_file t "$ZERO.$output" >/dev/null
 	unset XDG_STATE_HOME
 	run --separate-stderr mq-pub t two
 	assert_success
-	[[ -f $HOME/.local/state/mq/topics/t/p0/log/$ZERO.$output ]]
+	MQ_SPOOL=$HOME/.local/state/mq log_file t "$ZERO.$output" >/dev/null
 	printf 'mq-spool 1\n' | cmp - "$HOME/.local/state/mq/VERSION"
 }
 
 @test "mq-pub --sync=each|batch|none all store the message" {
-	local mode x=0
+	local mode f x=0
 	for mode in each batch none; do
 		run --separate-stderr mq-pub --sync=$mode t "$mode"
 		assert_success
 		[[ $output =~ $ID_RE ]]
-		assert_equal "$(body_of "$(log_dir)/0000000000000000000$x.$output")" "$mode"
+		f=$(log_file t "0000000000000000000$x.$output")
+		assert_equal "$(body_of "$f")" "$mode"
 		x=$((x + 1))
 	done
 	run --separate-stderr bash -c 'printf "a\nb\n" | mq-pub --sync=each -l t'
@@ -293,13 +300,13 @@ print("\n".join(head[7:]))' "$f"
 	assert_success
 	run --separate-stderr mq-pub -p 1 t one
 	assert_success
-	local f=$(log_dir t 1)/$ZERO.$output
-	[[ -f $f ]]
+	local f
+	f=$(log_file t "$ZERO.$output" 1)
 	check_headers "$f" "$output" t 1 0 3
 	assert_equal "$(count_log t 0)" 0
 	run --separate-stderr mq-pub -p 0 t zero
 	assert_success
-	[[ -f $(log_dir t 0)/$ZERO.$output ]]
+	log_file t "$ZERO.$output" 0 >/dev/null
 	assert_equal "$(count_log t 1)" 1
 	# A partition the topic does not have stores nothing.
 	run --separate-stderr mq-pub -p 2 t two
@@ -326,6 +333,8 @@ print("\n".join(head[7:]))' "$f"
 }
 
 @test "mq-pub links each message into new/ of every group, once" {
+	# Format 1's names; format 2's publish is the test below.
+	mq-topic create --format 1 t
 	mkgroup t g1
 	mkgroup t g2
 	run --separate-stderr mq-pub t a b
@@ -341,13 +350,30 @@ print("\n".join(head[7:]))' "$f"
 	assert_equal "$(count_entries "$(group_dir t g1)/tmp")" 0
 }
 
+@test "mq-pub in format 2 names nothing per group: each message is one record, pending in every group" {
+	mq-topic create --format 2 t
+	mkgroup t g1
+	mkgroup t g2
+	run --separate-stderr mq-pub t a b
+	assert_success
+	assert_equal "$(log_keys t)" "$ZERO.${lines[0]}"$'\n'"00000000000000000001.${lines[1]}"
+	assert_equal "$(count_entries "$(log_dir)")" 1
+	local g
+	for g in g1 g2; do
+		assert_equal "$(count_entries "$(group_dir t $g)/new")" 0
+		assert_equal "$(count_new t $g)" 2
+		assert_equal "$(count_cur t $g)" 0
+		assert_equal "$(count_entries "$(group_dir t $g)/tmp")" 0
+	done
+}
+
 @test "mq-pub continues the sequence across runs, with fresh ids" {
 	local a b
 	a=$(mq-pub t one)
 	b=$(mq-pub t two)
 	[[ $a != "$b" ]]
-	[[ -f $(log_dir)/$ZERO.$a ]]
-	[[ -f $(log_dir)/00000000000000000001.$b ]]
+	log_file t "$ZERO.$a" >/dev/null
+	log_file t "00000000000000000001.$b" >/dev/null
 	assert_equal "$(head_field t committed)" 2
 	assert_equal "$(head_field t next)" 2
 }

@@ -30,18 +30,11 @@ logname() {
 	printf '%020d.%s' "$1" "$2"
 }
 
-# rewrite FILE PYTHON: runs PYTHON with d the bytes of FILE and writes d
-# back into the same inode (so that the group's link sees it too).
+# rewrite FILE PYTHON: runs PYTHON with d the stored bytes of a message
+# (FILE from file_of or log_file) and stores d in their place, in either
+# format (rewrite_stored).
 rewrite() {
-	"$PY" - "$1" "$2" <<'PYEND'
-import sys
-path, code = sys.argv[1:]
-env = {'d': open(path, 'rb').read()}
-exec(code, env)
-with open(path, 'r+b') as f:
-    f.write(env['d'])
-    f.truncate()
-PYEND
+	rewrite_stored "$@"
 }
 
 # content_hash BODY: the Content-Hash line mq writes for BODY (published
@@ -49,7 +42,7 @@ PYEND
 content_hash() {
 	local id
 	id=$(mq-pub scratch "$1")
-	echo "Content-Hash: $(header_of "$MQ_SPOOL"/topics/scratch/p0/log/*."$id" Content-Hash)"
+	echo "Content-Hash: $(header_of "$(file_of scratch "$id")" Content-Hash)"
 }
 
 # assert_signature_letter TOPIC ID DETAIL: message ID is a dead letter
@@ -111,7 +104,8 @@ assert_dead_signature() {
 	b=$(mq-pub --pubkey "$TD/bob")
 	id1=$(mq-pub --sign "$TD/alice" -k K -H 'X-A: 1' t one)
 	id2=$(MQ_SIGN_KEY=$TD/bob mq-pub t two)
-	local f=$MQ_SPOOL/topics/t/p0/log/$(logname 0 "$id1")
+	local f
+	f=$(log_file t "$(logname 0 "$id1")")
 	assert_equal "$(header_of "$f" Mq-Signer)" "$a"
 	[[ $(header_of "$f" Mq-Signature) =~ ^ed25519:[0-9a-f]{128}$ ]] ||
 	    fail "no signature in $f"
@@ -163,16 +157,14 @@ assert_dead_signature() {
 	keys
 	signed_topic t g "$TD/alice"
 	local real id=0123456789abcdef0123456789abcdef hash
-	local p=$MQ_SPOOL/topics/t/p0
 	# The forger takes over a committed sequence number (0): the real
 	# message's names go, a file of the forger's comes in their place,
 	# written as mq-spool(5) says, whole, with a right Content-Hash.
 	real=$(mq-pub --sign "$TD/alice" t real)
 	hash=$(content_hash forged)
-	rm "$p/log/$(logname 0 "$real")" "$p/g/g/new/$(logname 0 "$real")"
 	printf 'Message-Id: %s\nTopic: t\nPartition: 0\nSeq: 0\nPublished: 2026-01-01T00:00:00.000000Z\nContent-Length: 6\n%s\n\nforged' \
-	    "$id" "$hash" >"$p/log/$(logname 0 $id)"
-	ln "$p/log/$(logname 0 $id)" "$p/g/g/new/$(logname 0 $id)"
+	    "$id" "$hash" >"$TD/forged"
+	replace_stored t "$(logname 0 "$real")" "$TD/forged"
 	# A copy of the spool whose topic has no signers delivers it: only
 	# the signers make the difference.
 	mkdir "$TD/copy" && cp -a "$MQ_SPOOL/." "$TD/copy"
@@ -185,14 +177,15 @@ assert_dead_signature() {
 @test "a changed body, a swapped body, a changed id, header or key: dead-lettered with reason signature" {
 	keys
 	signed_topic t g "$TD/alice"
-	local p=$MQ_SPOOL/topics/t/p0 y case id n f h nid
+	local y case id n f h nid
 	y=$(mq-pub --sign "$TD/alice" t 'pay 99 to eve')
 	mq-sub -n 1 -g g t >/dev/null
-	local fy=$p/log/$(logname 0 "$y")
+	local fy
+	fy=$(log_file t "$(logname 0 "$y")")
 	for case in none body swap id header key; do
 		n=$(head_field t committed)
 		id=$(mq-pub --sign "$TD/alice" -k K -H 'X-Who: alice' t 'pay 10 to bob')
-		f=$p/log/$(logname "$n" "$id")
+		f=$(log_file t "$(logname "$n" "$id")")
 		case $case in
 		none)	# Untouched, it is delivered: the checks can fail.
 			run -0 mq-sub -n 1 -g g -F '%i %s\n' t
@@ -213,13 +206,11 @@ for n in (b'Content-Length', b'Content-Hash'):
     pat = rb'(?m)^' + n + rb': .*$'
     h = re.sub(pat, re.search(pat, yh).group(0), h)
 d = h + b'\n\n' + yb" ;;
-		id)	# Another id, in the header and in both names.
+		id)	# Another id, in the header and in its names.
 			nid=${id:0:31}f
 			[[ $nid != "$id" ]] || nid=${id:0:31}e
 			rewrite "$f" "d = d.replace(b'$id', b'$nid')"
-			mv "$f" "$p/log/$(logname "$n" "$nid")"
-			mv "$p/g/g/new/$(logname "$n" "$id")" \
-			    "$p/g/g/new/$(logname "$n" "$nid")"
+			rekey_stored t "$(logname "$n" "$id")" "$(logname "$n" "$nid")"
 			id=$nid ;;
 		header)	rewrite "$f" "d = d.replace(b'X-Who: alice', b'X-Who: admin')" ;;
 		key)	rewrite "$f" "d = d.replace(b'Key: K', b'Key: L')" ;;
@@ -238,9 +229,13 @@ chunk() {
 	mq-pub -l --sign "$2" "$1" <"$TD/lines"
 }
 
-# file_of TOPIC ID: the log/ file of message ID (partition 0).
+# file_of TOPIC ID: a file with the stored bytes of message ID (partition
+# 0): its log/ file in format 1 (log_files).
 file_of() {
-	echo "$MQ_SPOOL"/topics/"$1"/p0/log/*."$2"
+	local f
+	f=$(log_files "$1" | grep -F ".$2")
+	[[ -f $f ]] || fail "no message $2 in $1"
+	echo "$f"
 }
 
 # tree_sig FILE: the chunk signature (hex) in FILE's Mq-Signature.
@@ -311,7 +306,6 @@ assert_dead_among() {
 	keys
 	signed_topic t g "$TD/alice"
 	local case x y f nf xs ys sl hash fid=00000000000000000000000000000001
-	local p=$MQ_SPOOL/topics/t/p0
 	for case in none path index othersig moved forged; do
 		# Two chunks of 8 (every path 3 hashes), the first delivered;
 		# the target is the fourth of the second, so the consumer has
@@ -343,13 +337,10 @@ d = re.sub(rb'( 3/8 [0-9a-f]{10})([0-9a-f])', lambda m: m.group(1) + (b'0' if m.
 			# place of y's fourth under y's signature: its path
 			# leads to x's root, not to the one just verified.
 			target=${x[3]}
-			sl=$(basename "$f")
-			sl=${sl%%.*}
-			rm "$f" "$p/g/g/new/$(basename "$f")"
-			nf=$p/log/$sl.$target
+			nf=$TD/moved
 			cp "$(file_of t "$target")" "$nf"
-			rewrite "$nf" "d = d.replace(b'$xs', b'$ys')"
-			ln "$nf" "$p/g/g/new/$sl.$target" ;;
+			"$PY" -c "import sys; p = sys.argv[1]; d = open(p, 'rb').read(); open(p, 'wb').write(d.replace(b'$xs', b'$ys'))" "$nf"
+			replace_stored t "$(basename "$f")" "$nf" ;;
 		forged)	# A body of the forger's with y's fourth message's
 			# signature lines, in its place.
 			target=$fid
@@ -358,9 +349,8 @@ d = re.sub(rb'( 3/8 [0-9a-f]{10})([0-9a-f])', lambda m: m.group(1) + (b'0' if m.
 			hash=$(content_hash forged)
 			printf 'Message-Id: %s\nTopic: t\nPartition: 0\nSeq: %d\nPublished: 2026-01-01T00:00:00.000000Z\nContent-Length: 6\n%s\nMq-Signer: %s\nMq-Signature: %s\n\nforged' \
 			    "$fid" "$((10#$sl))" "$hash" "$(header_of "$f" Mq-Signer)" \
-			    "$(header_of "$f" Mq-Signature)" >"$p/log/$sl.$fid"
-			rm "$f" "$p/g/g/new/$(basename "$f")"
-			ln "$p/log/$sl.$fid" "$p/g/g/new/$sl.$fid" ;;
+			    "$(header_of "$f" Mq-Signature)" >"$TD/forged"
+			replace_stored t "$(basename "$f")" "$TD/forged" ;;
 		esac
 		[[ $case == moved || $case == forged ]] ||
 		    ! cmp -s "$f" "$TD/before" || fail "$case: nothing changed"
@@ -414,13 +404,11 @@ d = re.sub(rb'ed25519-tree:[0-9a-f]', b'ed25519-tree:', d)" ;;
 	keys
 	signed_topic t g "$TD/alice"
 	signed_topic s g "$TD/alice"
-	local sid tid p=$MQ_SPOOL/topics/t/p0
+	local sid tid
 	sid=$(mq-pub --sign "$TD/alice" s 'for s')
 	# It takes the place of t's committed message 0, under its own id.
 	tid=$(mq-pub --sign "$TD/alice" t 'for t')
-	rm "$p/log/$(logname 0 "$tid")" "$p/g/g/new/$(logname 0 "$tid")"
-	cp "$MQ_SPOOL/topics/s/p0/log/$(logname 0 "$sid")" "$p/log/$(logname 0 "$sid")"
-	ln "$p/log/$(logname 0 "$sid")" "$p/g/g/new/$(logname 0 "$sid")"
+	replace_stored t "$(logname 0 "$tid")" "$(log_file s "$(logname 0 "$sid")")"
 	assert_dead_signature t g "$sid" "signed for topic s"
 	run -0 mq-sub -n 1 -g g -F '%s\n' s
 	assert_output 'for s'

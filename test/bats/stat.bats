@@ -4,31 +4,39 @@
 
 load helper
 
-# key_time NAME: the publish time in a KEY (its id's first 13 hex digits
+# id_time ID: the publish time in a message id (its first 13 hex digits
 # are microseconds), as seconds with six decimals.
-key_time() {
-	local id=${1:21:13}
-	local us=$((16#$id))
+id_time() {
+	local us=$((16#${1:0:13}))
 	printf '%d.%06d\n' $((us / 1000000)) $((us % 1000000))
+}
+
+# key_time KEY: the publish time in a KEY, its id's (id_time).
+key_time() {
+	id_time "${1:21}"
 }
 
 # known: topic t, group g (lease 60 s, max-attempts 1) with 1 dead letter,
 # 1 delayed, 1 in flight (claimed at T0) and 2 pending (b, c), and a group
-# h with the 2 pending and the claimed one pending.  Sets PB (publish time
-# of b, the oldest pending of g) and T0 = PB + 1000.
+# h with the 2 pending and the claimed one pending.  Sets PA and PB (publish
+# times of a, the oldest pending of h, and of b, the oldest pending of g)
+# and T0 = PB + 1000.
 known() {
 	mkgroup t g --max-attempts 1 --lease 60
 	mkgroup t h
 	mq-pub -q t dead
 	run --separate-stderr mq-sub --backoff 0 --exec 'exit 4' -g g t
 	assert_equal "$status" 75
-	mq-sub -g h -n 1 t >/dev/null
 	mq-pub -q --delay 1h t later
-	mq-pub -q t a
-	mq-pub -q t b c
-	local b
-	b=$(cd "$(group_dir t g)/new" && ls | sed -n 2p)
-	PB=$(key_time "$b")
+	# h takes dead and finds later not due: in delay/ in both formats
+	# (format 2 names it only once a consumer takes it from the log).
+	assert_equal "$(mq-sub -g h -n 2 t)" dead
+	local a b
+	a=$(mq-pub t a)
+	b=$(mq-pub t b c)
+	b=${b%%$'\n'*}
+	PA=$(id_time "$a")
+	PB=$(id_time "$b")
 	T0=$(echo "$PB + 1000" | bc)
 	MQ_NOW=$T0 mq-sub -g g --manual -n 1 t >/dev/null
 	assert_equal "$(count_cur t g)" 1
@@ -36,9 +44,7 @@ known() {
 
 @test "the table: per group pending, in flight, delayed, dead and ages" {
 	known
-	local pa
-	pa=$(cd "$(group_dir t h)/new" && ls | head -1)
-	pa=$(key_time "$pa")
+	local pa=$PA
 	run --separate-stderr env MQ_NOW="$(echo "$T0 + 40" | bc)" mq-stat
 	assert_success
 	assert_line --index 0 --regexp '^TOPIC +GROUP +PENDING +IN-FLIGHT +DELAYED +DEAD +PENDING-AGE +LEASE-AGE$'
@@ -217,7 +223,9 @@ PY
 	assert_line 'mq_delayed_messages{topic="t",group="g"} 1'
 	assert_line 'mq_dead_letter_messages{topic="t",group="g"} 1'
 	assert_line --regexp '^mq_oldest_pending_age_seconds\{topic="t",group="g"\} 1040(\.0*[0-9]*)?$'
-	assert_line --regexp '^mq_oldest_lease_age_seconds\{topic="t",group="g"\} 40(\.00[0-9]*)?$'
+	# Within 2 ms, as --json: format 2 has the claim's start from its
+	# deadline in ms.
+	assert_line --regexp '^mq_oldest_lease_age_seconds\{topic="t",group="g"\} (40(\.00[0-9]*)?|39\.99[89][0-9]*)$'
 	assert_line 'mq_oldest_lease_age_seconds{topic="t",group="h"} 0'
 	assert_line --regexp "^mq_fs_free_bytes\\{path=\"$MQ_SPOOL\"\\} [0-9]+\$"
 	assert_line --regexp "^mq_fs_free_inodes\\{path=\"$MQ_SPOOL\"\\} [0-9]+\$"
@@ -372,9 +380,11 @@ check_at() {
 	assert_output "MQ WARNING - t/h pending=3 (>2) | 't/g pending'=2;2;;0 't/h pending'=3;2;;0 't/g dlq'=1;;1;0 't/h dlq'=0;;1;0"
 	# Ages in seconds, with a duration: lease-age 40 s >= 30 s; nothing
 	# in flight is 0.
+	# (Within 2 ms: format 2 has a claim's start from its deadline in ms.)
 	check_at --warn 'lease-age>=30s' t
 	assert_equal "$status" 1
-	assert_output --regexp "^MQ WARNING - t/g lease-age=40(\\.00[0-9])?s \\(>=30s\\) \\| 't/g lease-age'=40(\\.00[0-9])?s;@30:;;0 't/h lease-age'=0s;@30:;;0\$"
+	local age='(40(\.00[0-9])?|39\.99[89])'
+	assert_output --regexp "^MQ WARNING - t/g lease-age=${age}s \\(>=30s\\) \\| 't/g lease-age'=${age}s;@30:;;0 't/h lease-age'=0s;@30:;;0\$"
 }
 
 @test "--check CRITICAL: exit 2, the critical first, then the warnings" {
@@ -518,11 +528,9 @@ rfc3339_re='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z'
 	assert_line --index 3 --regexp "^t/f in-flight attempts=2 lease-deadline=$r\$"
 	assert_line --index 4 --regexp "^t/p pending attempts=0 expires=$r\$"
 	assert_line --index 5 --regexp "^t/x dead attempts=1 reason=max-attempts time=$r\$"
-	# The lease deadline is the one in the cur/ name.
-	local cur ms
-	cur=$(ls "$(group_dir t f)/cur")
-	ms=${cur##*,l}
-	ms=${ms%%,*}
+	# The lease deadline is the one of its claim (its cur/ name's).
+	local ms
+	ms=$(lease_now t f)
 	assert_line --index 3 "t/f in-flight attempts=2 lease-deadline=$(date -u -d "@$((ms / 1000))" +%FT%T).$(printf %03d $((ms % 1000)))Z"
 	# Upper case and a TOPIC argument.
 	run --separate-stderr mq-stat --message "${M^^}" t
@@ -533,14 +541,14 @@ rfc3339_re='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z'
 	assert_success
 	assert_line --index 1 --regexp "^t/d expired attempts=1 due=$r expires=$r in=delay\$"
 	assert_line --index 3 --regexp "^t/f in-flight attempts=2 "
-	assert_line --index 4 --regexp "^t/p expired attempts=0 expires=$r in=new\$"
+	assert_line --index 4 --regexp "^t/p expired attempts=0 expires=$r in=$(fresh_in t)\$"
 }
 
 @test "--message --json: the same, with partition, seq and times" {
 	states
 	run --separate-stderr mq-stat --json --message "$M"
 	assert_success
-	run "$PY" - "$output" "$M" <<'PY'
+	run "$PY" - "$output" "$M" "$(fresh_in t)" <<'PY'
 import json, sys
 o = json.loads(sys.argv[1])
 assert o["id"] == sys.argv[2], o
@@ -549,7 +557,7 @@ assert sorted(g) == ["a", "d", "e", "f", "p", "x"], g
 for x in g.values():
     assert x["topic"] == "t" and x["partition"] == 0 and x["seq"] == 0, x
 assert g["a"]["state"] == "acked" and g["a"]["in"] is None, g["a"]
-assert g["p"]["state"] == "pending" and g["p"]["in"] == "new", g["p"]
+assert g["p"]["state"] == "pending" and g["p"]["in"] == sys.argv[3], g["p"]
 assert g["p"]["expires"].endswith("Z"), g["p"]
 assert g["f"]["state"] == "in-flight" and g["f"]["attempts"] == 2, g["f"]
 assert g["f"]["lease_deadline"].endswith("Z"), g["f"]
@@ -563,7 +571,8 @@ PY
 }
 
 @test "--message: found in the groups after retention removed the log name" {
-	mq-topic create --retention 60 t
+	# Format 1: format 2 keeps a segment a group still needs.
+	mq-topic create --format 1 --retention 60 t
 	mkgroup t g
 	mkgroup t h
 	local m
@@ -640,7 +649,7 @@ t/hdr filtered"
 	run --separate-stderr mq-stat --json --message "$us" t
 	assert_success
 	assert_equal "$(jq -c '.groups[] | [.group, .state, .in, .attempts]' <<<"$output")" \
-	    '["all","pending","new",0]
+	    '["all","pending","'"$(fresh_in t)"'",0]
 ["eu","filtered",null,0]
 ["hdr","filtered",null,0]'
 	# What matched entered the queue; once consumed it is acked.
@@ -659,8 +668,9 @@ t/hdr pending attempts=0"
 	assert_success
 	assert_output 'u/eu filtered'
 	# Retention removed the log name: the filter reads the file through
-	# the name another group holds.
-	mq-topic create --retention 60 w
+	# the name another group holds (format 1: format 2 keeps a segment a
+	# group still needs).
+	mq-topic create --format 1 --retention 60 w
 	mq-group create --filter '.region == "eu"' w eu
 	mq-group create w all
 	us=$(mq-pub w '{"region": "us"}')
@@ -677,7 +687,7 @@ w/eu filtered"
 	local m0 m1 k1
 	m0=$(mq-pub t zero)
 	m1=$(mq-pub t one)
-	k1=$(cd "$MQ_SPOOL/topics/t/p0/log" && ls | sed -n 2p)
+	k1=$(log_keys t | sed -n 2p)
 	mq-group create t late
 	mq-group create --from-start t all
 	mq-group create --from-offset 0:1 t off
@@ -699,7 +709,10 @@ t/time pending attempts=0"
 	run --separate-stderr mq-stat --json --message "$m0"
 	assert_equal "$(jq -c '.groups[] | select(.group == "late") | [.state, .in]' <<<"$output")" \
 	    '["before-start",null]'
-	# A backfill cut short: what it has yet to link is pending, nowhere.
+	# A backfill cut short: what it has yet to link is pending, nowhere
+	# (format 1: in format 2 a group starts at its cursor, with nothing
+	# to link).
+	is_format2 t && return
 	local conf=$MQ_SPOOL/topics/t/groups/all.conf
 	sed -i 's/^state=ready$/state=backfill/' "$conf"
 	rm "$(group_dir t all)/new/$k1"
@@ -711,7 +724,9 @@ t/time pending attempts=0"
 }
 
 @test "--message: expired, dropped by a consumer past its Mq-Expires" {
-	mq-topic create --expired drop t
+	# Format 1: the drop is told by the group's journal record, which
+	# format 2 does not write yet (mq-spool(5), Stages).
+	mq-topic create --format 1 --expired drop t
 	mq-group create t a
 	mq-group create t e
 	mq-group create t p

@@ -55,7 +55,7 @@ EOF
 	local A=$(((EPOCHSECONDS / 60 + 2) * 60 + 10)) i keys lat=()
 	MQ_NOW=$((A - 120)) mq-pub -q t p0 p1 p2 p3
 	MQ_NOW=$A mq-pub -q t p4 p5
-	keys=($(ls "$(group_dir t g)/new" | sort))
+	keys=($(queued t g))
 	assert_equal "${#keys[@]}" 6
 	# Three acked by mq-sub, three by mq-ack with their receipts.
 	for i in 0 1 2 3 4 5; do
@@ -208,7 +208,7 @@ consumers_are() {
 	mkgroup t g
 	local k
 	mq-pub -q t a b c
-	k=$(ls "$(group_dir t g)/new" | head -1)
+	k=$(queued t g | sed -n 1p)
 	# Acked 90 s after it was published: a latency of about 90 s.
 	local at=$(($(key_time_us "$k") / 1000000 + 90))
 	MQ_NOW=$at mq-sub -g g -n 1 t >/dev/null

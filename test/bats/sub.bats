@@ -98,8 +98,8 @@ conf_value() { # FILE KEY
 	assert_success
 	assert_equal "${#lines[@]}" 2
 	local f1 f2
-	f1=$MQ_SPOOL/topics/t/p0/log/00000000000000000000.$id1
-	f2=$MQ_SPOOL/topics/t/p0/log/00000000000000000001.$id2
+	f1=$(log_file t "00000000000000000000.$id1")
+	f2=$(log_file t "00000000000000000001.$id2")
 	"$PY" - "$output" "$id1" "$id2" "$(header_of "$f1" Published)" "$(header_of "$f2" Published)" <<'EOF'
 import base64, json, re, sys
 out, id1, id2, pub1, pub2 = sys.argv[1:]
@@ -109,8 +109,6 @@ for o in (a, b):
                       'headers', 'published', 'attempts'}, o
     assert o['topic'] == 't' and o['partition'] == 0 and o['attempts'] == 1, o
     assert re.fullmatch(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z', o['published']), o
-    assert re.fullmatch(r't/g/0/%020d\.%s,a1,l\d+,r[0-9a-f]{8}' % (o['seq'], o['id']),
-                        o['receipt']), o
 assert a['id'] == id1 and a['seq'] == 0 and a['key'] == 'K1', a
 assert a['headers'] == {'X-A': '1', 'X-B': 'two words'}, a
 assert a['body'] == 'héllo' and 'body_base64' not in a, a
@@ -120,6 +118,12 @@ assert b['headers'] == {}, b
 assert 'body' not in b and base64.b64decode(b['body_base64']) == b'\xff\xfe\x00', b
 assert b['published'] == pub2, (b, pub2)
 EOF
+	# Each its claim's receipt.
+	local l
+	for l in "${lines[@]}"; do
+		is_receipt_of "$(jq -r .receipt <<<"$l")" t g 0 \
+		    "$(printf '%020d.%s' "$(jq .seq <<<"$l")" "$(jq -r .id <<<"$l")")" 1
+	done
 	assert_equal "$(count_new t g)" 0
 	assert_equal "$(count_cur t g)" 0
 }
@@ -129,8 +133,8 @@ EOF
 	local id
 	id=$(mq-pub -k key-1 -H 'X-A: 1' -H 'X-B: 2' t hello)
 	mq-pub -q t second
-	local f=$MQ_SPOOL/topics/t/p0/log/00000000000000000000.$id
-	local pubms
+	local f pubms
+	f=$(log_file t "00000000000000000000.$id")
 	pubms=$("$PY" -c '
 import datetime, sys
 t = datetime.datetime.strptime(sys.argv[1], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
@@ -138,9 +142,9 @@ d = t - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 print((d.days * 86400000000 + d.seconds * 1000000 + d.microseconds) // 1000)' "$(header_of "$f" Published)")
 	run --separate-stderr mq-sub -n 1 -F '%t|%p|%o|%k|%K|%s|%S|%i|%a|%T|%h|%%|%r' -g g t
 	assert_success
-	local want="t|0|0|key-1|5|hello|5|$id|1|$pubms|X-A=1,X-B=2|%|t/g/0/00000000000000000000.$id,a1,l"
+	local want="t|0|0|key-1|5|hello|5|$id|1|$pubms|X-A=1,X-B=2|%|"
 	[[ $output == "$want"* ]] || fail "got: $output, want prefix: $want"
-	[[ $output =~ ,a1,l[0-9]+,r[0-9a-f]{8}$ ]] || fail "bad receipt in: $output"
+	is_receipt_of "${output#"$want"}" t g 0 "00000000000000000000.$id" 1
 	# No newline is added to a format.
 	run --separate-stderr bash -c 'mq-sub -F "%s" -g g t | od -An -c'
 	assert_success
@@ -270,6 +274,8 @@ print((d.days * 86400000000 + d.seconds * 1000000 + d.microseconds) // 1000)' "$
 }
 
 @test "mq-sub --manual leaves messages claimed in cur/ under the group's lease" {
+	# Format 1's names; format 2's claims are claims.bats.
+	mq-topic create --format 1 t
 	mkgroup t g
 	local id
 	id=$(mq-pub t hello)
@@ -287,6 +293,31 @@ print((d.days * 86400000000 + d.seconds * 1000000 + d.microseconds) // 1000)' "$
 	assert_output "hello t/g/0/${cur%:2,}"
 	# Still the same inode as the log entry.
 	[[ $(group_dir t g)/cur/$cur -ef $MQ_SPOOL/topics/t/p0/log/00000000000000000000.$id ]]
+	# Claimed messages are not delivered again while the lease runs.
+	run mq-sub -g g t
+	assert_equal "$status" 1
+	assert_equal "$output" ""
+}
+
+@test "mq-sub --manual in format 2 leaves messages in a claim file under the group's lease, naming nothing" {
+	mq-topic create --format 2 t
+	mkgroup t g
+	mq-pub -q t hello
+	local t0=$(now_ms)
+	run --separate-stderr mq-sub --manual -F '%s %r\n' -g g t
+	local t1=$(now_ms)
+	assert_success
+	assert_equal "$(count_new t g)" 0
+	assert_equal "$(count_cur t g)" 1
+	assert_equal "$(count_entries "$(group_dir t g)/cur")" 0
+	assert_equal "$(count_entries "$(group_dir t g)/new")" 0
+	local claim
+	claim=$(ls "$(group_dir t g)/claims")
+	[[ $claim =~ ^00000000000000000000\+1,r[0-9a-f]{8}$ ]] || fail "bad claim $claim"
+	assert_output "hello t/g/0/$claim/0"
+	local dl
+	dl=$(receipt_deadline "t/g/0/$claim/0")
+	((dl >= t0 + 30000 && dl <= t1 + 30001)) || fail "deadline $dl not 30 s after [$t0, $t1]"
 	# Claimed messages are not delivered again while the lease runs.
 	run mq-sub -g g t
 	assert_equal "$status" 1
@@ -393,11 +424,10 @@ print((d.days * 86400000000 + d.seconds * 1000000 + d.microseconds) // 1000)' "$
 	a=$(mq-pub t hello)
 	b=$(mq-pub t 'good one')
 	c=$(mq-pub t 'cut short')
-	# Same length, other bytes: only Content-Hash can tell.
-	printf 'j' | dd of="$MQ_SPOOL/topics/t/p0/log/00000000000000000000.$a" bs=1 \
-	    seek=$(($(stat -c %s "$MQ_SPOOL/topics/t/p0/log/00000000000000000000.$a") - 5)) \
-	    conv=notrunc status=none
-	truncate -s -3 "$MQ_SPOOL/topics/t/p0/log/00000000000000000002.$c"
+	# Same length, other bytes: only Content-Hash can tell (in format 2
+	# the record's own hash made right, as by a hand that writes it).
+	rewrite_stored "$(log_file t "00000000000000000000.$a")" "d = d[:-5] + b'j' + d[-4:]"
+	rewrite_stored "$(log_file t "00000000000000000002.$c")" "d = d[:-3]"
 	run --separate-stderr mq-sub -g g t
 	assert_success
 	assert_output 'good one'
@@ -425,15 +455,15 @@ print((d.days * 86400000000 + d.seconds * 1000000 + d.microseconds) // 1000)' "$
 	local id id2 f
 	id=$(mq-pub -k k1 -i idem-1 -H 'Reply-To: replies.me' -H 'X-Custom: hello world' t one)
 	id2=$(mq-pub t two)
-	f=$MQ_SPOOL/topics/t/p0/log/00000000000000000000.$id
+	f=$(log_file t "00000000000000000000.$id")
 	MQ_HEADER_STALE=x MQ_HEADER_X_CUSTOM=inherited run --separate-stderr mq-sub -g g \
 	    --exec 'echo "<$MQ_HEADER_REPLY_TO|$MQ_HEADER_X_CUSTOM|$MQ_HEADER_KEY|$MQ_HEADER_MQ_IDEMPOTENCY_KEY|$MQ_HEADER_MESSAGE_ID|$MQ_HEADER_TOPIC|$MQ_HEADER_PARTITION|$MQ_HEADER_SEQ|$MQ_HEADER_PUBLISHED|${MQ_HEADER_STALE-unset}>"' t
 	assert_success
 	assert_equal "$output" "<replies.me|hello world|k1|idem-1|$id|t|0|0|$(header_of "$f" Published)|unset>
-<||||$id2|t|0|1|$(header_of "${f%/*}/00000000000000000001.$id2" Published)|unset>"
+<||||$id2|t|0|1|$(header_of "$(log_file t "00000000000000000001.$id2")" Published)|unset>"
 	# Exactly these header variables, and the usual ones as they were.
 	mq-pub -q -H 'X-A: 1' t three
-	run --separate-stderr mq-sub -g g --exec 'env | grep ^MQ_ | grep -v ^MQ_SPOOL= | cut -d= -f1 | LC_ALL=C sort | tr "\n" " "' t
+	run --separate-stderr mq-sub -g g --exec 'env | grep ^MQ_ | grep -v -e ^MQ_SPOOL= -e ^MQ_FORMAT= -e ^MQ_TEST_FORMAT= | cut -d= -f1 | LC_ALL=C sort | tr "\n" " "' t
 	assert_success
 	assert_equal "$output" "MQ_ATTEMPTS MQ_GROUP MQ_HEADER_MESSAGE_ID MQ_HEADER_PARTITION MQ_HEADER_PUBLISHED MQ_HEADER_SEQ MQ_HEADER_TOPIC MQ_HEADER_X_A MQ_ID MQ_KEY MQ_PARTITION MQ_RECEIPT MQ_SEQ MQ_TOPIC "
 }
@@ -443,13 +473,8 @@ print((d.days * 86400000000 + d.seconds * 1000000 + d.microseconds) // 1000)' "$
 	local id f
 	id=$(mq-pub -H 'x.odd~name!: v1' -H 'X_ODD-NAME_: v2' -H 'Message_Id: mine' -H 'X-C: a-b' t one)
 	# A message file written by another hand: control characters in a value.
-	f=$MQ_SPOOL/topics/t/p0/log/00000000000000000000.$id
-	"$PY" - "$f" <<'EOF'
-import sys
-p = sys.argv[1]
-d = open(p, 'rb').read().replace(b'X-C: a-b', b'X-C: a\x1b[31m\x01-\tb\x7f')
-open(p, 'r+b').write(d)
-EOF
+	f=$(log_file t "00000000000000000000.$id")
+	rewrite_stored "$f" "d = d.replace(b'X-C: a-b', b'X-C: a\x1b[31m\x01-\tb\x7f')"
 	run --separate-stderr mq-sub -g g --exec 'printf "<%s|%s|%s>" "$MQ_HEADER_X_ODD_NAME_" "$MQ_HEADER_MESSAGE_ID" "$MQ_HEADER_X_C"' t
 	assert_success
 	assert_equal "$output" "<v1|$id|a[31m-$(printf '\t')b>"

@@ -214,7 +214,7 @@ assert groups == [{"name": "g1", "pending": 3, "inflight": 1},
 	# It can be created again, empty.
 	run --separate-stderr mq-pub t again
 	assert_success
-	[[ -f $MQ_SPOOL/topics/t/p0/log/00000000000000000000.$output ]]
+	log_file t "00000000000000000000.$output" >/dev/null
 }
 
 @test "mq-topic delete of a missing topic is 66" {
@@ -249,7 +249,8 @@ assert groups == [{"name": "g1", "pending": 3, "inflight": 1},
 }
 
 @test "mq-topic gc unlinks log names past retention, groups keep their messages" {
-	mq-topic create --retention 60 old
+	# Format 1: format 2 keeps a segment a group still needs (format2.bats).
+	mq-topic create --format 1 --retention 60 old
 	mq-sub -g keep -t 0 old || true
 	mq-pub -q old one two
 	mq-topic create fresh

@@ -7,6 +7,10 @@
 load helper
 load upgrade_helper
 
+# Topics are made of format 1, what an upgrade converts, whatever
+# MQ_TEST_FORMAT says; one of format 2 says so (--format 2).
+MQ_FILE_FORMAT=1
+
 # topic_g [CREATE-OPTION...] -- MESSAGE...: topic t made with the options,
 # its group g, and the messages published into it.
 topic_g() {
