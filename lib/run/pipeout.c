@@ -5,9 +5,11 @@
  * (head -n 1) drops what it left in the pipe.  The bytes still in the
  * pipe (FIONREAD, which Linux answers on the write end too) say whether
  * the reader took them; the write end polls POLLERR once no reader is
- * left.  Nothing wakes a writer when a pipe becomes empty (POLLOUT means
- * room, not empty), so the wait naps, 20 µs at first, growing to 2 ms:
- * a reader that keeps up is found done at the first look.
+ * left, and what it did not take stays counted there (Linux frees a
+ * pipe's buffers only once both ends are closed).  Nothing wakes a
+ * writer when a pipe becomes empty (POLLOUT means room, not empty), so
+ * the wait naps, 20 µs at first, growing to 2 ms: a reader that keeps up
+ * is found done at the first look.
  */
 #include <poll.h>
 #include <sched.h>
@@ -37,9 +39,12 @@ mq_pipe_drained(int fd, const volatile int *stop)
 		int n;
 		if (ioctl(fd, FIONREAD, &n) < 0 || n == 0)
 			return 1;
+		/* The reader gone, what it left stays in the pipe for good;
+		 * it may have taken the rest between the look above and
+		 * leaving (head -n 1 reading the last line): look again. */
 		struct pollfd p = { .fd = fd, .events = 0 };
 		if (poll(&p, 1, 0) > 0 && (p.revents & POLLERR))
-			return 0;
+			return ioctl(fd, FIONREAD, &n) == 0 && n == 0 ? 1 : 0;
 		if (stop && *stop)
 			return -1;
 		if (spins < 100) {
