@@ -312,6 +312,14 @@ mq_claims_take(const struct mq_topic *t, unsigned k, const char *group,
 		max = MQ_CLAIM_MAX;
 	if (rc == 0)
 		rc = read_batch(t, k, f, next, end, max ? max : 1, true, b);
+	/* Nothing but numbers no segment holds up to the log's end (a head
+	 * set past them, as by dead letters imported): passed, as a feed of
+	 * names passes them, when no claim is ahead of the cursor (the
+	 * cursor never passes a claim's records). */
+	uint64_t cur;
+	if (rc == 0 && b->n == 0 && b->upto > next &&
+	    mq_cursor_read(cursorfd, &cur) == 0 && cur == next)
+		rc = mq_cursor_write(cursorfd, b->upto, 0);
 	/* What is not due yet waits in delay/ as in format 1, named (and
 	 * synced) before the claim settles it. */
 	if (rc == 0 && b->n)

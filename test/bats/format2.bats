@@ -573,3 +573,21 @@ assert s == {"f": ("pending", "log"), "g": ("pending", "log")}, s' "$output"
 	assert_equal "$status" 1
 	assert_equal "$(mq-dlq count u)" 0
 }
+
+@test "format 2: dead letters imported into a spool without their topic are redriven and delivered: the numbers its head skipped are passed, with no segment after them" {
+	mq-topic create --format 2 t
+	kill_two t g
+	mq-dlq export t "$TD/t.tar"
+	export MQ_SPOOL=$TD/other
+	MQ_FORMAT=2 mq-dlq import "$TD/t.tar"
+	grep -qx 'format=2' "$MQ_SPOOL/topics/t/topic.conf"
+	assert_equal "$(head_field t committed)" 4
+	run -0 mq-dlq -g g redrive t
+	run --separate-stderr mq-sub --exec 'echo "$(cat) $MQ_ATTEMPTS"' -g g t
+	assert_success
+	assert_output $'b 1\nd 1'
+	assert_equal "$(cursor_of t g)" 4
+	mq-pub -q t e
+	run -0 mq-sub -g g t
+	assert_output e
+}
