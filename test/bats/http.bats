@@ -161,7 +161,9 @@ ALL='publish:* consume:* admin:*'
 	status_is 200
 	kill -9 "$HTTPD"
 	assert_equal "$(count_cur t g)" 2
-	run --separate-stderr mq-sub -g g -t 5 t
+	# Each lease ends at its own millisecond: -f waits for both, not
+	# only for the first to come back.
+	run --separate-stderr mq-sub -f -n 2 -g g -t 5 t
 	assert_output $'x\ny'
 }
 
