@@ -156,6 +156,21 @@ mq_greplica_settle(struct mq_greplica *g, uint64_t *seqs, size_t n)
 }
 
 int
+mq_greplica_settle_key(struct mq_greplica *g, const char *key)
+{
+	uint64_t seq;
+	if (mq_seq_of(key, &seq) < 0 || mq_greplica_take(g, seq + 1) < 0)
+		return -1;
+	/* A replica's names are new/KEY (no consumer took them): one
+	 * unlink, not a listing of its queues, per record. */
+	if (mq_unlinkat(g->d.newfd, key, 0) == 0)
+		return 0;
+	if (errno != ENOENT)
+		return mq_err_sys("replicate ack of %s", key);
+	return mq_greplica_settle(g, &seq, 1);
+}
+
+int
 mq_greplica_commit(struct mq_greplica *g, uint64_t offset)
 {
 	uint64_t *seqs = NULL, skipped = 0;
@@ -184,8 +199,10 @@ mq_greplica_name(struct mq_greplica *g, const char *key)
 	uint64_t seq;
 	if (mq_seq_of(key, &seq) < 0 || mq_greplica_take(g, seq + 1) < 0)
 		return -1;
-	/* Named already, in any of its queues? */
-	int have = each_name(g, is_seq, &seq);
+	/* Named already, in any of its queues?  new/KEY first, the name a
+	 * replica's records mostly have. */
+	int have = mq_faccessat(g->d.newfd, key, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ?
+	    1 : each_name(g, is_seq, &seq);
 	if (have != 0)
 		return have < 0 ? -1 : 0;
 	/* Not due yet: in delay/, as the primary has it. */

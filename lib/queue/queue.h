@@ -425,6 +425,9 @@ int mq_greplica_open(struct mq_greplica *, const struct mq_topic *,
 void mq_greplica_close(struct mq_greplica *);
 int mq_greplica_take(struct mq_greplica *, uint64_t to);
 int mq_greplica_settle(struct mq_greplica *, uint64_t *seqs, size_t n);
+/* settle_key: one record by its KEY (an A record), its name looked for as
+ * new/KEY before the queues are listed. */
+int mq_greplica_settle_key(struct mq_greplica *, const char *key);
 int mq_greplica_commit(struct mq_greplica *, uint64_t offset);
 int mq_greplica_name(struct mq_greplica *, const char *key);
 /* Frees what a taken claim has not handed out. */

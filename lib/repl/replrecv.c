@@ -546,10 +546,7 @@ apply_group2(struct receiver *r, struct rtopic *rt, unsigned k,
 				seqs[ns++] = first + i;
 		break;
 	default:
-		if (mq_seq_of(name, &seqs[0]) < 0)
-			return mq_err(EX_PROTOCOL, "peer: bad message name %s",
-			    name);
-		ns = 1;
+		return mq_greplica_settle_key(g->gr, name);
 	}
 	return mq_greplica_settle(g->gr, seqs, ns);
 }
