@@ -181,6 +181,8 @@ setup_file() {
 	mq-topic create --format 2 t
 	mq-group create t g
 	seq 1 30000 | awk '{ printf "%s %0512d\n", $1, 0 }' | mq-pub -l t >/dev/null
+	# A kill at a moment chance picks, once B has some of it (the push
+	# may have ended by then).
 	spawn "$TD/push" mq-replicate -s "$A" push --rsh env --remote-spool "$B"
 	local pid=$SPAWNED
 	some_on_b() { [[ -d $B/topics/t/p0/log ]] &&
@@ -188,14 +190,29 @@ setup_file() {
 	wait_for -t 30 some_on_b
 	pkill -9 -f "serve --stdio -s $B" || true
 	wait_for exited "$pid"
-	# The kill fell inside the push: the test is of what it left.
-	(($(MQ_SPOOL=$B count_log t) < 30000)) || fail "the push ended first"
+	# And one that surely falls inside a push: the receiver is waiting
+	# for replicate/lock-recv, held here, when it is killed.
+	seq 30001 31000 | awk '{ printf "%s %0512d\n", $1, 0 }' | mq-pub -l t >/dev/null
+	# (It holds the lock while its standard input is open.)
+	spawn "$TD/hold" bash -c 'sleep 3600 | python3 "$1" hold "$2"' _ \
+	    "$BATS_TEST_DIRNAME/../shared/lockprobe.py" "$B/replicate/lock-recv"
+	local holder=$SPAWNED
+	wait_for grep -qx held "$TD/hold"
+	spawn "$TD/push2" mq-replicate -s "$A" push --rsh env --remote-spool "$B"
+	pid=$SPAWNED
+	serving() { pgrep -f "serve --stdio -s $B" >/dev/null; }
+	wait_for serving
+	pkill -9 -f "serve --stdio -s $B"
+	wait_for exited "$pid"
+	kill -- "-$holder"
+	wait_for exited "$holder"
+	(($(MQ_SPOOL=$B count_log t) < 31000)) || fail "the push ended first"
 	run -0 push_ab
-	assert_equal "$(MQ_SPOOL=$B count_log t)" 30000
-	assert_equal "$(MQ_SPOOL=$B log_end t)" 30000
+	assert_equal "$(MQ_SPOOL=$B count_log t)" 31000
+	assert_equal "$(MQ_SPOOL=$B log_end t)" 31000
 	assert_equal "$(ls "$B"/topics/t/p0/tmp | grep -cv '^\.merge$' || true)" 0
 	run -0 mq-replicate -s "$B" promote
 	run -0 drain "$B" g
-	assert_equal "$(wc -l <<<"$output")" 30000
-	assert_equal "$(cut -d' ' -f1 <<<"$output" | sort -n | uniq | wc -l)" 30000
+	assert_equal "$(wc -l <<<"$output")" 31000
+	assert_equal "$(cut -d' ' -f1 <<<"$output" | sort -n | uniq | wc -l)" 31000
 }
