@@ -575,7 +575,7 @@ mq_topic_info(mq_spool *sp, const char *name, struct mq_topic_info *info)
 		uint64_t records, bytes;
 		if (t.conf.format == 2 && (mq_topic_log_end(&t, k, h.committed,
 		    &h.committed) < 0 || mq_seglog_totals(t.seglog[k].logfd,
-		    h.committed, &records, &bytes) < 0))
+		    0, h.committed, &records, &bytes, NULL) < 0))
 			goto fail;
 		info->partitions[k].committed = h.committed;
 		char pk[32], target[4096];

@@ -120,10 +120,11 @@ struct mq_seglog *mq_topic_seglog(const struct mq_topic *, unsigned k);
 /* The end of partition k's log, from hint (the head's committed). */
 int mq_topic_log_end(const struct mq_topic *, unsigned k, uint64_t hint,
     uint64_t *end);
-/* The records and bytes of the segments in log/ below end: one first
- * line read per segment. */
-int mq_seglog_totals(int logfd, uint64_t end, uint64_t *records,
-    uint64_t *bytes);
+/* The records in log/ from from below end, their bytes (a segment
+ * partly in range by its share) and, if low is not NULL, the first of
+ * them (UINT64_MAX: none): one first line read per segment. */
+int mq_seglog_totals(int logfd, uint64_t from, uint64_t end,
+    uint64_t *records, uint64_t *bytes, uint64_t *low);
 
 
 /* seglink.c: segment bytes written at tmp/TMP (a KEY), synced when

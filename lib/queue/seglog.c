@@ -350,11 +350,13 @@ mq_topic_log_end(const struct mq_topic *t, unsigned k, uint64_t hint,
 }
 
 int
-mq_seglog_totals(int logfd, uint64_t end, uint64_t *records,
-    uint64_t *bytes)
+mq_seglog_totals(int logfd, uint64_t from, uint64_t end, uint64_t *records,
+    uint64_t *bytes, uint64_t *low)
 {
 	struct mq_names names = { 0 };
 	*records = *bytes = 0;
+	if (low)
+		*low = UINT64_MAX;
 	if (mq_names_read(logfd, NULL, &names) < 0)
 		return -1;
 	uint64_t covered = 0;
@@ -368,9 +370,17 @@ mq_seglog_totals(int logfd, uint64_t end, uint64_t *records,
 		    (i && first < covered) ||
 		    mq_seglog_line(logfd, names.v[i], first, &sg, NULL) < 0)
 			continue;
-		*records += sg.count;
-		*bytes += sg.size;
 		covered = first + sg.count;
+		uint64_t a = first > from ? first : from;
+		uint64_t b = covered < end ? covered : end;
+		if (a >= b)
+			continue;
+		/* A segment partly in range: its share of the bytes. */
+		*records += b - a;
+		*bytes += b - a == sg.count ? sg.size : sg.size / sg.count *
+		    (b - a);
+		if (low && a < *low)
+			*low = a;
 	}
 	mq_names_free(&names);
 	return 0;

@@ -7,6 +7,7 @@
 #define MQ_REPL_H
 
 #include <stdarg.h>
+#include <stdio.h>
 
 #include "queue.h"
 
@@ -83,6 +84,39 @@ int repl_journal_trim(mq_spool *);
 #define REPL_TRIM_EVERY 2.0
 void repl_trim_every(mq_spool *, const struct mq_repl_opts *, double *last,
     bool now);
+/* peerends.c: where a partition's log of format 2 ends at a peer, and
+ * the id of its record before (none: ""): a line of ENDS, and of
+ * replicate/peers/<id>.ends, what a sender last heard of it. */
+struct repl_end {
+	char topic[MQ_NAME_MAX + 1];
+	unsigned k;
+	uint64_t end;
+	char id[MQ_ID_LEN + 1];
+	int state;                      /* the sender's: 0 not checked, 1
+					 * sending, 2 apart */
+};
+int repl_ends_line(FILE *, const char *topic, unsigned k, uint64_t end,
+    const char *id);
+/* Lines appended to *v, each checked (EX_PROTOCOL). */
+int repl_ends_parse(const char *text, size_t len, struct repl_end **v,
+    size_t *n);
+struct repl_end *repl_end_find(struct repl_end *, size_t n,
+    const char *topic, unsigned k);
+/* peers/<id>.ends in replicate/peers (dfd): written whole, not synced;
+ * read (none when missing, EX_DATAERR when it does not parse); removed
+ * when the peer is forgotten. */
+int repl_peer_ends_save(int dfd, const char *peer_id,
+    const struct repl_end *, size_t n);
+int repl_peer_ends_load(int dfd, const char *peer_id, struct repl_end **v,
+    size_t *n);
+int repl_peer_ends_remove(int dfd, const char *peer_id);
+/* What each peer lacks of the logs of format 2 (past its ends, read in
+ * replicate/peers, dfd), added to its records and lag_bytes; oldest[i]
+ * (0 or a time the caller set) gets the time of the oldest such record
+ * when it is older. */
+int repl_log_lag(mq_spool *, int dfd, struct mq_peer_status *, size_t n,
+    double *oldest);
+
 /* A sending session's hold on peers/<id>.live (replstate.c): a
  * descriptor with a read lock, waited for while mq_repl_forget holds it,
  * which the session closes when it has written peers/<id> for the last

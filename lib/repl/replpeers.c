@@ -4,19 +4,22 @@
  *
  * A peer is known by its file replicate/peers/<id> alone: mq_repl_peers
  * (replstate.c) lists those, and nothing else of a peer's is kept per
- * peer but the lock file peers/<id>.live beside it.  Forgetting is:
+ * peer but the lock file peers/<id>.live beside it, and peers/<id>.ends
+ * (peerends.c), a figure for status.  Forgetting is:
  *  1. open or create peers/<id>.live and lock it to write without
  *     waiting: a sending session holds a read lock on it while it runs,
  *     so a refusal is a live session (EX_TEMPFAIL);
  *  2. COMMIT POINT: unlink peers/<id>;
- *  3. unlink peers/<id>.live, sync peers/, and close, which drops the
- *     lock.  A session that was waiting for it finds its file gone, makes
- *     a new one, and finds no peers/<id>: it starts as with a new peer.
+ *  3. unlink peers/<id>.ends and peers/<id>.live, sync peers/, and
+ *     close, which drops the lock.  A session that was waiting for it
+ *     finds its file gone, makes a new one, and finds no peers/<id>: it
+ *     starts as with a new peer.
  * A crash before 2 changes nothing (an empty .live may be left, as a
  * session would make it); between 2 and 3 it leaves peers/<id>.live
- * alone, which no reader lists and the next session with that peer
- * locks again; before the sync, a loss of power may bring peers/<id>
- * back: the peer is known again, and forget may be run again.
+ * (and .ends) alone, which no reader lists and the next session with
+ * that peer locks (and writes) again; before the sync, a loss of power
+ * may bring peers/<id> back: the peer is known again, and forget may be
+ * run again.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -148,7 +151,8 @@ mq_repl_forget(mq_spool *sp, const char *what, char out[MQ_ID_LEN + 1])
 		    mq_err_sys("replicate/peers/%s", id);
 	if (rc == 1 && mq_unlinkat(dfd, id, 0) < 0)
 		rc = mq_err_sys("remove replicate/peers/%s", id);
-	if (rc == 1 && ((mq_unlinkat(dfd, live, 0) < 0 && errno != ENOENT) ||
+	if (rc == 1 && (repl_peer_ends_remove(dfd, id) < 0 ||
+	    (mq_unlinkat(dfd, live, 0) < 0 && errno != ENOENT) ||
 	    mq_fsync_fd(dfd) < 0))
 		rc = mq_err_sys("remove replicate/peers/%s", live);
 	if (fd >= 0)

@@ -1476,8 +1476,8 @@ send_ends(struct receiver *r)
 			if (got < 0)
 				rc = -1;
 			else
-				fprintf(f, "%s %u %" PRIu64 " %s\n", names[i], k,
-				    end, got ? id : "-");
+				rc = repl_ends_line(f, names[i], k, end,
+				    got ? id : NULL);
 		}
 		mq_topic_close(&t);
 	}

@@ -54,15 +54,6 @@ struct spart {
 	bool watched;                   /* its log/ wakes a --follow */
 };
 
-/* A line of ENDS: where a partition's log ends at the peer. */
-struct pend {
-	char topic[MQ_NAME_MAX + 1];
-	unsigned k;
-	uint64_t end;
-	char id[MQ_ID_LEN + 1];
-	int state;                      /* as spart's: kept while a topic is
-					 * opened again */
-};
 
 
 struct sender {
@@ -94,8 +85,11 @@ struct sender {
 	double began, shown;
 	double trimmed;                 /* when the journal was last trimmed */
 	uint64_t trim_at;               /* confirmed offset of the next trim */
-	struct pend *ends;              /* the peer's ENDS */
+	struct repl_end *ends;          /* the peer's ENDS */
 	size_t nends;
+	struct repl_end *acked;         /* its ends since, as it confirmed
+					 * them (peers/<id>.ends) */
+	size_t nacked;
 	unsigned segs_out;              /* segments not yet answered */
 	struct mq_seg_writer w;         /* the segment being sent */
 	int ifd;                        /* --follow's inotify, or -1 */
@@ -257,19 +251,19 @@ static void
 keep_sent(struct sender *s, const struct stopic *st)
 {
 	for (unsigned k = 0; st->seg && k < st->t.conf.partitions; k++) {
-		struct pend *e = NULL;
+		struct repl_end *e = NULL;
 		for (size_t i = 0; !e && i < s->nends; i++)
 			if (!strcmp(s->ends[i].topic, st->name) &&
 			    s->ends[i].k == k)
 				e = &s->ends[i];
 		if (!e) {
-			struct pend *v = reallocarray(s->ends, s->nends + 1,
+			struct repl_end *v = reallocarray(s->ends, s->nends + 1,
 			    sizeof *v);
 			if (!v)
 				continue;       /* sent again: the peer compares */
 			s->ends = v;
 			e = &v[s->nends++];
-			*e = (struct pend){ .k = k };
+			*e = (struct repl_end){ .k = k };
 			snprintf(e->topic, sizeof e->topic, "%s", st->name);
 		}
 		e->end = st->seg[k].sent;
@@ -704,39 +698,32 @@ fill(struct sender *s)
 	return eof;
 }
 
-/* Format 2 (mq-protocol(5), Format 2 partitions): ENDS, where each
- * partition's log ends at the peer, and the id of its record before. */
+/* What the peer said of its logs, for status (peerends.c). */
 static int
-ends_parse(struct sender *s, const char *p, size_t len)
+ends_save(struct sender *s)
 {
-	const char *end = p + len;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		char line[MQ_NAME_MAX + 96], id[MQ_ID_LEN + 2];
-		struct pend e = { 0 };
-		if (ll >= sizeof line)
-			return mq_err(EX_PROTOCOL, "peer: bad ENDS line");
-		memcpy(line, p, ll);
-		line[ll] = 0;
-		p += ll + (nl != NULL);
-		if (!ll)
-			continue;
-		if (sscanf(line, "%200s %u %" SCNu64 " %33s", e.topic, &e.k,
-		    &e.end, id) != 4 || mq_name_check("topic", e.topic) < 0 ||
-		    e.end > MQ_SEQ_MAX || (strcmp(id, "-") &&
-		    !mq_is_id(id, strlen(id))))
-			return mq_err(EX_PROTOCOL, "peer: bad ENDS line");
-		/* 32 hexadecimal digits, checked above, or none. */
-		if (strcmp(id, "-"))
-			memcpy(e.id, id, sizeof e.id);
-		struct pend *v = reallocarray(s->ends, s->nends + 1, sizeof *v);
-		if (!v)
-			return mq_err_sys("malloc");
-		s->ends = v;
-		s->ends[s->nends++] = e;
-	}
-	return 0;
+	int dfd = repl_dir(s->sp, "peers");
+	if (dfd < 0)
+		return -1;
+	int rc = repl_peer_ends_save(dfd, s->peer, s->acked, s->nacked);
+	close(dfd);
+	return rc;
+}
+
+/* Format 2 (mq-protocol(5), Format 2 partitions): ENDS, where each
+ * partition's log ends at the peer, and the id of its record before;
+ * kept for status as what the peer has. */
+static int
+ends_heard(struct sender *s, const char *p, size_t len)
+{
+	if (repl_ends_parse(p, len, &s->ends, &s->nends) < 0)
+		return mq_err(EX_PROTOCOL, "peer: %s", mq_errmsg());
+	if (s->nends && !(s->acked = malloc(s->nends * sizeof *s->acked)))
+		return mq_err_sys("malloc");
+	if (s->nends)
+		memcpy(s->acked, s->ends, s->nends * sizeof *s->acked);
+	s->nacked = s->nends;
+	return ends_save(s);
 }
 
 /* Whether the peer's log is ours up to where it ends: the record before
@@ -854,10 +841,25 @@ segok(struct sender *s, const char *f, size_t len)
 		return mq_err(EX_PROTOCOL, "peer: bad answer");
 	memcpy(line, f, len);
 	line[len] = 0;
-	if (sscanf(line, "SEGOK %200s %u %" SCNu64, topic, &k, &end) != 3)
+	if (sscanf(line, "SEGOK %200s %u %" SCNu64, topic, &k, &end) != 3 ||
+	    mq_name_check("topic", topic) < 0 || end > MQ_SEQ_MAX)
 		return mq_err(EX_PROTOCOL, "peer: bad answer");
 	s->segs_out--;
-	return 0;
+	struct repl_end *e = repl_end_find(s->acked, s->nacked, topic, k);
+	if (!e) {
+		struct repl_end *v = reallocarray(s->acked, s->nacked + 1,
+		    sizeof *v);
+		if (!v)
+			return mq_err_sys("malloc");
+		s->acked = v;
+		e = &v[s->nacked++];
+		*e = (struct repl_end){ .k = k };
+		snprintf(e->topic, sizeof e->topic, "%s", topic);
+	}
+	/* Its id is for the check at the start of a session, not kept. */
+	e->id[0] = 0;
+	e->end = end;
+	return ends_save(s);
 }
 
 /* Fills a batch from the journal and sends it; 1 if there was nothing
@@ -1258,7 +1260,7 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		rc = repl_seen_parse(rest, len, &s.seen);
 	if (rc == 0 && ep->segments && (rc = repl_expect(l, "ENDS", &rest,
 	    &len)) == 0)
-		rc = ends_parse(&s, rest, len);
+		rc = ends_heard(&s, rest, len);
 	uint64_t from = 0;
 	if (rc == 0)
 		rc = repl_peer_confirmed(sp, peer, &from, &s.batch);
@@ -1393,6 +1395,7 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	free(s.tv);
 	free(s.buf);
 	free(s.ends);
+	free(s.acked);
 	mq_seg_writer_free(&s.w);
 	repl_seen_free(&s.seen);
 	return rc;

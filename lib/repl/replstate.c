@@ -549,23 +549,30 @@ mq_replicas_wait(mq_spool *sp, uint64_t end, unsigned n, double timeout,
 
 /* The time of the record at pos (the oldest not confirmed), and how many
  * records from there to the end; with what the hosts' journals hold that
- * is not merged into it yet (unmerged: records, bytes, oldest). */
+ * is not merged into it yet (unmerged: records, bytes, oldest), added to
+ * what the logs of format 2 hold past the peer's ends (oldest: the time
+ * of the oldest of those, 0 none). */
 static void
-lag_of(mq_spool *sp, struct mq_peer_status *p, const uint64_t unmerged[3])
+lag_of(mq_spool *sp, struct mq_peer_status *p, const uint64_t unmerged[3],
+    double oldest)
 {
 	struct mq_jreader r;
 	struct mq_jrec rec;
-	p->records = unmerged[0];
-	p->lag_bytes = (p->journal > p->confirmed ? p->journal - p->confirmed :
-	    0) + unmerged[1];
-	double oldest = unmerged[2] == UINT64_MAX ? 0 :
-	    (double)unmerged[2] / 1000;
+	p->records += unmerged[0];
+	p->lag_bytes += (p->journal > p->confirmed ? p->journal -
+	    p->confirmed : 0) + unmerged[1];
+	if (unmerged[2] != UINT64_MAX && (!oldest ||
+	    (double)unmerged[2] / 1000 < oldest))
+		oldest = (double)unmerged[2] / 1000;
 	if (p->confirmed < p->journal &&
 	    mq_jreader_open(sp, &r, p->confirmed) == 0) {
-		while (mq_jreader_next(&r, &rec) == 1)
-			if (p->records++ == unmerged[0] && (!oldest ||
-			    (double)rec.ms / 1000 < oldest))
+		/* The first record is the oldest. */
+		for (bool first = true; mq_jreader_next(&r, &rec) == 1;
+		    first = false) {
+			p->records++;
+			if (first && (!oldest || (double)rec.ms / 1000 < oldest))
 				oldest = (double)rec.ms / 1000;
+		}
 		mq_jreader_close(&r);
 	}
 	p->lag = oldest ? mq_now() - oldest : 0;
@@ -588,10 +595,24 @@ mq_repl_status(mq_spool *sp, struct mq_peer_status **v, size_t *n,
 	uint64_t size = mq_journal_size(sp), u[3];
 	if (mq_journal_unmerged(sp, &u[0], &u[1], &u[2]) < 0)
 		return -1;
+	/* Format 2: the logs past each peer's ends, then the journal. */
+	double *oldest = calloc(*n ? *n : 1, sizeof *oldest);
+	int dfd = -1, rc = oldest ? 0 : mq_err_sys("malloc");
+	if (rc == 0 && *n && repl_peers_open(sp, &dfd) < 0)
+		rc = -1;
+	if (rc == 0 && dfd >= 0)
+		rc = repl_log_lag(sp, dfd, *v, *n, oldest);
+	if (dfd >= 0)
+		close(dfd);
+	if (rc < 0) {
+		free(oldest);
+		return -1;
+	}
 	for (size_t i = 0; i < *n; i++) {
 		(*v)[i].journal = size;
-		lag_of(sp, &(*v)[i], u);
+		lag_of(sp, &(*v)[i], u, oldest[i]);
 	}
+	free(oldest);
 	int qfd = self ? mq_openat(sp->fd, "replicate/quarantine", O_RDONLY |
 	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
 	if (qfd >= 0) {

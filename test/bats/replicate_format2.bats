@@ -216,3 +216,59 @@ setup_file() {
 	assert_equal "$(wc -l <<<"$output")" 31000
 	assert_equal "$(cut -d' ' -f1 <<<"$output" | sort -n | uniq | wc -l)" 31000
 }
+
+# lag_of SPOOL: the first peer's lag in status --json: records, whether
+# any bytes, and its age in whole seconds.
+lag_of() {
+	mq-replicate -s "$1" status --json |
+	    jq -r '.peers[0] | "\(.lag_records) \(.lag_bytes > 0) \(.lag_seconds | floor)"'
+}
+
+@test "format 2: status counts the log records a peer lacks, their bytes and age, from where it said its logs end; mq-stat alerts; forget drops the file" {
+	pair
+	mq-topic create --format 2 t
+	mq-topic create --format 2 --partitions 2 u
+	mq-group create t g
+	seq 1 10 | mq-pub -l t >/dev/null
+	run -0 push_ab
+	assert_equal "$(lag_of "$A")" "0 false 0"
+	local id
+	id=$(cat "$B/ID")
+	grep -qx 't 0 10 -' "$A/replicate/peers/$id.ends" ||
+	    fail "$(cat "$A/replicate/peers/$id.ends")"
+	# 5 more in t, 6 in u (never sent: each partition counts whole),
+	# and 3 acks: the journal records they make.
+	local t0 j0 j
+	t0=$(now_ms)
+	seq 1 5 | mq-pub -l t >/dev/null
+	seq 1 6 | mq-pub -l u >/dev/null
+	j0=$(wc -l <"$A/journal")
+	mq-sub -g g t -n 3 >/dev/null
+	j=$(($(wc -l <"$A/journal") - j0 + 11))
+	((j > 11)) || fail "no journal record for the acks"
+	assert_equal "$(MQ_SPOOL=$B count_log t)" 10
+	# Its age is the oldest record's: wait until it is past a second.
+	wait_for past_ms $((t0 + 1200))
+	run -0 lag_of "$A"
+	[[ $output =~ ^$j\ true\ ([0-9]+)$ ]] || fail "$output, not $j"
+	local age=${BASH_REMATCH[1]} now
+	now=$(now_ms)
+	((age >= 1 && age <= (now - t0) / 1000)) || fail "age $age"
+	run -0 mq-replicate -s "$A" status
+	assert_line --index 1 --regexp " $j +[0-9]+\.[0-9]{3}$"
+	run -1 mq-stat --check --warn "lag>$((j - 1))"
+	assert_output --partial "peer $id lag=$j"
+	run -0 mq-stat --check --warn "lag>$j"
+	run -0 push_ab
+	assert_equal "$(lag_of "$A")" "0 false 0"
+	run -0 mq-stat --check --warn 'lag>0'
+	# A damaged file is named, not believed.
+	printf 't 0 x -\n' >"$A/replicate/peers/$id.ends"
+	run --separate-stderr mq-replicate -s "$A" status
+	assert_equal "$status" 65
+	[[ $stderr == *"replicate/peers/$id.ends: "* ]] || fail "$stderr"
+	run -0 push_ab
+	assert_equal "$(lag_of "$A")" "0 false 0"
+	run -0 mq-replicate -s "$A" forget "$id"
+	[[ ! -e $A/replicate/peers/$id.ends ]] || fail "ends file left"
+}
