@@ -680,3 +680,65 @@ completions() {
 	"$fn"
 	printf '%s\n' "${COMPREPLY[@]}"
 }
+
+# stored_view SPOOL: what SPOOL's topics of format 2 hold for consumers,
+# to compare with a replica's (same_spools): each record of each
+# partition's log (its sequence number, id and the sha256 of its bytes:
+# the segments' names and cuts may differ), each group's queue in
+# sequence order as mq-stat --peek gives it, its figures of
+# mq-topic info (pending and in flight together: a record held at a
+# primary is in a claim of no lease on its replica), and each dead
+# letter and its record byte for byte.  Topics of format 1 are left out.
+stored_view() {
+	"$PY" - "$1" <<'PYEOF'
+import hashlib, json, os, re, subprocess, sys
+spool = sys.argv[1]
+env = dict(os.environ, MQ_SPOOL=spool)
+tdir = os.path.join(spool, "topics")
+head = re.compile(rb"mq-segment 2 first=\d{20} count=(\d{10}) size=\d{20}\n")
+frame = re.compile(rb"mq-record (\d{20}) (\d{10}) (\d{10}) [0-9a-f]{16}\n")
+for t in sorted(os.listdir(tdir)) if os.path.isdir(tdir) else []:
+    try:
+        conf = open(os.path.join(tdir, t, "topic.conf")).read()
+    except OSError:
+        continue
+    if "format=2\n" not in conf:
+        continue
+    for p in sorted(d for d in os.listdir(os.path.join(tdir, t)) if re.fullmatch(r"p\d+", d)):
+        log, seen = os.path.join(tdir, t, p, "log"), {}
+        for name in sorted(os.listdir(log)) if os.path.isdir(log) else []:
+            if not re.fullmatch(r"\d{20}", name):
+                continue
+            data = open(os.path.join(log, name), "rb").read()
+            m = head.match(data)
+            pos = m.end() if m else len(data)
+            for _ in range(int(m.group(1)) if m else 0):
+                r = frame.match(data, pos)
+                if not r:
+                    break
+                end = r.end() + int(r.group(2)) + int(r.group(3))
+                msg, pos = data[r.end():end], end + 1
+                mid = re.search(rb"^Message-Id: ([0-9a-f]{32})$", msg.split(b"\n\n", 1)[0], re.M)
+                seen.setdefault(int(r.group(1)), "%s %s" % (
+                    mid.group(1).decode() if mid else "-", hashlib.sha256(msg).hexdigest()))
+        for seq in sorted(seen):
+            print("log %s %s %d %s" % (t, p, seq, seen[seq]))
+        dlq = os.path.join(tdir, t, p, "dlq")
+        for g in sorted(os.listdir(dlq)) if os.path.isdir(dlq) else []:
+            for f in sorted(os.listdir(os.path.join(dlq, g))):
+                b = open(os.path.join(dlq, g, f), "rb").read()
+                print("dlq %s %s %s %s %s" % (t, p, g, f, hashlib.sha256(b).hexdigest()))
+    info = json.loads(subprocess.run(["mq-topic", "info", "--json", t], env=env,
+        check=True, capture_output=True, text=True).stdout)
+    for g in sorted(info["groups"], key=lambda g: g["name"]):
+        print("group %s %s %d %d %d" % (t, g["name"], g["pending"] + g["inflight"],
+            g["delayed"], g["dead"]))
+        peek = subprocess.run(["mq-stat", "--peek", "-F", "%p %o %i\\n", t, g["name"]],
+            env=env, capture_output=True, text=True)
+        # 1: nothing pending.
+        if peek.returncode not in (0, 1):
+            sys.exit("stored_view: mq-stat --peek: " + peek.stderr)
+        for line in peek.stdout.splitlines():
+            print("queued %s %s %s" % (t, g["name"], line))
+PYEOF
+}
