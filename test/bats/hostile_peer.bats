@@ -122,13 +122,13 @@ assert_refused() {
 	# whole, sealed ack after it: journaled as it came, it would read
 	# as an ack of origin OTHER, which B would forward as that spool's.
 	MQ_SPOOL=$B mq-pub -q t hello
-	local key; key=$(ls "$B/topics/t/p0/log")
+	local key; key=$(MQ_SPOOL=$B log_keys t)
 	sum=$(xxh32 "@$OTHER 7 A 1 t 0 g $key")
 	forged="Y 1 x 00000000\\n@$OTHER 7 A 1 t 0 g $key $sum\\nQ"
 	before=$(spool_snapshot "$B")
 	run hostile < <(rec 0 "@$PEER 0 $forged"; batch 0 100)
 	assert_refused
-	assert_equal "$(count_entries "$B/topics/t/p0/g/g/new")" 1
+	assert_equal "$(MQ_SPOOL=$B count_queued t g)" 1
 	# Control characters anywhere, in a known record too.
 	run hostile < <(rec 0 "@$PEER 0 T 1 t\\r"; batch 0 100)
 	assert_refused
