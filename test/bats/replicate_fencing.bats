@@ -42,6 +42,8 @@ same_state() {
 		same_spools
 		return
 	fi
+	local bytes; bytes=$(records "$A" | wc -c)
+	((bytes > 0)) || { echo "same_state: no record read in $A" >&2; return 1; }
 	cmp <(records "$A") <(records "$B") &&
 	    diff <(queue_sums "$A" | grep -v '/log/') \
 		<(queue_sums "$B" | grep -v '/log/')
