@@ -59,6 +59,23 @@ id_before(mq_spool *sp, const char *topic, unsigned k, uint64_t q,
 	return got;
 }
 
+/* The line at *p (before e) into line, *p past it; -1 when it does not
+ * fit, or nothing is left. */
+static int
+next_line(const char **p, const char *e, char *line, size_t cap)
+{
+	if (*p >= e)
+		return -1;
+	const char *nl = memchr(*p, '\n', (size_t)(e - *p));
+	size_t ll = nl ? (size_t)(nl - *p) : (size_t)(e - *p);
+	if (ll >= cap)
+		return -1;
+	memcpy(line, *p, ll);
+	line[ll] = 0;
+	*p += ll + (nl != NULL);
+	return 0;
+}
+
 /* The new primary's side: each PROBE answered, "topic k seq end id" a
  * line, until an empty one. */
 int
@@ -78,19 +95,16 @@ repl_demote_answer(mq_spool *sp, mq_link *l)
 			return mq_err_sys("open_memstream");
 		int rc = fputs("PROBE\n", f) < 0 ? -1 : 0;
 		for (e = p + len; rc == 0 && p < e;) {
-			const char *nl = memchr(p, '\n', (size_t)(e - p));
-			size_t ll = nl ? (size_t)(nl - p) : (size_t)(e - p);
 			char line[MQ_NAME_MAX + 64], topic[MQ_NAME_MAX + 1];
 			char id[MQ_ID_LEN + 1] = "";
 			unsigned k;
 			uint64_t seq, end;
-			if (ll >= sizeof line || (memcpy(line, p, ll), line[ll] = 0,
-			    sscanf(line, "%200s %u %" SCNu64, topic, &k, &seq) != 3) ||
+			if (next_line(&p, e, line, sizeof line) < 0 ||
+			    sscanf(line, "%200s %u %" SCNu64, topic, &k, &seq) != 3 ||
 			    mq_name_check("topic", topic) < 0 || seq >= MQ_SEQ_MAX) {
 				rc = mq_err(EX_PROTOCOL, "peer: bad PROBE line");
 				break;
 			}
-			p += ll + (nl != NULL);
 			int got = id_before(sp, topic, k, seq + 1, id, &end);
 			if (got < 0)
 				rc = -1;
@@ -176,19 +190,15 @@ probe_round(mq_spool *sp, mq_link *l, struct probe *v, size_t n)
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		if (!v[i].q)
 			continue;
-		const char *nl = p < e ? memchr(p, '\n', (size_t)(e - p)) : NULL;
 		char line[MQ_NAME_MAX + 96], topic[MQ_NAME_MAX + 1], id[40];
 		unsigned k;
 		uint64_t seq, end;
-		size_t ll = nl ? (size_t)(nl - p) : 0;
-		if (!nl || ll >= sizeof line || (memcpy(line, p, ll),
-		    line[ll] = 0, sscanf(line, "%200s %u %" SCNu64 " %" SCNu64
-		    " %39s", topic, &k, &seq, &end, id) != 5) ||
-		    strcmp(topic, v[i].topic) || k != v[i].k ||
-		    seq != v[i].q - 1 || end > MQ_SEQ_MAX ||
+		if (next_line(&p, e, line, sizeof line) < 0 ||
+		    sscanf(line, "%200s %u %" SCNu64 " %" SCNu64 " %39s", topic,
+		    &k, &seq, &end, id) != 5 || strcmp(topic, v[i].topic) ||
+		    k != v[i].k || seq != v[i].q - 1 || end > MQ_SEQ_MAX ||
 		    (strcmp(id, "-") && !mq_is_id(id, strlen(id))))
 			return mq_err(EX_PROTOCOL, "peer: bad PROBE answer");
-		p = nl + 1;
 		rc = learn(sp, &v[i], end, strcmp(id, "-") ? id : "");
 	}
 	return rc;
