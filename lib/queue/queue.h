@@ -160,6 +160,17 @@ int mq_log_tail_id(const struct mq_topic *, unsigned k, uint64_t end,
 /* Where partition k's log ends: its head's committed, followed. */
 int mq_log_end(const struct mq_topic *, unsigned k, uint64_t *end);
 
+/* logcut.c: partition k of format 2 cut back to at (demote, mq-protocol(5),
+ * Epochs): log cut removes its segments from at on and cuts the one that
+ * goes past it, under the head's lock, the head at at after (refused,
+ * EX_TEMPFAIL, when the log went past upto meanwhile); group cut removes
+ * a group's names and claims of records from at on (shortening one that
+ * goes past it) and brings its cursor down to at, under its lock. */
+int mq_log_cut(const struct mq_topic *, unsigned k, uint64_t at,
+    uint64_t upto);
+int mq_group_cut(const struct mq_topic *, unsigned k, const char *group,
+    uint64_t at);
+
 /* segmerge.c: small segments of partition k below committed merged
  * into one, when the log holds enough of them and no one else merges. */
 int mq_seg_merge(const struct mq_topic *, unsigned k, uint64_t committed);

@@ -15,6 +15,8 @@
  * Only then is the epoch adopted, the role written and fenced removed,
  * each a whole file synced: until fenced is gone, publishers stay
  * refused, so a crash at any point is finished by demote run again.
+ * A partition of format 2 has no P records: demotelog.c does its part,
+ * between the two.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -118,8 +120,8 @@ quarantine_own(mq_spool *sp, int qfd, const char *me, const char *topic,
 }
 
 int
-repl_demote(mq_spool *sp, const struct repl_seen *seen, uint64_t epoch,
-    const struct mq_repl_opts *o, size_t *n)
+repl_demote(mq_spool *sp, mq_link *l, const struct repl_seen *seen,
+    uint64_t epoch, bool segments, const struct mq_repl_opts *o, size_t *n)
 {
 	char me[MQ_ID_LEN + 1];
 	struct mq_jreader jr;
@@ -151,6 +153,8 @@ repl_demote(mq_spool *sp, const struct repl_seen *seen, uint64_t epoch,
 	if (rc == 0 && got < 0)
 		rc = -1;
 	mq_jreader_close(&jr);
+	if (rc == 0 && segments)
+		rc = repl_demote_logs(sp, l, qfd, me, o, n);
 	close(qfd);
 	if (rc == 0 && epoch > mine)
 		rc = repl_epoch_set(sp, epoch);

@@ -171,10 +171,19 @@ int repl_fence_set(mq_spool *, uint64_t epoch, const char *peer,
 int repl_fence_clear(mq_spool *);
 /* demote.c: on a spool demoted toward a peer whose vector is seen (sent
  * by it first in a demote session), quarantines this spool's own
- * messages that the peer lacks, then adopts epoch, writes role replica
+ * messages that the peer lacks (format 1 by the journal's P records,
+ * format 2 by repl_demote_logs), then adopts epoch, writes role replica
  * and removes fenced.  *n: how many are in quarantine. */
-int repl_demote(mq_spool *, const struct repl_seen *seen, uint64_t epoch,
+int repl_demote(mq_spool *, mq_link *, const struct repl_seen *seen,
+    uint64_t epoch, bool segments, const struct mq_repl_opts *, size_t *n);
+/* demotelog.c: the same for the partitions of format 2, over PROBE
+ * frames (segments: the peer's hello said it): each log and its groups
+ * cut back to where it parts from the peer's, what was past it in
+ * quarantine (qfd) as message files; *n gains how many of ours are
+ * there.  answer is the new primary's side. */
+int repl_demote_logs(mq_spool *, mq_link *, int qfd, const char *me,
     const struct mq_repl_opts *, size_t *n);
+int repl_demote_answer(mq_spool *, mq_link *);
 /* SEEN and a vector, as a frame. */
 int repl_seen_send(mq_link *, const struct repl_seen *);
 /* replicate/quarantine/<topic>.<k>.<KEY>.<origin> (mq-protocol(5),

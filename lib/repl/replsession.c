@@ -70,7 +70,8 @@ hello_parse(const char *rest, size_t len, struct hello *h)
 }
 
 /* A demote session's extra step, before SEEN: the sender sends its own
- * vector; the receiver quarantines what of its own the sender lacks. */
+ * vector, then answers PROBE frames (format 2's logs); the receiver
+ * quarantines what of its own the sender lacks. */
 static int
 demote_step(mq_spool *sp, mq_link *l, enum mq_repl_role role,
     const struct repl_epoch *ep, const struct mq_repl_opts *o)
@@ -85,12 +86,14 @@ demote_step(mq_spool *sp, mq_link *l, enum mq_repl_role role,
 		rc = repl_spool_id(sp, me) < 0 ||
 		    repl_seen_load(sp, &seen, &covered) < 0 ||
 		    repl_seen_put(&seen, me, mq_journal_size(sp)) < 0 ||
-		    repl_seen_send(l, &seen) < 0 ? -1 : 0;
+		    repl_seen_send(l, &seen) < 0 ||
+		    (ep->segments && repl_demote_answer(sp, l) < 0) ? -1 : 0;
 	} else {
 		size_t n = 0;
 		rc = repl_expect(l, "SEEN", &rest, &len) < 0 ||
 		    repl_seen_parse(rest, len, &seen) < 0 ||
-		    repl_demote(sp, &seen, ep->peer, o, &n) < 0 ? -1 : 0;
+		    repl_demote(sp, l, &seen, ep->peer, ep->segments, o,
+		    &n) < 0 ? -1 : 0;
 		if (rc == 0 && o->demoted)
 			*o->demoted = (struct mq_demoted){ 1, n, ep->peer };
 	}
