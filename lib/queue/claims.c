@@ -33,6 +33,71 @@
 
 static const char no_id[MQ_ID_LEN + 1] = "00000000000000000000000000000000";
 
+/* The spares: two files the size of a claim's line, not named as
+ * claims (no reader of claims/ sees them), that a taker writes a claim
+ * into and renames to its name when the file system has no inode, or no
+ * block, for a new one; so consumers go on draining a full file system
+ * (two: a consumer may take the next claim before it acks the last).  A
+ * claim settled whole is renamed onto the first instead of unlinked,
+ * which keeps one there; both are made where claims/ is opened to take
+ * claims, when missing. */
+static const char *const spares[] = { ".spare0", ".spare1" };
+
+static void
+spares_make(int claimsfd)
+{
+	const struct mq_claim_state none = { 0 };
+	for (size_t i = 0; i < 2; i++) {
+		int fd = mq_openat(claimsfd, spares[i], O_WRONLY | O_CREAT |
+		    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (fd < 0)
+			continue;
+		if (mq_claim_state_write(fd, &none, 0) < 0)
+			mq_unlinkat(claimsfd, spares[i], 0);
+		close(fd);
+	}
+}
+
+/* A claim written into a spare, then renamed to name (the commit point,
+ * as the create is for a new file): 0, or -1 with errno as it was. */
+static int
+claim_from_spare(int claimsfd, const char *name,
+    const struct mq_claim_state *st)
+{
+	int was = errno;
+	for (size_t i = 0; i < 2; i++) {
+		int fd = mq_file_open(claimsfd, spares[i], O_WRONLY, 0, NULL);
+		if (fd < 0)
+			continue;
+		int rc = mq_claim_state_write(fd, st, 0);
+		if (close(fd) == 0 && rc == 0 && renameat2(claimsfd, spares[i],
+		    claimsfd, name, RENAME_NOREPLACE) == 0)
+			return 0;
+	}
+	errno = was;
+	return -1;
+}
+
+/* A claim done with: kept as the first spare. */
+static int
+claim_remove(int claimsfd, const char *name)
+{
+	if (mq_renameat(claimsfd, name, claimsfd, spares[0]) < 0 &&
+	    errno != ENOENT)
+		return mq_err_sys("unlink claim %s", name);
+	return 0;
+}
+
+int
+mq_cursor_open(const struct mq_topic *t, unsigned k, const char *group,
+    int flags)
+{
+	char path[MQ_NAME_MAX + 16];
+	if (mq_path(path, sizeof path, "g/%s/cursor", group) < 0)
+		return -1;
+	return mq_file_open(t->pfd[k], path, flags, 0666, NULL);
+}
+
 int
 mq_claims_open(const struct mq_topic *t, unsigned k, const char *group,
     int create)
@@ -45,7 +110,10 @@ mq_claims_open(const struct mq_topic *t, unsigned k, const char *group,
 		return -2;
 	if (create && mq_mkdir(t->pfd[k], path) < 0)
 		return -1;
-	return mq_dir_open(t->pfd[k], path);
+	int fd = mq_dir_open(t->pfd[k], path);
+	if (fd >= 0 && create)
+		spares_make(fd);
+	return fd;
 }
 
 static bool
@@ -193,9 +261,8 @@ finish(int cursorfd, int claimsfd)
 		rc = mq_cursor_write(cursorfd, to > cursor ? to : cursor, 0);
 	for (size_t i = 0; rc == 0 && i < l.n; i++)
 		if (!v[i].gone && (v[i].empty || (!v[i].left &&
-		    (low == UINT64_MAX || i != last))) &&
-		    mq_unlinkat(claimsfd, l.v[i], 0) < 0 && errno != ENOENT)
-			rc = mq_err_sys("unlink claim %s", l.v[i]);
+		    (low == UINT64_MAX || i != last))))
+			rc = claim_remove(claimsfd, l.v[i]);
 	free(v);
 	mq_names_free(&l);
 	return rc;
@@ -210,19 +277,23 @@ mq_claims_create(int cursorfd, int claimsfd, const struct mq_claim_name *c,
 		return -1;
 	int fd = mq_openat(claimsfd, name, O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return mq_err_sys("claim %s", name);
-	int rc = mq_claim_state_write(fd, st, 0);
-	if (close(fd) < 0 && rc == 0)
+	int rc = fd < 0 ? mq_err_sys("claim %s", name) :
+	    mq_claim_state_write(fd, st, 0);
+	if (fd >= 0 && close(fd) < 0 && rc == 0)
 		rc = mq_err_sys("claim %s", name);
-	/* A full file system: no claim (the caller names what it took,
-	 * which needs no data block). */
-	if (rc < 0) {
+	if (fd >= 0 && rc < 0) {
 		int saved = errno;
 		mq_unlinkat(claimsfd, name, 0);
 		errno = saved;
-		return -1;
 	}
+	/* A full file system, of inodes or of blocks: a spare, which has
+	 * both; without one, no claim (the caller names what it took,
+	 * which needs no data block). */
+	if (rc < 0 && (errno == ENOSPC || errno == EDQUOT) &&
+	    claim_from_spare(claimsfd, name, st) == 0)
+		rc = 0;
+	if (rc < 0)
+		return -1;
 	/* Settled whole at once (filtered out, delayed): passed. */
 	if (rc == 0 && !mq_claim_unsettled(st, c->n))
 		rc = finish(cursorfd, claimsfd);

@@ -82,16 +82,6 @@ group_start(const struct mq_topic *t, unsigned k, const char *group,
 	return rc;
 }
 
-int
-mq_cursor_open(const struct mq_topic *t, unsigned k, const char *group,
-    int flags)
-{
-	char path[MQ_NAME_MAX + 16];
-	if (mq_path(path, sizeof path, "g/%s/cursor", group) < 0)
-		return -1;
-	return mq_file_open(t->pfd[k], path, flags, 0666, NULL);
-}
-
 /* Under the cursor's lock (held by the caller): the cursor's next (one
  * never written: where the group starts; *unset says so) and the log's
  * end, from the head's hint.  A cursor past the end is one a file system

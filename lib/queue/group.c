@@ -231,6 +231,18 @@ mq_group_dirs_make(const struct mq_topic *t, unsigned k, const char *group,
 		return -1;
 	if (ordered && mq_owner_init(t, k, group) < 0)
 		return -1;
+	/* Format 2: the cursor, unset (so that a consumer needs no inode
+	 * to start), and claims/ its spares (claims.c). */
+	int fd = t->conf.format == 2 ? mq_cursor_open(t, k, group, O_RDWR |
+	    O_CREAT) : -2;
+	if (fd >= 0)
+		close(fd);
+	if (fd != -1 && nsub == sizeof sub / sizeof *sub)
+		fd = mq_claims_open(t, k, group, 1);
+	if (fd == -1)
+		return -1;
+	if (fd >= 0)
+		close(fd);
 	return mq_fsync_at(t->pfd[k], "g");
 }
 

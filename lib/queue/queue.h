@@ -383,7 +383,7 @@ int mq_claims_count(const struct mq_topic *, unsigned k, const char *group,
 int mq_claims_in(const struct mq_topic *, unsigned k, const char *group,
     uint64_t seq, int *state, double *deadline);
 
-/* feed.c: the group's cursor in partition k, opened with flags (the
+/* claims.c: the group's cursor in partition k, opened with flags (the
  * file as mq_file_open opens one). */
 int mq_cursor_open(const struct mq_topic *, unsigned k, const char *group,
     int flags);

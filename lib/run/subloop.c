@@ -231,8 +231,17 @@ mq_sub_consume(mq_sub *sub, const struct mq_consume *c,
 			tell(c, NULL);
 		if (read && timeout != 0)
 			ack_read(c, sub, read);
-		if ((w = receive(c, sub, timeout, batch, max, &n)) < 0)
+		if ((w = receive(c, sub, timeout, batch, max, &n)) < 0) {
+			/* A file system too full for the next claim: the
+			 * acks the reader has earned free one (claims.c's
+			 * spares); then once more. */
+			if (read && read->n && mq_errcode() == EX_TEMPFAIL) {
+				ack_read(c, sub, read);
+				w = 0;
+				continue;
+			}
 			break;
+		}
 		/* What was read but not acked may hold the next one back (an
 		 * ordered group's partition): ack it, and look again. */
 		if (n == 0 && read && read->n) {

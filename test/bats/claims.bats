@@ -15,7 +15,7 @@ claims_of() {
 # and its cursor stands at NEXT.
 all_settled() {
 	group_empty "$1" "$2"
-	assert_equal "$(count_entries "$(group_dir "$1" "$2")/claims")" 0
+	assert_equal "$(count_claims "$(group_dir "$1" "$2")/claims")" 0
 	assert_equal "$(cursor_of "$1" "$2")" "$3"
 }
 
@@ -57,7 +57,7 @@ print(json.load(sys.stdin)[0]["total"][sys.argv[1]])' "$3"
 	assert_equal "$status" 66
 	assert_one_line_error mq-ack
 	run -0 mq-ack -g g t "${r[0]}" "${r[2]}"
-	assert_equal "$(count_entries "$(group_dir t g)/claims")" 0
+	assert_equal "$(count_claims "$(group_dir t g)/claims")" 0
 	assert_equal "$(cursor_of t g)" 3
 	assert_equal "$(figure t g inflight)" 0
 	run -0 mq-sub -g g t
@@ -94,7 +94,7 @@ print(json.load(sys.stdin)[0]["total"][sys.argv[1]])' "$3"
 	run -0 mq-ack -g g --extend 1h t "${r[2]}"
 	[[ $(cat "$(group_dir t g)/claims/$claim") != "$line" ]] || fail "deadline unchanged"
 	run -0 mq-ack -g g t "${r[2]}" "${r[3]}"
-	assert_equal "$(count_entries "$(group_dir t g)/claims")" 0
+	assert_equal "$(count_claims "$(group_dir t g)/claims")" 0
 	run -0 mq-sub -g g -F '%s %a\n' t
 	assert_output "1 2"
 	group_empty t g
@@ -174,7 +174,7 @@ print(len(json.load(sys.stdin)))'
 	: >"$(group_dir t g)/claims/00000000000000000002+2,r01234567"
 	run -0 mq-sub -g g -F '%s %a\n' t
 	assert_output "$(printf '3 1\n4 1')"
-	assert_equal "$(count_entries "$(group_dir t g)/claims")" 0
+	assert_equal "$(count_claims "$(group_dir t g)/claims")" 0
 }
 
 @test "claims: a batch over many partitions takes one claim per partition and never more than it hands out" {
@@ -194,7 +194,7 @@ print(len(json.load(sys.stdin)))'
 	assert_equal "$(figure t g inflight)" 30
 	local n=0
 	for k in 0 1 2; do
-		n=$((n + $(count_entries "$(group_dir t g "$k")/claims")))
+		n=$((n + $(count_claims "$(group_dir t g "$k")/claims")))
 	done
 	((n <= 4)) || fail "$n claims for two batches over 3 partitions"
 }
@@ -205,11 +205,11 @@ print(len(json.load(sys.stdin)))'
 	seq 6 | mq-pub -q -l t
 	# A consumer on a local mount takes 1 and 2 as a claim, and holds it.
 	run -0 mq-sub -g g --manual -n 2 t
-	assert_equal "$(count_entries "$(group_dir t g)/claims")" 1
+	assert_equal "$(count_claims "$(group_dir t g)/claims")" 1
 	# One where the file system is shared is fed names: never 1 or 2.
 	MQ_SHARED_FS=1 run -0 mq-sub -g g -n 1 --manual -F '%s %r\n' t
 	[[ $output =~ ^3\ t/g/0/00000000000000000002\.[0-9a-f]{32},a1,l ]] || fail "$output"
-	assert_equal "$(count_entries "$(group_dir t g)/claims")" 1
+	assert_equal "$(count_claims "$(group_dir t g)/claims")" 1
 	assert_equal "$(count_entries "$(group_dir t g)/new")" 3
 	run -0 env MQ_SHARED_FS=1 mq-sub -g g t
 	assert_output "$(seq 4 6)"

@@ -329,12 +329,12 @@ print("%08x" % xxhash.xxh32(sys.argv[1].encode()).intdigest())' "$line")" \
 	# once it is settled (claims.c).
 	run -0 mq-sub -g h --manual -n 2 -F '%s\n' t
 	assert_output "$(seq 2)"
-	assert_equal "$(count_entries "$(group_dir t h)/claims")" 1
+	assert_equal "$(count_claims "$(group_dir t h)/claims")" 1
 	assert_equal "$(cursor_of t h)" 0
 	run -0 mq-ack -g h --commit 0:1 t
-	assert_equal "$(count_entries "$(group_dir t h)/claims")" 1
+	assert_equal "$(count_claims "$(group_dir t h)/claims")" 1
 	run -0 mq-ack -g h --commit 0:4 t
-	assert_equal "$(count_entries "$(group_dir t h)/claims")" 0
+	assert_equal "$(count_claims "$(group_dir t h)/claims")" 0
 	assert_equal "$(cursor_of t h)" 4
 	run -0 mq-sub -g h t
 	assert_output "$(seq 5 10)"
@@ -590,4 +590,43 @@ assert s == {"f": ("pending", "log"), "g": ("pending", "log")}, s' "$output"
 	mq-pub -q t e
 	run -0 mq-sub -g g t
 	assert_output e
+}
+
+@test "format 2: with the inode table full, consumers still drain: a claim is written into a spare of claims/ and renamed, a settled one renamed back" {
+	require_root
+	mount_tmpfs "$TD/inodes" size=64m,nr_inodes=96
+	export MQ_SPOOL=$TD/inodes/spool
+	mq-topic create --format 2 t
+	mq-group create t g
+	mq-group create t h
+	local d x
+	d=$(group_dir t g)/claims
+	[[ -f $d/.spare0 && -f $d/.spare1 ]] || fail "no spares: $(ls -a "$d")"
+	local -a ok=()
+	for ((x = 1; x <= 200; x++)); do
+		run --separate-stderr mq-pub t "m$x"
+		((status == 0)) || break
+		ok+=("m$x")
+	done
+	((x <= 200)) || fail "the inode table never filled"
+	assert_equal "$status" 75
+	[[ $stderr == *": no free inodes (try again later)" ]] || fail "$stderr"
+	# What the publish could not use, taken: none is left.
+	for ((x = 0; x < 100; x++)); do
+		: 2>/dev/null >"$TD/inodes/fill.$x" || break
+	done
+	assert_equal "$(stat -f -c %d "$TD/inodes")" 0
+	# Into a pipe, one claim per message, each taken before the last
+	# is acked: more claims than spares, each settled one a spare again.
+	run --separate-stderr mq-sub -g g t
+	assert_success
+	assert_output "$(printf '%s\n' "${ok[@]}")"
+	# In batches, acked as written.
+	mq-sub -g h -n 1000 t >"$TD/h.out"
+	assert_equal "$(cat "$TD/h.out")" "$(printf '%s\n' "${ok[@]}")"
+	for x in g h; do
+		assert_equal "$(count_queued t "$x")" 0
+		assert_equal "$(count_claims "$(group_dir t "$x")/claims")" 0
+	done
+	run -1 mq-sub -g g t
 }

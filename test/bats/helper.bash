@@ -508,6 +508,14 @@ fresh_in() {
 	fi
 }
 
+# count_claims DIR: the claims in a group's claims/ (format 2), without
+# the spares a taker writes a claim into when the file system is full.
+count_claims() {
+	local n
+	n=$(find "$1" -mindepth 1 -maxdepth 1 ! -name '.*' -printf x 2>/dev/null | wc -c)
+	echo "$n"
+}
+
 # queued TOPIC GROUP [PARTITION]: the KEYs of what the group's queue holds
 # to hand out in a partition, its filter applied, in sequence order: its
 # names in new/ (format 1, where the publisher applies the filter); in
