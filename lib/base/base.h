@@ -518,7 +518,8 @@ struct mq_jreader {
 /* The arguments of a record: "topic" for T and Z; "topic k a b" for P (a
  * the KEY, b the groups), L, A and E (a the group, b the KEY), D, R and X
  * (a the group, b the dead letter), K (a the group, b the claim's bits,
- * mq_claim_bits_parse) and C (a the group, b an offset); "topic k b" for S
+ * mq_claim_bits_parse, and an id: mq_jarg_id) and C (a the group, b an
+ * offset and an id); "topic k b" for S
  * (a "", b where the log ends); "topic a" for U
  * and W (topic a topic
  * or a pattern, W only a pattern; a the group; b "").  b points into
@@ -531,6 +532,12 @@ struct mq_jargs {
 	const char *b;
 };
 int mq_jargs_parse(char type, const char *args, struct mq_jargs *);
+/* K's and C's b ends in ",ID": the Message-Id of the record before its
+ * range's end (K: first + n; C: the offset), or "-" when the primary
+ * could not read one, so that a replica applies it only to that record
+ * (mq-spool(5), Replication, format 2).  The length of b before it, and
+ * the id ("" for "-"); -1 when b has no such end. */
+int mq_jarg_id(const char *b, size_t *head, char id[MQ_ID_LEN + 1]);
 /* Splits a record's line, "[@origin seq ]T ms args" (len bytes, without
  * sum or newline; line[len] is made a NUL), into rec: printable ASCII, an
  * origin of 32 lowercase hexadecimal digits, a seq of at most MQ_SEQ_MAX

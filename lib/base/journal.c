@@ -413,18 +413,43 @@ mq_jargs_parse(char type, const char *args, struct mq_jargs *ja)
 		return -1;
 	if (type == 'A' || type == 'L' || type == 'E')
 		return mq_is_key(ja->b) ? 0 : -1;
+	char head[64 + MQ_CLAIM_MAX / 4], id[MQ_ID_LEN + 1];
+	size_t hl;
+	if ((type == 'K' || type == 'C') && (mq_jarg_id(ja->b, &hl, id) < 0 ||
+	    hl >= sizeof head))
+		return -1;
+	if (type == 'K' || type == 'C') {
+		memcpy(head, ja->b, hl);
+		head[hl] = 0;
+	}
 	if (type == 'K') {
 		uint64_t first;
 		unsigned count;
 		unsigned char bits[MQ_CLAIM_MAX / 8];
-		return mq_claim_bits_parse(ja->b, &first, &count, bits);
+		return mq_claim_bits_parse(head, &first, &count, bits);
 	}
 	if (type == 'C') {
 		uint64_t offset;
-		p = mq_decimal(ja->b, MQ_SEQ_MAX, &offset);
+		p = mq_decimal(head, MQ_SEQ_MAX, &offset);
 		return p && !*p ? 0 : -1;
 	}
 	return mq_dead_parse(ja->b, &e);
+}
+
+int
+mq_jarg_id(const char *b, size_t *head, char id[MQ_ID_LEN + 1])
+{
+	const char *c = strrchr(b, ',');
+	if (!c)
+		return -1;
+	*head = (size_t)(c - b);
+	id[0] = 0;
+	if (!strcmp(c + 1, "-"))
+		return 0;
+	if (!mq_is_id(c + 1, strlen(c + 1)))
+		return -1;
+	memcpy(id, c + 1, MQ_ID_LEN + 1);
+	return 0;
 }
 
 /* Printable ASCII only: no newline can forge a record, no control

@@ -643,12 +643,14 @@ void
 mq_claims_journal(const struct mq_topic *t, unsigned k, const char *group,
     uint64_t first, unsigned n, const unsigned char *bits)
 {
-	char text[64 + MQ_CLAIM_MAX / 4];
+	char text[64 + MQ_CLAIM_MAX / 4 + MQ_ID_LEN + 2];
 	bool any = false;
 	for (unsigned i = 0; i < (n + 7) / 8; i++)
 		any |= bits[i] != 0;
-	if (any && mq_claim_bits_format(first, n, bits, text, sizeof text) == 0)
-		mq_journal_change(t->sp, t->name, 'K', k, group, text);
+	if (!any || mq_claim_bits_format(first, n, bits, text, sizeof text) < 0)
+		return;
+	mq_log_id_append(t, k, first + n, text, sizeof text);
+	mq_journal_change(t->sp, t->name, 'K', k, group, text);
 }
 
 void

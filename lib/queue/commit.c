@@ -158,8 +158,9 @@ mq_group_commit(mq_spool *sp, const char *topic, const char *group,
 	/* One record for a replica, whatever the commit passed (mq-spool(5),
 	 * Replication, format 2); the names' own A records follow. */
 	if (rc == 0 && t.conf.format == 2) {
-		char off[24];
+		char off[24 + MQ_ID_LEN + 2];
 		snprintf(off, sizeof off, "%" PRIu64, at->offset);
+		mq_log_id_append(&t, at->partition, at->offset, off, sizeof off);
 		mq_journal_change(sp, topic, 'C', at->partition, group, off);
 	}
 	if (rc == 0)

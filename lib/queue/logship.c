@@ -293,6 +293,17 @@ mq_log_tail_id(const struct mq_topic *t, unsigned k, uint64_t end,
 	return record_id(&rec, id);
 }
 
+void
+mq_log_id_append(const struct mq_topic *t, unsigned k, uint64_t end,
+    char *buf, size_t len)
+{
+	char id[MQ_ID_LEN + 1];
+	size_t used = strlen(buf);
+	if (mq_log_tail_id(t, k, end, id) != 1)
+		snprintf(id, sizeof id, "-");
+	snprintf(buf + used, len > used ? len - used : 0, ",%s", id);
+}
+
 int
 mq_log_end(const struct mq_topic *t, unsigned k, uint64_t *end)
 {

@@ -159,6 +159,10 @@ int mq_log_tail_id(const struct mq_topic *, unsigned k, uint64_t end,
     char id[MQ_ID_LEN + 1]);
 /* Where partition k's log ends: its head's committed, followed. */
 int mq_log_end(const struct mq_topic *, unsigned k, uint64_t *end);
+/* ",ID" appended to buf (len bytes): the Message-Id of the record before
+ * end, "-" for none (mq_jarg_id), which a K or C record ends with. */
+void mq_log_id_append(const struct mq_topic *, unsigned k, uint64_t end,
+    char *buf, size_t len);
 
 /* logcut.c: partition k of format 2 cut back to at (demote, mq-protocol(5),
  * Epochs): log cut removes its segments from at on and cuts the one that

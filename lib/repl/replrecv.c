@@ -510,6 +510,30 @@ out:
 	return rc;
 }
 
+/* Whether the record before end here is the one a K or C record names
+ * (id; "": the primary could not tell): one that is not, or one past
+ * this log's end, was settled on a log that has gone apart from this one
+ * since (a demoted spool's own, before its cut), and settles nothing
+ * here.  A record below the end that this log does not hold (retention,
+ * a gap) is taken as the same: nothing is there to settle. */
+static bool
+same_record(struct receiver *r, struct rtopic *rt, unsigned k, uint64_t end,
+    const char *id)
+{
+	char here[MQ_ID_LEN + 1];
+	uint64_t logend;
+	if (!id[0])
+		return true;
+	int got = mq_log_tail_id(&rt->t, k, end, here);
+	if ((got == 1 && !strcmp(here, id)) || (got == 0 &&
+	    mq_log_end(&rt->t, k, &logend) == 0 && end <= logend))
+		return true;
+	repl_log(r->o, LOG_WARNING, "topic %s partition %u: a group's record "
+	    "names %s before %" PRIu64 ", which this log does not hold there: "
+	    "not applied", rt->name, k, id, end);
+	return false;
+}
+
 /* Format 2: A, K, C and L change a group of a replica as its primary's
  * consumers changed theirs (grouprepl.c): name is a KEY (A, L), a
  * claim's bits (K) or an offset (C), all checked by mq_jargs_parse. */
@@ -532,15 +556,26 @@ apply_group2(struct receiver *r, struct rtopic *rt, unsigned k,
 	unsigned n;
 	unsigned char bits[MQ_CLAIM_MAX / 8];
 	size_t ns = 0;
+	char head[64 + MQ_CLAIM_MAX / 4], id[MQ_ID_LEN + 1];
+	size_t hl = 0;
+	if ((type == 'K' || type == 'C') && (mq_jarg_id(name, &hl, id) < 0 ||
+	    hl >= sizeof head))
+		return mq_err(EX_PROTOCOL, "peer: bad record %c %s", type, name);
+	memcpy(head, name, hl);
+	head[hl] = 0;
 	switch (type) {
 	case 'L':
 		return mq_greplica_name(g->gr, name);
 	case 'C':
-		mq_decimal(name, MQ_SEQ_MAX, &offset);
+		mq_decimal(head, MQ_SEQ_MAX, &offset);
+		if (!same_record(r, rt, k, offset, id))
+			return 0;
 		return mq_greplica_commit(g->gr, offset);
 	case 'K':
-		if (mq_claim_bits_parse(name, &first, &n, bits) < 0)
+		if (mq_claim_bits_parse(head, &first, &n, bits) < 0)
 			return mq_err(EX_PROTOCOL, "peer: bad claim %s", name);
+		if (!same_record(r, rt, k, first + n, id))
+			return 0;
 		for (unsigned i = 0; i < n; i++)
 			if (bits[i / 8] >> (i % 8) & 1)
 				seqs[ns++] = first + i;

@@ -299,6 +299,33 @@ PYEOF
 	assert_output "$(printf '%s\n' 1 2 3 b1)"
 }
 
+@test "format 2: acks a demoted spool took on its own records settle nothing where other records stand: promoted again, it sends them to a new replica in vain" {
+	export MQ_FORMAT=2                        # whatever MQ_TEST_FORMAT says
+	split
+	mq-sub -g g t -n 3 >/dev/null             # 1 to 3, one claim: a K
+	seq 4 5 | mq-pub -l t >/dev/null          # on A only
+	mq-sub -g g t -n 2 >/dev/null             # 4 and 5, another K
+	mq-pub -s "$B" -l t <<<"b1" >/dev/null
+	run -0 mq-replicate -s "$A" demote --rsh env --remote-spool "$B"
+	assert_output --partial "; 2 message(s)"
+	# A follows B: 1 to 3 acked, b1 to hand out.
+	assert_equal "$(queued_in "$A")" 1
+	grep -q '^K .* t 0 g 3+2,' "$A/journal" || fail "no K of 4 and 5"
+	# A promoted again, then pushed to a new replica D from the start
+	# of its journal: the K of 4 and 5 names records D does not have.
+	run -0 mq-replicate -s "$A" promote
+	D=$TD/d
+	run --separate-stderr push_to "$A" "$D"
+	assert_success
+	[[ $stderr == *"topic t partition 0: a group's record names "*" before 5, which this log does not hold there: not applied"* ]] ||
+	    fail "$stderr"
+	assert_equal "$(logged "$D")" 4
+	assert_equal "$(queued_in "$D")" 1
+	run -0 mq-replicate -s "$D" promote
+	run -0 env MQ_SPOOL="$D" mq-sub -F '%s\n' -g g t
+	assert_output b1
+}
+
 @test "demote takes the old primary's own messages out of its groups, held ones too: they drain exactly the new primary's" {
 	split
 	seq 4 5 | mq-pub -l t >/dev/null          # on A only

@@ -97,17 +97,31 @@ main(void)
 	snprintf(a, sizeof a, "orders 0 g %s,a2,d1", key);
 	ok(mq_jargs_parse('D', a, &ja) == 0 && !strcmp(ja.a, "g"),
 	    "D: a dead letter's name");
-	ok(mq_jargs_parse('K', "orders 3 g 100+3,05", &ja) == 0 &&
-	    !strcmp(ja.a, "g") && ja.k == 3 && !strcmp(ja.b, "100+3,05"),
-	    "K: a group and a claim's bits");
-	ok(mq_jargs_parse('K', "orders 3 g 100+3,0f", &ja) < 0 &&
-	    mq_jargs_parse('K', "orders 3 g 100+3,05 x", &ja) < 0 &&
-	    mq_jargs_parse('K', "orders 3 ../g 100+3,05", &ja) < 0,
-	    "K: a bit past n, an extra word, a bad group: refused");
-	ok(mq_jargs_parse('C', "orders 0 g 250", &ja) == 0 &&
-	    !strcmp(ja.b, "250") && mq_jargs_parse('C', "orders 0 g 0250",
-	    &ja) < 0 && mq_jargs_parse('C', "orders 0 g", &ja) < 0,
-	    "C: an offset, canonical");
+#define RID "6616aff5f3e00a3f9c1e27b400000000"
+	char id[MQ_ID_LEN + 1];
+	size_t hl;
+	ok(mq_jargs_parse('K', "orders 3 g 100+3,05," RID, &ja) == 0 &&
+	    !strcmp(ja.a, "g") && ja.k == 3 &&
+	    !strcmp(ja.b, "100+3,05," RID) && mq_jarg_id(ja.b, &hl, id) == 0 &&
+	    hl == 8 && !strcmp(id, RID),
+	    "K: a group, a claim's bits and the id of its last record");
+	ok(mq_jargs_parse('K', "orders 3 g 100+3,05,-", &ja) == 0 &&
+	    mq_jarg_id(ja.b, &hl, id) == 0 && hl == 8 && !id[0],
+	    "K: no id, said so");
+	ok(mq_jargs_parse('K', "orders 3 g 100+3,0f," RID, &ja) < 0 &&
+	    mq_jargs_parse('K', "orders 3 g 100+3,05", &ja) < 0 &&
+	    mq_jargs_parse('K', "orders 3 g 100+3,05,", &ja) < 0 &&
+	    mq_jargs_parse('K', "orders 3 g 100+3,05," RID "0", &ja) < 0 &&
+	    mq_jargs_parse('K', "orders 3 g 100+3,05," RID " x", &ja) < 0 &&
+	    mq_jargs_parse('K', "orders 3 ../g 100+3,05," RID, &ja) < 0,
+	    "K: a bit past n, no id, a bad id, an extra word, a bad group: "
+	    "refused");
+	ok(mq_jargs_parse('C', "orders 0 g 250," RID, &ja) == 0 &&
+	    !strcmp(ja.b, "250," RID) && mq_jargs_parse('C', "orders 0 g 0,-",
+	    &ja) == 0 && mq_jargs_parse('C', "orders 0 g 0250," RID,
+	    &ja) < 0 && mq_jargs_parse('C', "orders 0 g 250", &ja) < 0 &&
+	    mq_jargs_parse('C', "orders 0 g", &ja) < 0,
+	    "C: an offset, canonical, and the id before it");
 	ok(mq_jargs_parse('S', "orders 1 300", &ja) == 0 && ja.k == 1 &&
 	    !ja.a[0] && !strcmp(ja.b, "300") &&
 	    mq_jargs_parse('S', "orders 1 g 300", &ja) < 0 &&
