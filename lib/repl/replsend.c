@@ -789,7 +789,9 @@ ship_segments(struct sender *s, bool wait)
 			uint64_t end;
 			if (sp->state == 2 || mq_log_end(&st->t, k, &end) < 0)
 				continue;
-			if (sp->state == 0 && end > sp->sent) {
+			/* Also when it has as much as we do: both may have
+			 * published there. */
+			if (sp->state == 0) {
 				int same = same_log(s, st, k);
 				if (same < 0)
 					return -1;
