@@ -735,3 +735,22 @@ mq_claims_in(const struct mq_topic *t, unsigned k, const char *group,
 	mq_names_free(&l);
 	return 0;
 }
+
+int
+mq_claims_each(const struct mq_topic *t, unsigned k, const char *group,
+    int (*fn)(const struct mq_claim_name *, const struct mq_claim_state *,
+    void *), void *ctx)
+{
+	struct mq_names l = { 0 };
+	struct seen *v;
+	int rc = read_group(t, k, group, &l, &v);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	/* One being made (empty) has nothing settled yet. */
+	for (size_t i = 0; rc == 0 && i < l.n; i++)
+		if (!v[i].gone && !v[i].empty)
+			rc = fn(&v[i].c, &v[i].st, ctx);
+	free(v);
+	mq_names_free(&l);
+	return rc;
+}

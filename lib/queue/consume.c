@@ -852,13 +852,20 @@ mq_sub_ack_batch(mq_sub *s, struct mq_msg *const *m, size_t n)
 			return -1;
 		/* Journaled before the acks, so that a replica has the
 		 * entries whenever it has the acks (best effort, as every
-		 * change record). */
+		 * change record).  A record of a claim (format 2) has no
+		 * name: its KEY. */
 		struct mq_jbuf jb = { 0 };
 		for (size_t i = 0; i < n; i++) {
 			struct part *p = mq_sub_part(s, m[i]);
-			if (!mq_sub_priv(m[i])->claim[0])
-				mq_journal_change_add(&jb, p->t->name, 'E', p->k,
-				    s->group, mq_sub_priv(m[i])->cur);
+			char key[MQ_KEY_LEN + 1];
+			const char *name = mq_sub_priv(m[i])->cur;
+			if (mq_sub_priv(m[i])->claim[0]) {
+				snprintf(key, sizeof key, "%0*" PRIu64 ".%s",
+				    MQ_SEQ_DIGITS, m[i]->seq, m[i]->id);
+				name = key;
+			}
+			mq_journal_change_add(&jb, p->t->name, 'E', p->k,
+			    s->group, name);
 		}
 		mq_journal_write(s->sp, &jb, NULL);
 		mq_jbuf_free(&jb);

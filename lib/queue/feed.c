@@ -430,10 +430,9 @@ names_low(int pfd, const char *path, size_t skip, uint64_t *low)
 	return 0;
 }
 
-/* The cursor as written, or where the group starts while it is not:
- * below it every record is settled or named (claims.c). */
-static int
-cursor_written(const struct mq_topic *t, unsigned k, const char *group,
+/* Below the cursor every record is settled or named (claims.c). */
+int
+mq_feed_written(const struct mq_topic *t, unsigned k, const char *group,
     uint64_t end, uint64_t *next)
 {
 	int fd = mq_cursor_open(t, k, group, O_RDONLY);
@@ -450,7 +449,7 @@ int
 mq_feed_cursor(const struct mq_topic *t, unsigned k, const char *group,
     uint64_t end, uint64_t *next)
 {
-	if (cursor_written(t, k, group, end, next) < 0)
+	if (mq_feed_written(t, k, group, end, next) < 0)
 		return -1;
 	return mq_claims_group_end(t, k, group, 0, next);
 }
@@ -463,7 +462,7 @@ mq_feed_low(const struct mq_topic *t, unsigned k, const char *group,
 	uint64_t g;
 	/* The cursor as written, not the group's next record: a claim's
 	 * records past it have no name, and may be taken back. */
-	int rc = cursor_written(t, k, group, end, &g);
+	int rc = mq_feed_written(t, k, group, end, &g);
 	static const char *const q[] = { "new", "cur", "delay" };
 	for (size_t i = 0; rc == 0 && i < 3; i++) {
 		if (mq_path(path, sizeof path, "g/%s/%s", group, q[i]) < 0)

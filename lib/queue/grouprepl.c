@@ -235,3 +235,62 @@ mq_greplica_name(struct mq_greplica *g, const char *key)
 		return -1;
 	return 0;
 }
+
+struct staterec {
+	int (*fn)(char type, const char *arg, void *ctx);
+	void *ctx;
+	uint64_t upto;
+	const struct mq_topic *t;
+	unsigned k;
+};
+
+/* K of what a claim settled below upto. */
+static int
+claim_rec(const struct mq_claim_name *c, const struct mq_claim_state *st,
+    void *ctx)
+{
+	const struct staterec *sr = ctx;
+	struct mq_claim_state below = { 0 };
+	bool any = false;
+	for (unsigned i = 0; i < c->n && c->first + i < sr->upto; i++)
+		if (mq_claim_settled(st, i)) {
+			mq_claim_settle(&below, i);
+			any = true;
+		}
+	char text[64 + MQ_CLAIM_MAX / 4 + MQ_ID_LEN + 2];
+	if (!any)
+		return 0;
+	if (mq_claim_bits_format(c->first, c->n, below.settled, text,
+	    sizeof text) < 0)
+		return -1;
+	mq_log_id_append(sr->t, sr->k, c->first + c->n, text, sizeof text);
+	return sr->fn('K', text, sr->ctx);
+}
+
+int
+mq_greplica_state(const struct mq_topic *t, unsigned k, const char *group,
+    uint64_t upto, int (*fn)(char type, const char *arg, void *ctx),
+    void *ctx)
+{
+	struct staterec sr = { fn, ctx, upto, t, k };
+	uint64_t end, cursor, seq;
+	char arg[32 + MQ_ID_LEN + 2];
+	struct mq_names held = { 0 };
+	if (mq_log_end(t, k, &end) < 0 ||
+	    mq_feed_written(t, k, group, end, &cursor) < 0)
+		return -1;
+	if (cursor > upto)
+		cursor = upto;
+	snprintf(arg, sizeof arg, "%" PRIu64, cursor);
+	mq_log_id_append(t, k, cursor, arg, sizeof arg);
+	int rc = cursor ? fn('C', arg, ctx) : 0;
+	if (rc == 0)
+		rc = mq_claims_each(t, k, group, claim_rec, &sr);
+	if (rc == 0)
+		rc = mq_group_held(t->pfd[k], group, &held);
+	for (size_t i = 0; rc == 0 && i < held.n; i++)
+		if (mq_seq_of(held.v[i], &seq) == 0 && seq < upto)
+			rc = fn('L', held.v[i], ctx);
+	mq_names_free(&held);
+	return rc;
+}

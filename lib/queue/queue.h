@@ -386,6 +386,11 @@ int mq_claims_count(const struct mq_topic *, unsigned k, const char *group,
     struct mq_claims_count *);
 int mq_claims_in(const struct mq_topic *, unsigned k, const char *group,
     uint64_t seq, int *state, double *deadline);
+/* each: fn with each claim of the group as read without the lock (one
+ * being made passed over), in order, until it returns other than 0. */
+int mq_claims_each(const struct mq_topic *, unsigned k, const char *group,
+    int (*fn)(const struct mq_claim_name *, const struct mq_claim_state *,
+    void *), void *ctx);
 
 /* claims.c: the group's cursor in partition k, opened with flags (the
  * file as mq_file_open opens one). */
@@ -446,6 +451,16 @@ int mq_greplica_settle(struct mq_greplica *, uint64_t *seqs, size_t n);
 int mq_greplica_settle_key(struct mq_greplica *, const char *key);
 int mq_greplica_commit(struct mq_greplica *, uint64_t offset);
 int mq_greplica_name(struct mq_greplica *, const char *key);
+/* state: on the primary's side (--compare), the records that bring a
+ * replica's group to this group's state now, of the records below upto
+ * (what the replica's log holds), given to fn with what follows the
+ * group in their arguments: C of its cursor, K of each claim's settled
+ * records, L of each of its names (new/, cur/, delay/), read without a
+ * lock in that order, so that a record that moves on meanwhile is said
+ * again by the journal's record of its move, which follows. */
+int mq_greplica_state(const struct mq_topic *, unsigned k, const char *group,
+    uint64_t upto, int (*fn)(char type, const char *arg, void *ctx),
+    void *ctx);
 /* Frees what a taken claim has not handed out. */
 void mq_taken_clear(struct mq_taken *);
 /* Raises the group's cursor to `to` (a commit of that offset): *skipped
@@ -456,6 +471,10 @@ int mq_feed_skip(const struct mq_topic *, unsigned k, const char *group,
  * cursor (one never written: where the group starts), or the end of its
  * last claim past it. */
 int mq_feed_cursor(const struct mq_topic *, unsigned k, const char *group,
+    uint64_t end, uint64_t *next);
+/* The group's cursor as written, read without a lock (one never written:
+ * where the group starts): every record below it is settled or named. */
+int mq_feed_written(const struct mq_topic *, unsigned k, const char *group,
     uint64_t end, uint64_t *next);
 /* What a feed makes of record m for a group whose filter is f (NULL:
  * none), at time now: filtered out, or named, in new/ or (not due yet)

@@ -132,6 +132,12 @@ claim_settle(struct mq_topic *t, const char *group,
 	case ACK:
 		if (m && gc->exactly_once)
 			rc = mq_ledger_record(t, k, group, m->id, 1);
+		if (rc == 0 && m && gc->exactly_once) {
+			char key[MQ_KEY_LEN + 1];
+			snprintf(key, sizeof key, "%0*" PRIu64 ".%s",
+			    MQ_SEQ_DIGITS, r->seq, m->id);
+			mq_journal_change(t->sp, t->name, 'E', k, group, key);
+		}
 		if (rc == 0 && mq_claims_settle(cursorfd, claimsfd, r->claim,
 		    &r->seq, 1, 1) < 0)
 			rc = -1;

@@ -776,7 +776,9 @@ ship_segments(struct sender *s, bool wait)
 			uint64_t end;
 			if (sp->state == 2 || mq_log_end(&st->t, k, &end) < 0)
 				continue;
-			if (sp->state == 0 && end > sp->sent) {
+			/* Also when it has as much as we do: both may have
+			 * published there. */
+			if (sp->state == 0) {
 				int same = same_log(s, st, k);
 				if (same < 0)
 					return -1;
@@ -1072,6 +1074,28 @@ settle_queued(struct sender *s, struct stopic *st, unsigned k,
 	return 0;               /* a group of the peer's own */
 }
 
+/* Every dead letter of the group; the peer keeps those it has. */
+static int
+dead_letters(struct sender *s, struct stopic *st, unsigned k,
+    const char *group)
+{
+	char p[MQ_NAME_MAX + 16];
+	struct mq_names dl = { 0 };
+	if (mq_path(p, sizeof p, "dlq/%s", group) < 0)
+		return -1;
+	int dfd = mq_openat(st->t.pfd[k], p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (dfd < 0)
+		return 0;
+	int rc = mq_names_read(dfd, is_dead_name, &dl);
+	close(dfd);
+	for (size_t i = 0; rc == 0 && i < dl.n; i++)
+		rc = add_made_up(s, 'D', "%s %u %s %s", st->name, k, group,
+		    dl.v[i]);
+	mq_names_free(&dl);
+	return rc;
+}
+
 static int
 compare_partition(struct sender *s, struct stopic *st, unsigned k)
 {
@@ -1155,25 +1179,8 @@ compare_partition(struct sender *s, struct stopic *st, unsigned k)
 		free(gl);
 	}
 	free(want);
-	/* Every dead letter; the peer keeps those it has. */
-	for (size_t g = 0; rc == 0 && g < ng; g++) {
-		char p[MQ_NAME_MAX + 16];
-		struct mq_names dl = { 0 };
-		if (mq_path(p, sizeof p, "dlq/%s", groups.v[g]) < 0) {
-			rc = -1;
-			break;
-		}
-		int dfd = mq_openat(pfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
-		if (dfd < 0)
-			continue;
-		rc = mq_names_read(dfd, is_dead_name, &dl);
-		close(dfd);
-		for (size_t i = 0; rc == 0 && i < dl.n; i++)
-			rc = add_made_up(s, 'D', "%s %u %s %s", st->name, k,
-			    groups.v[g], dl.v[i]);
-		mq_names_free(&dl);
-	}
+	for (size_t g = 0; rc == 0 && g < ng; g++)
+		rc = dead_letters(s, st, k, groups.v[g]);
 	if (rc == 0)
 		rc = ship_compare(s);
 	for (size_t g = 0; g < ng; g++)
@@ -1186,6 +1193,71 @@ compare_partition(struct sender *s, struct stopic *st, unsigned k)
 	return rc;
 }
 
+/* Format 2 (mq-protocol(5), Format 2 partitions): a log goes by
+ * position whatever the journal holds; what the journal may not cover
+ * is its groups' changes (cut off with it, or from before it).  So each
+ * group's state goes as made-up records that bring the peer's group to
+ * ours (mq_greplica_state: C, K, L), with D for every dead letter: what
+ * the peer settled and we did not stays settled there, as an
+ * acknowledgement is never undone.  Not for logs that went apart. */
+struct made_up2 {
+	struct sender *s;
+	struct stopic *st;
+	unsigned k;
+	const char *group;
+};
+
+static int
+add_group_rec(char type, const char *arg, void *ctx)
+{
+	const struct made_up2 *m = ctx;
+	return add_made_up(m->s, type, "%s %u %s %s", m->st->name, m->k,
+	    m->group, arg);
+}
+
+static int
+compare_groups2(struct sender *s, struct stopic *st, unsigned k)
+{
+	struct spart *sp = &st->seg[k];
+	/* The log went as far as ours already: not looked at yet. */
+	if (sp->state == 0) {
+		int same = same_log(s, st, k);
+		if (same < 0)
+			return -1;
+		sp->state = same ? 1 : 2;
+	}
+	if (sp->state == 2)
+		return 0;
+	struct mq_names groups = { 0 };
+	int rc = mq_groups_read(&st->t, &groups);
+	s->len = 128;                   /* room for the frame's first line */
+	s->nrec = 0;
+	for (size_t g = 0; rc == 0 && g < groups.n; g++) {
+		struct made_up2 m = { s, st, k, groups.v[g] };
+		rc = mq_greplica_state(&st->t, k, groups.v[g], sp->sent,
+		    add_group_rec, &m);
+		if (rc == 0)
+			rc = dead_letters(s, st, k, groups.v[g]);
+	}
+	if (rc == 0)
+		rc = ship_compare(s);
+	mq_names_free(&groups);
+	return rc;
+}
+
+/* The logs of format 2 first, confirmed: the records the groups' changes
+ * name are the peer's before them. */
+static int
+compare_topic2(struct sender *s, struct stopic *st)
+{
+	int rc = ship_segments(s, true);
+	while (rc == 0 && s->segs_out > 0)
+		rc = answer(s);
+	for (unsigned k = 0; rc == 0 && k < st->t.conf.partitions; k++)
+		rc = compare_groups2(s, st, k);
+	return rc;
+}
+
 static int
 compare_all(struct sender *s)
 {
@@ -1194,21 +1266,33 @@ compare_all(struct sender *s)
 	if (mq_topic_list(s->sp, &names, &n) < 0)
 		return -1;
 	int rc = 0;
+	uint64_t logs = 0, groups2 = 0, was;
+	bool any2 = false;
 	s->comparing = 1;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		struct stopic *st = topic_of(s, names[i]);
 		if (!st && mq_errcode() != EX_NOINPUT)
 			rc = -1;
-		/* Format 2: its log goes by position whatever the journal
-		 * holds; nothing to compare. */
+		if (st && st->t.conf.format == 2) {
+			any2 = true;
+			was = s->messages;
+			uint64_t records = s->records;
+			rc = compare_topic2(s, st);
+			logs += s->messages - was;
+			groups2 += s->records - records;
+		}
 		for (unsigned k = 0; st && st->t.conf.format == 1 && rc == 0 &&
 		    k < st->t.conf.partitions; k++)
 			rc = compare_partition(s, st, k);
 	}
 	s->comparing = 0;
 	mq_strv_free(names, n);
+	char more[96] = "";
+	if (any2)
+		snprintf(more, sizeof more, "; the groups of format 2 as %"
+		    PRIu64 " records", groups2);
 	repl_log(s->o, LOG_INFO, "peer %s: compared by hash: %" PRIu64
-	    " messages sent", s->peer_name, s->messages);
+	    " messages sent%s", s->peer_name, s->messages - logs, more);
 	return rc;
 }
 
@@ -1303,6 +1387,9 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	s.pos = s.confirmed = from;
 	if (rc == 0)
 		rc = send_conf_all(&s);
+	/* The segment writer first: format 2's compare sends segments. */
+	if (rc == 0)
+		rc = mq_seg_begin(&s.w, 0);
 	if (rc == 0 && (o->compare || behind))
 		rc = compare_all(&s);
 	int watched = 0;
@@ -1316,8 +1403,6 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		poll_every = 1.0;
 	}
 	s.ifd = ifd;
-	if (rc == 0)
-		rc = mq_seg_begin(&s.w, 0);
 	s.began = mq_mono();
 	while (rc == 0 && !(o->stop && *o->stop)) {
 		int sent = s.out < REPL_WINDOW ? send_batch(&s) : 1;

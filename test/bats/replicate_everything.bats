@@ -23,8 +23,8 @@ push_bc() {
 	assert_equal "$output" "$id"
 	run -0 env MQ_SPOOL="$B" mq-pub -i order-8 t second
 	[[ $output != "$id" ]] || fail "order-8 took order-7's id"
-	assert_equal "$(count_entries "$B/topics/t/p0/g/g/new")" 2
-	assert_equal "$(count_entries "$B/topics/t/p0/log")" 2
+	assert_equal "$(MQ_SPOOL=$B count_queued t g)" 2
+	assert_equal "$(MQ_SPOOL=$B count_log t)" 2
 	# A key used on the replica that A never saw is a new message there.
 	run -0 env MQ_SPOOL="$B" mq-sub -g g t -n 5
 	assert_equal "$output" "$(printf 'first\nsecond')"
@@ -37,18 +37,19 @@ push_bc() {
 	run -0 mq-sub -g once t -n 3
 	run -0 push_ab
 	assert_equal "$(count_entries "$B/topics/t/p0/g/once/done")" 3
-	assert_equal "$(count_entries "$B/topics/t/p0/g/once/new")" 0
+	assert_equal "$(MQ_SPOOL=$B count_queued t once)" 0
 	diff <(ls "$A/topics/t/p0/g/once/done") <(ls "$B/topics/t/p0/g/once/done")
 	# The ack of message 2 lost on the way (as a crash after the
 	# ledger and before the ack would lose it): B has it queued again,
 	# and its consumer settles it from the ledger without seeing it.
 	local key
-	key=$(ls "$B/topics/t/p0/log" | sed -n 2p)
-	ln "$B/topics/t/p0/log/$key" "$B/topics/t/p0/g/once/new/$key"
+	key=$(MQ_SPOOL=$B log_keys t | sed -n 2p)
+	MQ_SPOOL=$B name_again t once "$key"
+	assert_equal "$(MQ_SPOOL=$B count_queued t once)" 1
 	mq-pub -s "$B" t 4 >/dev/null
 	run -0 mq-sub -s "$B" -g once t -n 5
 	assert_equal "$output" 4
-	assert_equal "$(count_entries "$B/topics/t/p0/g/once/new")" 0
+	assert_equal "$(MQ_SPOOL=$B count_queued t once)" 0
 }
 
 @test "a topic's settings changed on A are B's after the next session; a group deleted and made again with others too" {
@@ -89,7 +90,7 @@ push_bc() {
 	run -0 push_bc
 	assert_equal "$(MQ_SPOOL=$C mq-group list --json t | jq -c '[.[].group]')" '["keep"]'
 	# What the other group holds is untouched.
-	assert_equal "$(count_entries "$C/topics/t/p0/g/keep/new")" 5
+	assert_equal "$(MQ_SPOOL=$C count_queued t keep)" 5
 	# The relay journals the peer's record, not one of its own.
 	assert_equal "$(grep -c ' U [0-9]* t g ' "$B/journal")" 1
 	assert_equal "$(grep -c '^U ' "$B/journal")" 0

@@ -124,7 +124,9 @@ follow_b() {
 	follow_b
 	run -0 mq-stat --json
 	assert_equal "$(jq -r --arg id "$IDB" '.replication[] | select(.id == $id) | .state' <<<"$output")" connected
-	grep -qx 'state=connected' "$A/replicate/peers/$IDB" || fail "not connected"
+	# The session writes its state at a confirmation or a PING (format 2:
+	# the 3 messages went as a segment, no batch confirmed).
+	wait_for -t 10 grep -qx 'state=connected' "$A/replicate/peers/$IDB"
 	kill -9 "$FOLLOWER"
 	local t0=${EPOCHREALTIME/./}
 	wait_for -t 1 idle "$IDB"
