@@ -689,11 +689,17 @@ void mq_pub_on_repeat(mq_pub *, void (*fn)(const struct mq_pub_msg *,
  * messages or none.  They must then all go to one partition. */
 void mq_pub_atomic(mq_pub *, int on);
 void mq_pub_close(mq_pub *);
-/* The end of the journal records of what this publisher stored: a peer
- * whose confirmed offset reaches it has them (mq_replicas_wait).  On a
- * shared file system the records are merged into the journal first,
- * which may take the clock skew allowed (MQ_CLOCK_SKEW).  0 or -1. */
-int mq_pub_journal_end(const mq_pub *, uint64_t *end);
+/* What a peer must have for what this publisher stored: the journal up
+ * to end (a peer whose confirmed offset reaches it has it); on a topic
+ * of format 2 the S records at [from, end) also say where each log
+ * ended, and a peer whose logs reach those ends has it too, journal or
+ * not (from 0: not so; mq_replicas_wait_goal).  On a shared file system
+ * the records are merged into the journal first, which may take the
+ * clock skew allowed (MQ_CLOCK_SKEW).  0 or -1. */
+struct mq_replica_goal {
+	uint64_t end, from;
+};
+int mq_pub_replica_goal(const mq_pub *, struct mq_replica_goal *);
 
 /* Consuming */
 typedef struct mq_sub mq_sub;
@@ -1110,10 +1116,10 @@ int mq_repl_serve_one(mq_spool *, int in, int out, int secure,
     double timeout, const struct mq_repl_opts *);
 int mq_repl_serve(mq_spool *, const char *addr, unsigned long max,
     double timeout, const struct mq_repl_opts *o);
-/* Waits until n peers have confirmed this spool's journal up to end:
- * 0, or 1 at the timeout (*got: how many had). */
-int mq_replicas_wait(mq_spool *, uint64_t end, unsigned n, double timeout,
-    unsigned *got);
+/* Waits until n peers have what goal says (mq_pub_replica_goal): 0, or
+ * 1 at the timeout (*got: how many had). */
+int mq_replicas_wait(mq_spool *, const struct mq_replica_goal *,
+    unsigned n, double timeout, unsigned *got);
 struct mq_peer_status {
 	char id[MQ_ID_LEN + 1];
 	char name[128];                 /* "": none (shown by its id) */

@@ -101,10 +101,10 @@ send(struct mq_pub_msg *msgs, size_t n, void *pub)
 	 * says we stored (mq-replicate(1)). */
 	unsigned got = 0;
 	int late = 0;
-	uint64_t end;
+	struct mq_replica_goal goal;
 	if (stored == n && opt.replicas > 0)
-		late = mq_pub_journal_end(pub, &end) < 0 ? -1 :
-		    mq_replicas_wait(opt.sp, end, opt.replicas,
+		late = mq_pub_replica_goal(pub, &goal) < 0 ? -1 :
+		    mq_replicas_wait(opt.sp, &goal, opt.replicas,
 		    opt.replica_timeout, &got);
 	for (size_t i = 0; !opt.quiet && i < n; i++)
 		if (ids[i][0])

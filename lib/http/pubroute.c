@@ -328,9 +328,9 @@ mq_http_publish(struct mq_http_req *r, const char *topic)
 		    mq_http_failed(r);
 		goto out;
 	}
-	uint64_t end;
-	if (replicas && (mq_pub_journal_end(p, &end) < 0 ||
-	    mq_replicas_wait(r->sp, end, replicas, timeout, &got) < 0)) {
+	struct mq_replica_goal goal;
+	if (replicas && (mq_pub_replica_goal(p, &goal) < 0 ||
+	    mq_replicas_wait(r->sp, &goal, replicas, timeout, &got) < 0)) {
 		rc = mq_http_failed(r);
 		goto out;
 	}

@@ -312,7 +312,7 @@ journal_chunk(mq_pub *p, unsigned k, enum mq_sync sync)
  * S record of where each log ends now (mq-spool(5), Replication, format
  * 2), which reaches it only after the segments up to there. */
 static int
-journal_log_ends(const mq_pub *p, uint64_t *end)
+journal_log_ends(const mq_pub *p, uint64_t *end, size_t *len)
 {
 	struct mq_jbuf jb = { 0 };
 	int rc = 0;
@@ -321,6 +321,7 @@ journal_log_ends(const mq_pub *p, uint64_t *end)
 		rc = mq_log_end(&p->t, k, &e) < 0 ? -1 :
 		    mq_journal_line(&jb, 'S', "%s %u %" PRIu64, p->t.name, k, e);
 	}
+	*len = jb.len;
 	if (rc == 0)
 		rc = mq_journal_write(p->sp, &jb, end);
 	mq_jbuf_free(&jb);
@@ -328,19 +329,25 @@ journal_log_ends(const mq_pub *p, uint64_t *end)
 }
 
 int
-mq_pub_journal_end(const mq_pub *p, uint64_t *end)
+mq_pub_replica_goal(const mq_pub *p, struct mq_replica_goal *g)
 {
-	if (p->t.conf.format == 2 && journal_log_ends(p, end) < 0)
+	uint64_t s_end = 0;
+	size_t s_len = 0;
+	g->from = 0;
+	if (p->t.conf.format == 2 && journal_log_ends(p, &s_end, &s_len) < 0)
 		return -1;
 	/* Nothing journaled (every message a repeat of an idempotency
 	 * key): the first one's record is somewhere before the end. */
 	if (!p->sp->shared) {
-		*end = p->jend ? p->jend : mq_journal_size(p->sp);
+		g->end = s_end ? s_end : p->jend ? p->jend :
+		    mq_journal_size(p->sp);
+		if (s_end)
+			g->from = s_end - s_len;
 		return 0;
 	}
 	/* Our records are in this host's journal: the end of SPOOL/journal
 	 * once they are merged into it. */
-	return mq_journal_merge_now(p->sp, end);
+	return mq_journal_merge_now(p->sp, &g->end);
 }
 
 static int

@@ -194,3 +194,35 @@ repl_log_lag(mq_spool *sp, int dfd, struct mq_peer_status *v, size_t n,
 	free(nends);
 	return rc;
 }
+
+int
+repl_peer_has_logs(mq_spool *sp, int dfd, const char *peer_id, uint64_t from,
+    uint64_t end)
+{
+	struct repl_end *v;
+	size_t n;
+	if (repl_peer_ends_load(dfd, peer_id, &v, &n) < 0)
+		return -1;
+	struct mq_jreader r;
+	struct mq_jrec rec;
+	int has = 0, got = 0;
+	if (n && mq_jreader_open(sp, &r, from) == 0) {
+		has = !r.gap;
+		while (has && (got = mq_jreader_next(&r, &rec)) == 1 &&
+		    rec.at < end) {
+			struct mq_jargs ja;
+			uint64_t e;
+			if (rec.origin[0] || rec.type != 'S' ||
+			    mq_jargs_parse('S', rec.args, &ja) < 0 ||
+			    !mq_decimal(ja.b, MQ_SEQ_MAX, &e))
+				continue;
+			struct repl_end *p = repl_end_find(v, n, ja.topic, ja.k);
+			has = p && p->end >= e;
+		}
+		/* The records read to end, or the journal gave out first. */
+		has = has && (got == 1 || r.pos >= end);
+		mq_jreader_close(&r);
+	}
+	free(v);
+	return has;
+}

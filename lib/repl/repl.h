@@ -116,6 +116,10 @@ int repl_peer_ends_remove(int dfd, const char *peer_id);
  * when it is older. */
 int repl_log_lag(mq_spool *, int dfd, struct mq_peer_status *, size_t n,
     double *oldest);
+/* Whether the peer's logs reach every end that this spool's S records
+ * at [from, end) of the journal say (mq_pub_replica_goal): 1, 0, -1. */
+int repl_peer_has_logs(mq_spool *, int dfd, const char *peer_id,
+    uint64_t from, uint64_t end);
 
 /* A sending session's hold on peers/<id>.live (replstate.c): a
  * descriptor with a read lock, waited for while mq_repl_forget holds it,

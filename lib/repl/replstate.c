@@ -494,9 +494,10 @@ mq_repl_peers(mq_spool *sp, struct mq_peer_status **out, size_t *n)
 }
 
 int
-mq_replicas_wait(mq_spool *sp, uint64_t end, unsigned n, double timeout,
-    unsigned *got)
+mq_replicas_wait(mq_spool *sp, const struct mq_replica_goal *goal,
+    unsigned n, double timeout, unsigned *got)
 {
+	uint64_t end = goal->end;
 	*got = 0;
 	int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	int dfd = repl_dir(sp, "peers");
@@ -519,10 +520,28 @@ mq_replicas_wait(mq_spool *sp, uint64_t end, unsigned n, double timeout,
 		if ((rc = mq_repl_peers(sp, &v, &np)) < 0)
 			break;
 		unsigned have = 0;
-		for (size_t i = 0; i < np; i++)
-			if (v[i].confirmed >= end)
+		int peersfd = -1;
+		for (size_t i = 0; rc >= 0 && i < np; i++) {
+			if (v[i].confirmed >= end) {
 				have++;
+				continue;
+			}
+			/* Format 2: the logs up to where the S records say,
+			 * in whatever session they went. */
+			if (!goal->from || (peersfd < 0 &&
+			    (rc = repl_peers_open(sp, &peersfd)) <= 0))
+				continue;
+			int h = repl_peer_has_logs(sp, peersfd, v[i].id,
+			    goal->from, end);
+			if (h < 0)
+				rc = -1;
+			have += h == 1;
+		}
+		if (peersfd >= 0)
+			close(peersfd);
 		free(v);
+		if (rc < 0)
+			break;
 		*got = have;
 		if (have >= n) {
 			rc = 0;

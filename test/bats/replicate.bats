@@ -447,10 +447,11 @@ for line in open(sys.argv[1], 'rb').read().splitlines():
 PY
 	if is_format2 t; then
 		# Format 2: a publish journals nothing (its log is its own
-		# record); the ack is a K record of its claim's settled records.
+		# record); the ack is a K record of its claim's settled records and
+		# the id of its last.
 		assert_equal "$(cut -d' ' -f1 <<<"$output" | tr -d '\n')" TTK
 		assert_line --index 2 'K t 0 g'
-		[[ $(sed -n 3p "$MQ_SPOOL/journal") =~ ^K\ [0-9]+\ t\ 0\ g\ 0\+1,01\ [0-9a-f]{8}$ ]] ||
+		[[ $(sed -n 3p "$MQ_SPOOL/journal") =~ ^K\ [0-9]+\ t\ 0\ g\ 0\+1,01,[0-9a-f]{32}\ [0-9a-f]{8}$ ]] ||
 		    fail "$(cat "$MQ_SPOOL/journal")"
 		return
 	fi

@@ -97,7 +97,7 @@ follow_b() {
 	run -0 mq-stat --check --warn 'lag>2'
 	assert_output 'MQ OK - 0 figures within thresholds'
 	# B and C keep what they had.
-	assert_equal "$(count_entries "$B/topics/t/p0/log")" 5
+	assert_equal "$(MQ_SPOOL=$B count_log t)" 5
 }
 
 @test "forget refuses while a session sends to the peer (75, nothing changed), and works once it is gone" {
