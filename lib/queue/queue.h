@@ -44,6 +44,10 @@ int mq_topic_format_now(struct mq_topic *);
 int mq_topic_open_as(mq_spool *, const char *name, int formats,
     struct mq_topic *);
 void mq_topic_close(struct mq_topic *);
+/* fn on each partition of each topic of format 2 (one deleted meanwhile
+ * passed over), until it returns other than 0. */
+int mq_partitions2_each(mq_spool *, int (*fn)(const struct mq_topic *,
+    unsigned k, void *ctx), void *ctx);
 int mq_topic_conf_parse(const struct mq_conf *, struct mq_topic_conf *);
 int mq_groups_read(const struct mq_topic *, struct mq_names *);
 int mq_group_names_read(int dirfd, struct mq_names *);

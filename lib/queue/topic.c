@@ -355,6 +355,30 @@ mq_topic_conf_edit(const struct mq_topic *t,
 }
 
 int
+mq_partitions2_each(mq_spool *sp, int (*fn)(const struct mq_topic *,
+    unsigned k, void *ctx), void *ctx)
+{
+	char **names;
+	size_t n;
+	if (mq_topic_list(sp, &names, &n) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct mq_topic t;
+		if (mq_topic_open_as(sp, names[i], MQ_FORMAT_ANY, &t) < 0) {
+			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
+			continue;
+		}
+		for (unsigned k = 0; rc == 0 && t.conf.format == 2 &&
+		    k < t.conf.partitions; k++)
+			rc = fn(&t, k, ctx);
+		mq_topic_close(&t);
+	}
+	mq_strv_free(names, n);
+	return rc;
+}
+
+int
 mq_topics_format1(mq_spool *sp, const char *what)
 {
 	char **names;

@@ -204,42 +204,39 @@ probe_round(mq_spool *sp, mq_link *l, struct probe *v, size_t n)
 	return rc;
 }
 
+struct probes {
+	struct probe *v;
+	size_t n;
+};
+
+/* Partition k of t, if its log holds something here. */
+static int
+probe_add(const struct mq_topic *t, unsigned k, void *ctx)
+{
+	struct probes *p = ctx;
+	uint64_t end;
+	if (mq_log_end(t, k, &end) < 0)
+		return -1;
+	if (!end)
+		return 0;
+	struct probe *v = reallocarray(p->v, p->n + 1, sizeof *v);
+	if (!v)
+		return mq_err_sys("malloc");
+	p->v = v;
+	v[p->n] = (struct probe){ .k = k, .end = end, .top = UINT64_MAX };
+	snprintf(v[p->n].topic, sizeof v[p->n].topic, "%s", t->name);
+	p->n++;
+	return 0;
+}
+
 /* Every partition of format 2 whose log holds something here. */
 static int
 probes_list(mq_spool *sp, struct probe **out, size_t *np)
 {
-	char **names;
-	size_t n;
-	*out = NULL;
-	*np = 0;
-	if (mq_topic_list(sp, &names, &n) < 0)
-		return -1;
-	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		struct mq_topic t;
-		if (mq_topic_open_as(sp, names[i], MQ_FORMAT_ANY, &t) < 0) {
-			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
-			continue;
-		}
-		for (unsigned k = 0; rc == 0 && t.conf.format == 2 &&
-		    k < t.conf.partitions; k++) {
-			uint64_t end;
-			if ((rc = mq_log_end(&t, k, &end)) < 0 || !end)
-				continue;
-			struct probe *v = reallocarray(*out, *np + 1, sizeof *v);
-			if (!v) {
-				rc = mq_err_sys("malloc");
-				break;
-			}
-			*out = v;
-			v[*np] = (struct probe){ .k = k, .end = end,
-			    .top = UINT64_MAX };
-			snprintf(v[*np].topic, sizeof v[*np].topic, "%s", names[i]);
-			(*np)++;
-		}
-		mq_topic_close(&t);
-	}
-	mq_strv_free(names, n);
+	struct probes p = { NULL, 0 };
+	int rc = mq_partitions2_each(sp, probe_add, &p);
+	*out = p.v;
+	*np = p.n;
 	return rc;
 }
 

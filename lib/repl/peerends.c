@@ -132,30 +132,38 @@ repl_peer_ends_remove(int dfd, const char *peer_id)
 	    mq_err_sys("remove replicate/peers/%s", name) : 0;
 }
 
+struct lagwalk {
+	struct mq_peer_status *v;
+	size_t n;
+	struct repl_end **ends;
+	size_t *nends;
+	double *oldest;
+};
+
 /* Partition k of t past each peer's end: its records and bytes added to
  * the peer's lag, and the time of the first of them into oldest[i]. */
 static int
-partition_lag(const struct mq_topic *t, const char *topic, unsigned k,
-    struct mq_peer_status *v, size_t n, struct repl_end *const *ends,
-    const size_t *nends, double *oldest)
+partition_lag(const struct mq_topic *t, unsigned k, void *ctx)
 {
+	struct lagwalk *w = ctx;
 	uint64_t end;
 	struct mq_seglog *l = mq_topic_seglog(t, k);
 	if (!l || mq_log_end(t, k, &end) < 0)
 		return -1;
-	for (size_t i = 0; i < n; i++) {
-		struct repl_end *e = repl_end_find(ends[i], nends[i], topic, k);
+	for (size_t i = 0; i < w->n; i++) {
+		struct repl_end *e = repl_end_find(w->ends[i], w->nends[i],
+		    t->name, k);
 		uint64_t records, bytes, low;
 		if (mq_seglog_totals(l->logfd, e ? e->end : 0, end, &records,
 		    &bytes, &low) < 0)
 			return -1;
-		v[i].records += records;
-		v[i].lag_bytes += bytes;
+		w->v[i].records += records;
+		w->v[i].lag_bytes += bytes;
 		struct mq_msg *m;
 		if (records && mq_record_read(t, k, low, NULL, &m) == 0) {
 			double at = mq_id_time(m->id);
-			if (at > 0 && (!oldest[i] || at < oldest[i]))
-				oldest[i] = at;
+			if (at > 0 && (!w->oldest[i] || at < w->oldest[i]))
+				w->oldest[i] = at;
 			mq_msg_free(m);
 		}
 	}
@@ -166,32 +174,17 @@ int
 repl_log_lag(mq_spool *sp, int dfd, struct mq_peer_status *v, size_t n,
     double *oldest)
 {
-	char **names = NULL;
-	size_t nn = 0;
-	struct repl_end **ends = calloc(n ? n : 1, sizeof *ends);
-	size_t *nends = calloc(n ? n : 1, sizeof *nends);
-	int rc = ends && nends ? 0 : mq_err_sys("malloc");
+	struct lagwalk w = { v, n, calloc(n ? n : 1, sizeof *w.ends),
+	    calloc(n ? n : 1, sizeof *w.nends), oldest };
+	int rc = w.ends && w.nends ? 0 : mq_err_sys("malloc");
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = repl_peer_ends_load(dfd, v[i].id, &ends[i], &nends[i]);
+		rc = repl_peer_ends_load(dfd, v[i].id, &w.ends[i], &w.nends[i]);
 	if (rc == 0 && n)
-		rc = mq_topic_list(sp, &names, &nn);
-	for (size_t j = 0; rc == 0 && j < nn; j++) {
-		struct mq_topic t;
-		if (mq_topic_open_as(sp, names[j], MQ_FORMAT_ANY, &t) < 0) {
-			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
-			continue;
-		}
-		for (unsigned k = 0; rc == 0 && t.conf.format == 2 &&
-		    k < t.conf.partitions; k++)
-			rc = partition_lag(&t, names[j], k, v, n,
-			    (struct repl_end *const *)ends, nends, oldest);
-		mq_topic_close(&t);
-	}
-	mq_strv_free(names, nn);
-	for (size_t i = 0; ends && i < n; i++)
-		free(ends[i]);
-	free(ends);
-	free(nends);
+		rc = mq_partitions2_each(sp, partition_lag, &w);
+	for (size_t i = 0; w.ends && i < n; i++)
+		free(w.ends[i]);
+	free(w.ends);
+	free(w.nends);
 	return rc;
 }
 

@@ -1481,44 +1481,34 @@ lock_set(int fd, short type)
 	    -1 : 0;
 }
 
+/* A line of ENDS: where partition k of t ends here, and its record's
+ * id before that. */
+static int
+end_line(const struct mq_topic *t, unsigned k, void *f)
+{
+	uint64_t end;
+	char id[MQ_ID_LEN + 1];
+	int got = mq_log_end(t, k, &end) < 0 ? -1 :
+	    mq_log_tail_id(t, k, end, id);
+	return got < 0 ? -1 : repl_ends_line(f, t->name, k, end,
+	    got ? id : NULL);
+}
+
 /* ENDS: where the log of each partition of format 2 ends here, and the
  * id of its record before that (mq-protocol(5), Format 2 partitions). */
 static int
 send_ends(struct receiver *r)
 {
-	char **names;
-	size_t n;
-	if (mq_topic_list(r->sp, &names, &n) < 0)
-		return -1;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	int rc = f ? 0 : mq_err_sys("open_memstream");
 	if (rc == 0)
 		fputs("ENDS\n", f);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		struct mq_topic t;
-		if (mq_topic_open_as(r->sp, names[i], MQ_FORMAT_ANY, &t) < 0) {
-			rc = mq_errcode() == EX_NOINPUT ? 0 : -1;
-			continue;
-		}
-		for (unsigned k = 0; rc == 0 && t.conf.format == 2 &&
-		    k < t.conf.partitions; k++) {
-			uint64_t end;
-			char id[MQ_ID_LEN + 1];
-			int got = mq_log_end(&t, k, &end) < 0 ? -1 :
-			    mq_log_tail_id(&t, k, end, id);
-			if (got < 0)
-				rc = -1;
-			else
-				rc = repl_ends_line(f, names[i], k, end,
-				    got ? id : NULL);
-		}
-		mq_topic_close(&t);
-	}
+	if (rc == 0)
+		rc = mq_partitions2_each(r->sp, end_line, f);
 	if (f && fclose(f) != 0 && rc == 0)
 		rc = mq_err_sys("open_memstream");
-	mq_strv_free(names, n);
 	if (rc == 0)
 		rc = mq_link_send(r->l, buf, len);
 	free(buf);
