@@ -9,7 +9,7 @@
  *       mq_pub_send(..., MQ_SYNC_BATCH) call, message i due at start +
  *       i / RATE on CLOCK_MONOTONIC (a send that falls behind is made at
  *       once, the schedule is not shifted).  For each message it records t0
- *       (just before the call), t1 (just after) and mq_pub_journal_end(): the
+ *       (just before the call), t1 (just after) and mq_pub_replica_goal(): the
  *       offset in the spool's journal after the message's records.
  *       A second thread watches SPOOL/replicate/peers/ with inotify
  *       (IN_MOVED_TO: the file is replaced by a rename) and a 1 ms poll
@@ -237,8 +237,8 @@ main(int argc, char **argv)
 			return 1;
 		}
 		s.t1[i] = now_ns();
-		if (mq_pub_journal_end(pub, &s.end[i]) < 0)
-			s.end[i] = 0;
+		struct mq_replica_goal goal;
+		s.end[i] = mq_pub_replica_goal(pub, &goal) < 0 ? 0 : goal.end;
 		atomic_store_explicit(&s.published, i + 1,
 		    memory_order_release);
 	}
