@@ -349,6 +349,9 @@ retransmitting() {
 	mq-topic -s "$SA" create --partitions 2 t
 	subscribe "$SA" t g
 	seq 1 20000 | sed 's/^/r/' | mq-pub -s "$SA" -q -l t
+	# 16 Mbit/s from A to B, so that the kills come in the middle (the
+	# segments of format 2 go faster than format 1's journal).
+	on A tc qdisc add dev vethA root tbf rate 16mbit burst 32kbit latency 400ms
 	serve B "$TD/servB1"
 	spawn "$TD/push1" ip netns exec "$NSA" mq-replicate -s "$SA" push --no-progress "$IPB:7468"
 	local push=$SPAWNED
