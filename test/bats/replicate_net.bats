@@ -851,11 +851,14 @@ closed_count() {
 	seq 1 61440 | sed 's/^/m/' | mq-pub -s "$SA" -q -l t
 	serve B "$TD/servB"
 	push_once A
-	wait_for grep -q 'applied 61442 records' "$TD/servB.err"
+	# The messages come in batches of the journal (format 1) or in
+	# segments (format 2): 1,024 records each at most, both.
+	wait_for grep -q '(61440 messages)' "$TD/servB.err"
 	local line batches syncs
-	line=$(grep 'applied 61442 records' "$TD/servB.err")
-	batches=$(sed -E 's/.* in ([0-9]+) batches.*/\1/' <<<"$line")
-	syncs=$(sed -E 's/.* made durable ([0-9]+) times.*/\1/' <<<"$line")
+	line=$(grep '(61440 messages)' "$TD/servB.err")
+	[[ $line =~ \ in\ ([0-9]+)\ batches\ and\ ([0-9]+)\ segments,\ made\ durable\ ([0-9]+)\ times ]] ||
+	    fail "$line"
+	batches=$((BASH_REMATCH[1] + BASH_REMATCH[2])) syncs=${BASH_REMATCH[3]}
 	((batches >= 60)) || fail "$line"
 	((syncs < batches)) || fail "no batches made durable together: $line"
 	assert_equal "$(pending "$SB" t g)" 61440
