@@ -37,8 +37,12 @@ next_start(const struct mq_seglog *l, uint64_t seq)
 
 int
 mq_log_export(const struct mq_topic *t, unsigned k, uint64_t *from,
-    uint64_t end, struct mq_seg_writer *w)
+    uint64_t end, unsigned max, struct mq_seg_writer *w)
 {
+	if (max < 1 || max > SHIP_RECORDS)
+		max = SHIP_RECORDS;
+	/* A smaller segment (a lossy link) holds as much less. */
+	size_t bytes = (size_t)max * (SHIP_BYTES / SHIP_RECORDS);
 	struct mq_seglog *l = mq_topic_seglog(t, k);
 	if (!l)
 		return -1;
@@ -57,7 +61,7 @@ mq_log_export(const struct mq_topic *t, unsigned k, uint64_t *from,
 	*from = seq;
 	if (mq_seg_restart(w, seq) < 0)
 		return -1;
-	while (seq < end && w->count < SHIP_RECORDS) {
+	while (seq < end && w->count < max) {
 		uint64_t s = seq;
 		struct mq_seg_rec rec;
 		r = mq_seglog_next(l, &s, &rec);
@@ -65,8 +69,7 @@ mq_log_export(const struct mq_topic *t, unsigned k, uint64_t *from,
 			continue;               /* the next segment */
 		if (r <= 0 || s != seq)
 			break;
-		if (w->count && w->len + rec.hdr_len + rec.body_len >
-		    SHIP_BYTES)
+		if (w->count && w->len + rec.hdr_len + rec.body_len > bytes)
 			break;
 		if (mq_seg_add_record(w, s, &rec) < 0)
 			return -1;

@@ -142,13 +142,14 @@ int mq_seg_link(int tmpfd, const char *tmp, int logfd, const char *name,
 /* logship.c: partition k's log sent to a peer and received from one
  * (format 2).  export builds in w (begun by the caller) a segment of the
  * records from *from (moved past what no segment holds) below end, each
- * as it is: 1 with one, 0 none, 2 when the segment holding *from does not
+ * as it is, at most max of them (1 to 1024, and 4 KiB each, one larger
+ * record alone; 0: 1024): 1 with one, 0 none, 2 when the segment holding *from does not
  * parse (not sent: *from is moved to the next one).  import checks a
  * segment whole, then links what the log lacks at its head (a gap
  * skipped), under the head's lock: *out what it did; records held here
  * with other bytes are counted, kept as they are here. */
 int mq_log_export(const struct mq_topic *, unsigned k, uint64_t *from,
-    uint64_t end, struct mq_seg_writer *w);
+    uint64_t end, unsigned max, struct mq_seg_writer *w);
 struct mq_log_import {
 	uint64_t end;                   /* the log's end after it */
 	uint32_t linked;                /* records added */

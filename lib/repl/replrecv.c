@@ -111,6 +111,7 @@ struct receiver {
 	struct brec *bv;                /* the batch's records */
 	uint64_t records, messages, quarantined, dropped;
 	uint64_t batches, groups;       /* applied, and finished together */
+	uint64_t segments;              /* linked, each made durable alone */
 	double trimmed;                 /* when the journal was last trimmed */
 	char line[MQ_JLINE_MAX + MQ_ID_LEN + 32];
 };
@@ -1566,6 +1567,8 @@ apply_segment(struct receiver *r, int lfd, const char *f, size_t len)
 	if (rc < 0)
 		return -1;
 	r->messages += im.linked;
+	r->segments++;
+	r->groups++;
 	if (im.linked && r->o->advanced)
 		*r->o->advanced = 1;
 	return repl_send_text(r->l, "SEGOK %s %u %" PRIu64, topic, k, im.end);
@@ -1698,9 +1701,10 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 	if (rc == 0) {
 		repl_trim_every(sp, o, &r.trimmed, true);
 		repl_log(o, LOG_INFO, "from %s: applied %" PRIu64 " records (%"
-		    PRIu64 " messages) in %" PRIu64 " batches, made durable "
-		    "%" PRIu64 " times%s", peer_name, r.records - r.dropped,
-		    r.messages, r.batches, r.groups,
+		    PRIu64 " messages) in %" PRIu64 " batches and %" PRIu64
+		    " segments, made durable %" PRIu64 " times%s", peer_name,
+		    r.records - r.dropped, r.messages, r.batches, r.segments,
+		    r.groups,
 		    r.quarantined ? ", some quarantined" : "");
 	}
 	if (r.dropped)

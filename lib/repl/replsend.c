@@ -91,6 +91,8 @@ struct sender {
 					 * them (peers/<id>.ends) */
 	size_t nacked;
 	unsigned segs_out;              /* segments not yet answered */
+	uint32_t segs_full;             /* which of them held s->batch
+					 * records (bit 0: the oldest) */
 	struct mq_seg_writer w;         /* the segment being sent */
 	int ifd;                        /* --follow's inotify, or -1 */
 	uint64_t apart;                 /* partitions whose logs went apart */
@@ -791,7 +793,10 @@ ship_segments(struct sender *s, bool wait)
 					if (!wait || answer(s) < 0)
 						return wait ? -1 : 1;
 				uint64_t from = sp->sent;
-				int got = mq_log_export(&st->t, k, &from, end, &s->w);
+				/* As many records as a batch toward this
+				 * peer: a lossy link gets smaller ones. */
+				int got = mq_log_export(&st->t, k, &from, end,
+				    s->batch, &s->w);
 				if (got < 0)
 					return -1;
 				if (got != 1) {
@@ -822,6 +827,8 @@ ship_segments(struct sender *s, bool wait)
 				free(frame);
 				if (rc < 0)
 					return -1;
+				s->segs_full |= (uint32_t)(s->w.count >=
+				    s->batch) << s->segs_out;
 				s->segs_out++;
 				s->messages += s->w.count;
 				s->bytes += s->w.len;
@@ -847,6 +854,13 @@ segok(struct sender *s, const char *f, size_t len)
 	    mq_name_check("topic", topic) < 0 || end > MQ_SEQ_MAX)
 		return mq_err(EX_PROTOCOL, "peer: bad answer");
 	s->segs_out--;
+	/* It came through: the peer has more, and a full one counts
+	 * toward larger batches as a full batch does. */
+	s->advanced = 1;
+	bool full = s->segs_full & 1;
+	s->segs_full >>= 1;
+	if (full)
+		grow(s);
 	struct repl_end *e = repl_end_find(s->acked, s->nacked, topic, k);
 	if (!e) {
 		struct repl_end *v = reallocarray(s->acked, s->nacked + 1,
@@ -1463,7 +1477,7 @@ repl_send(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 		    s.messages, s.bytes);
 	}
 	/* Cut with batches unconfirmed: smaller ones next time. */
-	if (rc < 0 && s.out > 0)
+	if (rc < 0 && (s.out > 0 || s.segs_out > 0))
 		shrink(&s);
 	if (s.advanced && o->advanced)
 		*o->advanced = 1;

@@ -68,7 +68,7 @@ ship(struct mq_topic *a, struct mq_topic *b, uint64_t end,
 	if (mq_seg_begin(&w, 0) < 0 || mq_log_end(b, 0, &from) < 0)
 		return -1;
 	for (;;) {
-		int got = mq_log_export(a, 0, &from, end, &w);
+		int got = mq_log_export(a, 0, &from, end, 0, &w);
 		if (got < 0)
 			return -1;
 		if (got == 0)
@@ -137,11 +137,22 @@ main(void)
 	struct mq_seg_writer w;
 	uint64_t from = 0;
 	mq_seg_begin(&w, 0);
-	ok(mq_log_export(&a, 0, &from, 40, &w) == 1 && from == 0,
+	ok(mq_log_export(&a, 0, &from, 40, 0, &w) == 1 && from == 0,
 	    "a segment from 0 again");
 	ok(mq_log_import(&b, 0, w.buf, w.len, false, &r) == 0 &&
 	    r.linked == 0 && r.conflicts == 0 && r.end == 40,
 	    "a repeat links nothing and finds no conflict");
+
+	/* At most max records (a lossy link's smaller batches). */
+	from = 0;
+	ok(mq_log_export(&a, 0, &from, 40, 7, &w) == 1 && from == 0 &&
+	    w.first == 0 && w.count == 7, "a segment of at most 7 records");
+	ok(mq_log_import(&b, 0, w.buf, w.len, false, &r) == 0 &&
+	    r.linked == 0 && r.conflicts == 0 && r.end == 40,
+	    "a smaller segment checks as a whole one");
+	from = 0;
+	ok(mq_log_export(&a, 0, &from, 40, 0, &w) == 1 && w.count == 40,
+	    "max 0: as many as a segment holds");
 
 	/* A segment one byte of which changed in transit. */
 	char *bad = malloc(w.len);
@@ -174,7 +185,7 @@ main(void)
 	ok(mq_log_tail_id(&b, 0, 0, idb) == 0, "nothing before 0");
 	/* Sent from before where the logs went apart: compared. */
 	from = 35;
-	ok(mq_log_export(&a, 0, &from, 50, &w) == 1 && from == 35 &&
+	ok(mq_log_export(&a, 0, &from, 50, 0, &w) == 1 && from == 35 &&
 	    mq_log_import(&b, 0, w.buf, w.len, false, &r) == 0 &&
 	    r.linked == 0 && r.conflicts == 5 && r.end == 50,
 	    "a's 35.. again: its 40..44 conflict with b's and are not taken "
