@@ -59,12 +59,27 @@ teardown() {
 # spawn OUT CMD...: run CMD in the background in its own session (so that
 # kill -- -PID reaches its children too), stdout to OUT, stderr to OUT.err.
 # Sets SPAWNED to its pid.  fd 3 is closed so bats does not wait for it.
+# Returns once the child leads its session: a kill -- -PID sent before
+# setsid(2) ran would find no group, and the command would live on.
 spawn() {
 	local out=$1
 	shift
 	setsid "$@" >"$out" 2>"$out.err" 3>&- </dev/null &
 	SPAWNED=$!
 	echo "$SPAWNED" >>"$TD/.pids"
+	until leads_session "$SPAWNED"; do
+		sleep 0.002
+	done
+}
+
+# leads_session PID: true once PID leads its own session, or is gone (a
+# command that failed at once).  Reads /proc without forking.
+leads_session() {
+	local s
+	local -a a
+	{ read -r s <"/proc/$1/stat"; } 2>/dev/null || return 0
+	read -ra a <<<"${s##*) }"
+	[[ ${a[3]} == "$1" || ${a[0]} == Z ]]
 }
 
 # wait_for [-t SECONDS] CMD...: run CMD every 0.05 s until it succeeds;
