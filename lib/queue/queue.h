@@ -133,11 +133,15 @@ int mq_seglog_totals(int logfd, uint64_t from, uint64_t end,
 
 /* seglink.c: segment bytes written at tmp/TMP (a KEY), synced when
  * asked, then linked at log/NAME, the commit point: 0, 1 when the name
- * existed (tmp/TMP removed), -1; sync: the directory too. */
+ * existed (tmp/TMP removed), -1; sync: the directory too.  link_name
+ * links alone: tmp/TMP stays for the caller to remove once the
+ * directory is synced. */
 int mq_seg_write_tmp(int tmpfd, const char *tmp, const void *buf,
     size_t len, bool sync);
 int mq_seg_link(int tmpfd, const char *tmp, int logfd, const char *name,
     bool sync);
+int mq_seg_link_name(int tmpfd, const char *tmp, int logfd,
+    const char *name);
 
 /* logship.c: partition k's log sent to a peer and received from one
  * (format 2).  export builds in w (begun by the caller) a segment of the
@@ -157,6 +161,20 @@ struct mq_log_import {
 };
 int mq_log_import(const struct mq_topic *, unsigned k, const char *data,
     size_t len, bool sync, struct mq_log_import *);
+/* Segments received one after another for partition k, imported under
+ * one lock and made durable together: each piece's bytes written into
+ * tmp/, all of them synced at once, then linked and the directory
+ * synced once (a piece that does not follow the one before is linked
+ * after those before it are).  Every piece is checked before anything
+ * is touched: one that does not parse fails the call and changes
+ * nothing.  Returns how many times it made pieces durable, or -1. */
+struct mq_log_piece {
+	const char *data;
+	size_t len;
+	struct mq_log_import out;       /* what became of it */
+};
+int mq_log_import_many(const struct mq_topic *, unsigned k,
+    struct mq_log_piece *v, size_t n, bool sync);
 /* The Message-Id of the record before end: 1 with it, 0 when there is
  * none (end 0, a gap, a record without a readable id).  A sender checks
  * it against the receiver's: two logs that went apart are never mixed. */

@@ -39,15 +39,23 @@ mq_seg_write_tmp(int tmpfd, const char *tmp, const void *buf, size_t len,
 }
 
 int
+mq_seg_link_name(int tmpfd, const char *tmp, int logfd, const char *name)
+{
+	if (mq_linkat(tmpfd, tmp, logfd, name, 0) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return mq_err_sys("link log/%s", name);
+	mq_unlinkat(tmpfd, tmp, 0);
+	return 1;
+}
+
+int
 mq_seg_link(int tmpfd, const char *tmp, int logfd, const char *name,
     bool sync)
 {
-	if (mq_linkat(tmpfd, tmp, logfd, name, 0) < 0) {
-		if (errno != EEXIST)
-			return mq_err_sys("link log/%s", name);
-		mq_unlinkat(tmpfd, tmp, 0);
-		return 1;
-	}
+	int r = mq_seg_link_name(tmpfd, tmp, logfd, name);
+	if (r != 0)
+		return r;
 	/* A power loss before the directory's sync may undo the link:
 	 * the caller had not returned. */
 	if (sync && mq_fsync_fd(logfd) < 0)

@@ -111,7 +111,7 @@ struct receiver {
 	struct brec *bv;                /* the batch's records */
 	uint64_t records, messages, quarantined, dropped;
 	uint64_t batches, groups;       /* applied, and finished together */
-	uint64_t segments;              /* linked, each made durable alone */
+	uint64_t segments;              /* received */
 	double trimmed;                 /* when the journal was last trimmed */
 	char line[MQ_JLINE_MAX + MQ_ID_LEN + 32];
 };
@@ -1516,13 +1516,23 @@ send_ends(struct receiver *r)
 	return rc;
 }
 
-/* SEG topic k first count hash [epoch=N], then a segment: checked
- * whole, linked at our log's end (logship.c), answered with SEGOK and
- * the log's end now.  Under replicate/lock-recv, with the epoch checked,
- * as a batch is; what we hold of it with other bytes is kept, the
- * peer's copy quarantined. */
+/* A SEG frame: where its segment goes, and a copy of it (the link's
+ * buffer holds the next frame). */
+struct segin {
+	size_t ti;                      /* its topic, in r->tv */
+	unsigned k;
+	uint64_t first, epoch;
+	char *data;
+};
+
+/* Frames read ahead while segments come faster than they are synced. */
+#define SEG_GROUP_BYTES (16u << 20)
+
+/* SEG topic k first count hash [epoch=N], then a segment, parsed and its
+ * hash checked into s. */
 static int
-apply_segment(struct receiver *r, int lfd, const char *f, size_t len)
+seg_frame(struct receiver *r, const char *f, size_t len, struct segin *s,
+    struct mq_log_piece *pc)
 {
 	const char *nl = memchr(f, '\n', len);
 	char line[MQ_NAME_MAX + 160], topic[MQ_NAME_MAX + 1], hash[40];
@@ -1553,25 +1563,96 @@ apply_segment(struct receiver *r, int lfd, const char *f, size_t len)
 	if (rt->t.conf.format != 2 || k >= rt->t.conf.partitions)
 		return mq_err(EX_PROTOCOL, "peer: a segment for %s/%u, which is "
 		    "not a partition of format 2 here", topic, k);
-	int rc = lock_set(lfd, F_WRLCK) < 0 || repl_epoch_batch(r->sp, epoch,
-	    r->peer, r->peer_name) < 0 ? -1 : 0;
-	struct mq_log_import im = { 0 };
-	if (rc == 0 && mq_log_import(&rt->t, k, data, dlen, true, &im) < 0)
-		rc = mq_errcode() == EX_DATAERR ? peer_fault() : -1;
-	lock_set(lfd, F_UNLCK);
-	if (rc == 0 && im.conflicts) {
-		char key[MQ_KEY_LEN + 1];
-		snprintf(key, sizeof key, "%020" PRIu64 ".segment", first);
-		rc = quarantine(r, topic, k, key, r->peer, data, dlen);
+	if (!(s->data = malloc(dlen ? dlen : 1)))
+		return mq_err_sys("malloc");
+	memcpy(s->data, data, dlen);
+	s->ti = (size_t)(rt - r->tv);
+	s->k = k;
+	s->first = first;
+	s->epoch = epoch;
+	*pc = (struct mq_log_piece){ .data = s->data, .len = dlen };
+	return 0;
+}
+
+/* The segments of v, linked at our logs' ends (logship.c): those of one
+ * partition that came one after another made durable together.  Under
+ * replicate/lock-recv, with the epoch checked, as a batch is. */
+static int
+link_segments(struct receiver *r, int lfd, const struct segin *v,
+    struct mq_log_piece *pc, size_t n)
+{
+	int rc = lock_set(lfd, F_WRLCK);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (i == 0 || v[i].epoch != v[i - 1].epoch)
+			rc = repl_epoch_batch(r->sp, v[i].epoch, r->peer,
+			    r->peer_name);
+	for (size_t i = 0, j; rc == 0 && i < n; i = j) {
+		for (j = i + 1; j < n && v[j].ti == v[i].ti && v[j].k == v[i].k;
+		    j++)
+			;
+		int synced = mq_log_import_many(&r->tv[v[i].ti].t, v[i].k,
+		    &pc[i], j - i, true);
+		if (synced < 0)
+			rc = mq_errcode() == EX_DATAERR ? peer_fault() : -1;
+		else
+			r->groups += (uint64_t)synced;
 	}
+	lock_set(lfd, F_UNLCK);
+	return rc;
+}
+
+/* SEG frames, as many as have come (REPL_GROUP at most), linked, then
+ * each answered with SEGOK and the log's end now; what we hold of one
+ * with other bytes is kept, the peer's copy quarantined.  The first is
+ * in *buf; a frame read after them that is not one is left there for
+ * the caller (*held). */
+static int
+apply_segments(struct receiver *r, int lfd, const void **buf, size_t *len,
+    int *held)
+{
+	struct segin v[REPL_GROUP];
+	struct mq_log_piece pc[REPL_GROUP];
+	size_t n = 0, bytes = 0;
+	int rc = seg_frame(r, *buf, *len, &v[0], &pc[0]), cut = 0;
 	if (rc < 0)
 		return -1;
-	r->messages += im.linked;
-	r->segments++;
-	r->groups++;
-	if (im.linked && r->o->advanced)
-		*r->o->advanced = 1;
-	return repl_send_text(r->l, "SEGOK %s %u %" PRIu64, topic, k, im.end);
+	for (bytes = pc[n++].len; n < REPL_GROUP && bytes < SEG_GROUP_BYTES &&
+	    mq_link_waiting(r->l); bytes += pc[n++].len) {
+		int got = mq_link_recv(r->l, buf, len);
+		if (got <= 0) {
+			/* What came whole is still linked. */
+			cut = got < 0 ? -1 : mq_err(EX_PROTOCOL, "peer: ended "
+			    "without END");
+			break;
+		}
+		/* Any other frame, or one that fails, is the caller's. */
+		if (*len < 4 || memcmp(*buf, "SEG ", 4) ||
+		    seg_frame(r, *buf, *len, &v[n], &pc[n]) < 0) {
+			*held = 1;
+			break;
+		}
+	}
+	rc = link_segments(r, lfd, v, pc, n);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const struct rtopic *rt = &r->tv[v[i].ti];
+		if (pc[i].out.conflicts) {
+			char key[MQ_KEY_LEN + 1];
+			snprintf(key, sizeof key, "%020" PRIu64 ".segment",
+			    v[i].first);
+			rc = quarantine(r, rt->name, v[i].k, key, r->peer,
+			    pc[i].data, pc[i].len);
+		}
+		r->messages += pc[i].out.linked;
+		r->segments++;
+		if (pc[i].out.linked && r->o->advanced)
+			*r->o->advanced = 1;
+		if (rc == 0 && cut == 0)
+			rc = repl_send_text(r->l, "SEGOK %s %u %" PRIu64,
+			    rt->name, v[i].k, pc[i].out.end);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(v[i].data);
+	return rc < 0 ? -1 : cut;
 }
 
 int
@@ -1632,7 +1713,7 @@ repl_recv(mq_spool *sp, mq_link *l, const char *peer, const char *peer_name,
 			continue;
 		}
 		if (len >= 4 && !memcmp(f, "SEG ", 4)) {
-			rc = apply_segment(&r, lfd, f, len);
+			rc = apply_segments(&r, lfd, &buf, &len, &held);
 			continue;
 		}
 		if (len >= 6 && !memcmp(f, "ERROR ", 6)) {

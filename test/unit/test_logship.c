@@ -230,6 +230,80 @@ main(void)
 	ok(hfd >= 0 && mq_head_read(hfd, &h) == 0 && h.committed == 50,
 	    "c's head at 50");
 	close(hfd);
+
+	/* Segments that came together: linked under one lock, made
+	 * durable once when each follows the one before. */
+	struct mq_log_piece pc[5];
+	char *copy[5];
+	uint64_t at = 0;
+	int got = 0;
+	for (int i = 0; i < 5; i++) {
+		got += mq_log_export(&b, 0, &at, 50, 10, &w) == 1;
+		copy[i] = malloc(w.len);
+		memcpy(copy[i], w.buf, w.len);
+		pc[i] = (struct mq_log_piece){ .data = copy[i], .len = w.len };
+		at = w.first + w.count;
+	}
+	ok(got == 5 && at == 50, "b's 50 records as 5 segments of 10");
+	mq_spool *sd = spool("d");
+	struct mq_topic d;
+	ok(sd && mq_topic_open_as(sd, "t", MQ_FORMAT_ANY, &d) == 0,
+	    "a fourth spool");
+	/* The fourth cut short: its last frame does not check. */
+	struct mq_log_piece bad5[5];
+	memcpy(bad5, pc, sizeof pc);
+	bad5[3].len -= 3;
+	uint64_t dend = 1;
+	rc = mq_log_import_many(&d, 0, bad5, 5, true);
+	int code = mq_errcode();
+	char why[256];
+	snprintf(why, sizeof why, "%s", mq_errmsg());
+	mq_log_end(&d, 0, &dend);
+	ok(rc < 0 && code == EX_DATAERR && dend == 0,
+	    "the fourth of five cut short: refused (%s), nothing linked",
+	    rc < 0 ? why : "taken");
+	rc = mq_log_import_many(&d, 0, pc, 5, true);
+	unsigned linked = 0;
+	for (int i = 0; i < 5; i++)
+		linked += pc[i].out.linked;
+	mq_log_end(&d, 0, &dend);
+	ok(rc == 1 && linked == 50 && dend == 50 && pc[0].out.end == 50,
+	    "five that follow each other: made durable once (%d), 50 linked, "
+	    "d ends at 50", rc);
+	ok(!strcmp(bodies(&d, 50), bodies(&b, 50)), "d holds b's records");
+	int tfd = mq_dir_open(d.pfd[0], "tmp");
+	struct mq_names tl = { 0 };
+	mq_names_read(tfd, NULL, &tl);
+	ok(tl.n == 0, "nothing left in tmp/ (%zu)", tl.n);
+	mq_names_free(&tl);
+	close(tfd);
+	rc = mq_log_import_many(&d, 0, pc, 5, true);
+	linked = 0;
+	unsigned confl = 0;
+	for (int i = 0; i < 5; i++) {
+		linked += pc[i].out.linked;
+		confl += pc[i].out.conflicts;
+	}
+	ok(rc == 0 && linked == 0 && confl == 0,
+	    "the same again: nothing linked, no conflict, no sync");
+	/* A piece that does not follow waits for those before it. */
+	mq_spool *se = spool("e");
+	struct mq_topic e;
+	ok(se && mq_topic_open_as(se, "t", MQ_FORMAT_ANY, &e) == 0,
+	    "a fifth spool");
+	struct mq_log_piece two[2] = { pc[0], pc[2] };
+	rc = mq_log_import_many(&e, 0, two, 2, true);
+	uint64_t eend = 0;
+	mq_log_end(&e, 0, &eend);
+	ok(rc == 2 && eend == 30 && two[0].out.linked == 10 &&
+	    two[1].out.linked == 10, "0..9 then 20..29: two syncs (%d), "
+	    "the gap skipped, e ends at 30", rc);
+	for (int i = 0; i < 5; i++)
+		free(copy[i]);
+	mq_topic_close(&d);
+	mq_topic_close(&e);
+	mq_spool_close(sd);
+	mq_spool_close(se);
 	mq_seg_writer_free(&w);
 	mq_topic_close(&a);
 	mq_topic_close(&b);
