@@ -25,13 +25,13 @@ mq_topic_conf_default(struct mq_topic_conf *c)
 		.max_message_size = MQ_MESSAGE_MAX_DEFAULT,
 		.retention = 7 * 86400,
 		.dedup_window = 3600,
-		.format = 1,
+		.format = 2,
 	};
-	/* The format new topics get while format 2 is being built: 1
-	 * unless MQ_FORMAT says 2 (mq(7), ENVIRONMENT). */
+	/* New topics are of format 2 unless MQ_FORMAT says 1 (mq(7),
+	 * ENVIRONMENT): what a site that keeps to format 1 for now sets. */
 	const char *f = getenv("MQ_FORMAT");
-	if (f && !strcmp(f, "2"))
-		c->format = 2;
+	if (f && !strcmp(f, "1"))
+		c->format = 1;
 }
 
 int

@@ -22,10 +22,11 @@ setup() {
 	export MQ_SPOOL="$BATS_TEST_TMPDIR/spool"
 	export HOME="$BATS_TEST_TMPDIR/home"
 	unset XDG_STATE_HOME MQ_POLL MQ_NOW MQ_FORMAT
-	# MQ_TEST_FORMAT=2 runs a file's tests on topics of format 2 (those
-	# that look at format 1's layout fail by design).  A file whose topics
-	# are of one format by what it tests (upgrade.bats: format 1, what an
-	# upgrade converts) sets MQ_FILE_FORMAT at its top instead.
+	# MQ_TEST_FORMAT=1 runs a file's tests on topics of format 1, what a
+	# spool made before format 2 holds (check-all runs the plain suite so;
+	# the default is 2).  A file whose topics are of one format by what it
+	# tests (upgrade.bats: format 1, what an upgrade converts) sets
+	# MQ_FILE_FORMAT at its top instead.
 	if [[ -n ${MQ_FILE_FORMAT:-} ]]; then
 		export MQ_FORMAT=$MQ_FILE_FORMAT
 	elif [[ -n ${MQ_TEST_FORMAT:-} ]]; then

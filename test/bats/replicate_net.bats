@@ -547,7 +547,7 @@ retransmitting() {
 	# a topic of its own (tA, tB), made there, and the consumers of both
 	# hosts take from both topics.
 	local -a topics=(t)
-	[[ ${MQ_FORMAT:-1} == 2 ]] && topics=(tA tB)
+	[[ ${MQ_FORMAT:-2} == 2 ]] && topics=(tA tB)
 	local h p s tp
 	if ((${#topics[@]} == 1)); then
 		mq-topic -s "$SA" create --partitions 2 t

@@ -158,7 +158,7 @@ test_topic(void)
 	in.conf.roles.has[MQ_ROLE_CONSUMERS] = 1;
 	in.conf.roles.gid[MQ_ROLE_CONSUMERS] = 3999999;
 	ok(is(mq_topic_info_write_text(&in, start()),
-	    "topic: orders\nformat: 1\npartitions: 2\nmax-message-size: 1048576\n"
+	    "topic: orders\nformat: 2\npartitions: 2\nmax-message-size: 1048576\n"
 	    "retention: 3600\nttl: 1.5\nexpired: dlq\nsigners: 1\n"
 	    "consumers: ? (3999999)\n"
 	    "PARTITION     COMMITTED     MESSAGES        BYTES\n"
@@ -170,7 +170,7 @@ test_topic(void)
 	    "      3            4            5\n"),
 	    "topic info: settings, a role without a name, places, groups");
 	ok(is(mq_topic_info_write_json(&in, start()),
-	    "{\"name\":\"orders\",\"format\":1,\"partitions\":2,"
+	    "{\"name\":\"orders\",\"format\":2,\"partitions\":2,"
 	    "\"max_message_size\":1048576,"
 	    "\"retention\":3600,\"ttl\":1.5,\"expired\":\"dlq\","
 	    "\"dedup_window\":3600,\"signers\":1,\"roles\":{\"consumers\":"
