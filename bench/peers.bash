@@ -136,7 +136,7 @@ peers_floor() {
 peers_mq() {
 	local m=mq w=$W/peers-f$1 g
 	[ "$1" = 2 ] && m=mq2
-	local s1k=$w-sp1k s100=$w-sp100 sp=$w-sp
+	local s1k=$w-sp1k s100=$w-sp100 sp=$w-sp was=${MQ_FORMAT-}
 	export MQ_FORMAT=$1
 	step "peers: mq, $PEER_N messages of $SIZE and of 100 bytes, $PEER_BATCH a call"
 	# Each spool of its own, one topic with one group: its du and its
@@ -183,7 +183,7 @@ peers_mq() {
 	    "$PEER_N1" "$SIZE" 1 each
 	peers_strace_run peer.$m.drain "$PEER_K" "$PEERS" mq-sub "$sp" trb g1 \
 	    "$PEER_K" "$PEER_COUNT"
-	unset MQ_FORMAT
+	export MQ_FORMAT=$was
 }
 
 # peers_redis MODE: the Redis figures with appendfsync MODE.

@@ -642,6 +642,18 @@ uint64_t mq_journal_merge_upto(void);
 
 /* message.c */
 void mq_time_rfc3339(double t, char *buf, size_t len);
+
+/* put.c: text appended at o without a format string (for what is written
+ * per message): n bytes of s, a string, a decimal, a decimal of at least
+ * width digits with leading zeros, the low DIGITS hex digits of v (1 to
+ * 16).  Each returns the end
+ * of what it wrote; the caller has made room. */
+char *mq_put(char *o, const char *s, size_t n);
+char *mq_put_str(char *o, const char *s);
+char *mq_put_u64(char *o, uint64_t v);
+char *mq_put_u64w(char *o, uint64_t v, int width);
+char *mq_put_hex(char *o, uint64_t v, int digits);
+#define PUT_LIT(o, lit) mq_put((o), (lit), sizeof(lit) - 1)
 int mq_time_parse(const char *s, struct timespec *);
 /* The header block of a message into topic (whose ttl applies when the
  * message has no expiry), blank line included, without signature lines:

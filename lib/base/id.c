@@ -56,8 +56,10 @@ mq_id_new(char out[MQ_ID_LEN + 1])
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t us = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-	snprintf(out, MQ_ID_LEN + 1, "%013" PRIx64 "%011" PRIx64 "%08" PRIx32,
-	    us & ((UINT64_C(1) << 52) - 1), r, c);
+	/* 13, 11 and 8 hex digits: the time's low 52 bits, the draw's 44,
+	 * the counter's 32 (one id per message published). */
+	char *o = mq_put_hex(out, us, 13);
+	*mq_put_hex(mq_put_hex(o, r, 11), c, 8) = 0;
 }
 
 void

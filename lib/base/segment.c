@@ -148,13 +148,17 @@ mq_seg_addv(struct mq_seg_writer *w, const struct iovec *hv, int hn,
 	}
 	memcpy(h, body, blen);
 	h[blen] = '\n';
-	char line[REC_LINE_LEN + 1];
-	int n = snprintf(line, sizeof line, "mq-record %020llu %010zu %010zu "
-	    "%016llx\n", (unsigned long long)(w->first + w->count), hlen, blen,
-	    (unsigned long long)record_hash(p + REC_LINE_LEN, hlen, h, blen));
-	if (n != REC_LINE_LEN)
-		return mq_err(EX_SOFTWARE, "record frame of %d bytes", n);
-	memcpy(p, line, REC_LINE_LEN);
+	/* The frame, without a format string (once per record); lengths
+	 * wider than their fields were refused above. */
+	char *e = mq_put_u64w(PUT_LIT(p, "mq-record "), w->first + w->count,
+	    20);
+	e = mq_put_u64w(PUT_LIT(e, " "), hlen, 10);
+	e = mq_put_u64w(PUT_LIT(e, " "), blen, 10);
+	e = mq_put_hex(PUT_LIT(e, " "), record_hash(p + REC_LINE_LEN, hlen,
+	    h, blen), 16);
+	*e++ = '\n';
+	if (e - p != REC_LINE_LEN)
+		return mq_err(EX_SOFTWARE, "record frame of %td bytes", e - p);
 	w->len += REC_LINE_LEN + hlen + blen + 1;
 	w->count++;
 	return 0;

@@ -27,7 +27,7 @@ mq_topic_conf_default(struct mq_topic_conf *c)
 		.dedup_window = 3600,
 		.format = 2,
 	};
-	/* New topics are of format 2 unless MQ_FORMAT says 1 (mq(7),
+	/* New topics are of format 2 unless MQ_FORMAT says 1 (mq-topic(1),
 	 * ENVIRONMENT): what a site that keeps to format 1 for now sets. */
 	const char *f = getenv("MQ_FORMAT");
 	if (f && !strcmp(f, "1"))

@@ -48,14 +48,20 @@ tiles() {
 	echo "$want"
 }
 
-@test "format 2: mq-topic create --format 2 writes it into topic.conf; bad formats are 64 and make nothing" {
-	run -0 mq-topic create --format 2 t
+@test "format 2: the default, written into topic.conf; --format 1 and MQ_FORMAT=1 make format 1; bad formats are 64 and make nothing" {
+	unset MQ_FORMAT                         # the default, whatever MQ_TEST_FORMAT says
+	run -0 mq-topic create t
 	grep -qx 'format=2' "$MQ_SPOOL/topics/t/topic.conf"
 	[[ -d $MQ_SPOOL/topics/t/p0/tmp && -d $MQ_SPOOL/topics/t/p0/log ]]
 	run -0 mq-topic info t
 	assert_line 'format: 2'
-	run -0 mq-topic create plain
-	! grep -q '^format=' "$MQ_SPOOL/topics/plain/topic.conf"
+	run -0 mq-topic create --format 2 two
+	grep -qx 'format=2' "$MQ_SPOOL/topics/two/topic.conf"
+	# Format 1 writes no key: what earlier versions read the same.
+	run -0 mq-topic create --format 1 old
+	! grep -q '^format=' "$MQ_SPOOL/topics/old/topic.conf"
+	run -0 mq-topic info old
+	assert_line 'format: 1'
 	local f
 	for f in 0 3 x ''; do
 		run --separate-stderr mq-topic create --format "$f" bad
@@ -64,11 +70,14 @@ tiles() {
 		[[ ! -e $MQ_SPOOL/topics/bad ]]
 	done
 	# MQ_FORMAT gives new topics their format, not old ones.
-	MQ_FORMAT=2 mq-pub -q made x
-	grep -qx 'format=2' "$MQ_SPOOL/topics/made/topic.conf"
-	MQ_FORMAT=2 mq-pub -q plain x
-	! grep -q '^format=' "$MQ_SPOOL/topics/plain/topic.conf"
-	[[ -n $(ls "$MQ_SPOOL/topics/plain/p0/log") ]]
+	MQ_FORMAT=1 mq-pub -q made x
+	! grep -q '^format=' "$MQ_SPOOL/topics/made/topic.conf"
+	[[ $(ls "$MQ_SPOOL/topics/made/p0/log") =~ ^[0-9]{20}\.[0-9a-f]{32}$ ]]
+	MQ_FORMAT=1 mq-pub -q t x
+	grep -qx 'format=2' "$MQ_SPOOL/topics/t/topic.conf"
+	[[ $(ls "$MQ_SPOOL/topics/t/p0/log") == 00000000000000000000 ]]
+	MQ_FORMAT=2 mq-pub -q old x
+	! grep -q '^format=' "$MQ_SPOOL/topics/old/topic.conf"
 }
 
 @test "format 2: a publish is one segment named by its first sequence number, readable with grep; no file per message" {
