@@ -334,6 +334,7 @@ scan_new(struct part *p)
 	mq_names_free(&p->cand);
 	p->pos = 0;
 	p->scan_new = p->resort = false;
+	mq_signers_expire(p->t);
 	return mq_names_reread(p->newdir, NULL, &p->cand);
 }
 

@@ -631,10 +631,17 @@ struct mq_signers {
 	off_t size;
 	struct timespec mtim;
 	bool read;
+	bool fresh;                     /* read since the last expire */
 	unsigned char (*pk)[MQ_PUBKEY_BYTES];
 	size_t n;                       /* 0: the topic takes any message */
 };
 int mq_signers_now(struct mq_topic *, const struct mq_signers **out);
+/* The set as mq_signers_now read it last, unless expired since: a
+ * consumer expires it at each claim and each look at its queue, so that
+ * what it verifies was read after what it claimed was published, at one
+ * stat per batch rather than per message. */
+int mq_signers_cached(struct mq_topic *, const struct mq_signers **out);
+void mq_signers_expire(struct mq_topic *);
 bool mq_signers_has(const struct mq_signers *,
     const unsigned char pk[MQ_PUBKEY_BYTES]);
 void mq_signers_free(struct mq_signers *);

@@ -430,7 +430,7 @@ mq_msg_verify(struct mq_topic *t, const char *hdr, struct mq_msg *m)
 	const struct mq_signers *set;
 	struct signed_form f;
 	size_t hlen = (size_t)((const char *)m->body - hdr) - 1;
-	if (mq_signers_now(t, &set) < 0)
+	if (mq_signers_cached(t, &set) < 0)
 		return -1;
 	/* A message without signature lines needs no signed form (nor its
 	 * body hashed): most messages, on most topics. */

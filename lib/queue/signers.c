@@ -103,6 +103,26 @@ mq_signers_now(struct mq_topic *t, const struct mq_signers **out)
 	return 0;
 }
 
+int
+mq_signers_cached(struct mq_topic *t, const struct mq_signers **out)
+{
+	if (t->signers && t->signers->fresh) {
+		*out = t->signers;
+		return 0;
+	}
+	if (mq_signers_now(t, out) < 0)
+		return -1;
+	t->signers->fresh = true;
+	return 0;
+}
+
+void
+mq_signers_expire(struct mq_topic *t)
+{
+	if (t->signers)
+		t->signers->fresh = false;
+}
+
 bool
 mq_signers_has(const struct mq_signers *s, const unsigned char pk[MQ_PUBKEY_BYTES])
 {

@@ -44,6 +44,8 @@ mq_sub_take(mq_sub *s, struct part *p)
 		return errno == ENOSPC || errno == EDQUOT ? -2 : -1;
 	p->feed = n > 0;
 	p->scan_delay |= n > 0;
+	if (n > 0)
+		mq_signers_expire(p->t);
 	/* No claim, but the cursor passed a gap at the log's end (feed.c):
 	 * names below it now are claimable. */
 	uint64_t c;

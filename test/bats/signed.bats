@@ -153,6 +153,35 @@ assert_dead_signature() {
 	assert_equal "$(count_new t g)" 1
 }
 
+@test "a running consumer checks each batch against the signers as they are when it claims it: one added is trusted, one removed is not" {
+	keys
+	signed_topic t g "$TD/alice"
+	spawn "$TD/sub" mq-sub -f -g g -F '%s\n' t
+	local pid=$SPAWNED id
+	mq-pub -q --sign "$TD/alice" t one
+	wait_for grep -qx one "$TD/sub"
+	# bob becomes a signer while it runs: his message is delivered.
+	{
+		echo "$(mq-pub --pubkey "$TD/alice") alice"
+		echo "$(mq-pub --pubkey "$TD/bob") bob"
+	} >"$TD/both"
+	run -0 mq-topic alter --signers "$TD/both" t
+	mq-pub -q --sign "$TD/bob" t two
+	wait_for grep -qx two "$TD/sub"
+	# alice's message is published while she is a signer, and claimed
+	# once she is not: it is dead-lettered, never delivered.
+	kill -STOP "$pid"
+	id=$(mq-pub --sign "$TD/alice" t three)
+	echo "$(mq-pub --pubkey "$TD/bob") bob" >"$TD/bob-only"
+	run -0 mq-topic alter --signers "$TD/bob-only" t
+	kill -CONT "$pid"
+	mq-pub -q --sign "$TD/bob" t four
+	wait_for grep -qx four "$TD/sub"
+	run -0 grep -c . "$TD/sub"
+	assert_output 3
+	assert_signature_letter t "$id" "not one of"
+}
+
 @test "a message forged into the spool by hand is dead-lettered with reason signature, never delivered" {
 	keys
 	signed_topic t g "$TD/alice"
