@@ -90,6 +90,16 @@ shared_on() {
 		    run "sh.$where.pub.$r" "$SH_N" "$BIN/mq-pub" -s "$sp" -q -l t
 		run "sh.$where.drain.$r" "$SH_N" "$BIN/mq-sub" -s "$sp" -g g t \
 		    > /dev/null
+		# The same on a topic of format 2 (segments and a cursor):
+		# issue 28's target, 10x format 1's rates on the same volume.
+		sp=$dir/spool2.$r
+		MQ_FORMAT=2 "$BIN/mq-sub" -s "$sp" -g g -t 0 t > /dev/null ||
+		    [ $? = 1 ] || die "subscribe on $where failed (format 2)"
+		"$FLOOR" lines "$SH_N" "$SIZE" |
+		    MQ_FORMAT=2 run "sh.$where.f2pub.$r" "$SH_N" "$BIN/mq-pub" \
+		    -s "$sp" -q -l t
+		MQ_FORMAT=2 run "sh.$where.f2drain.$r" "$SH_N" "$BIN/mq-sub" \
+		    -s "$sp" -g g t > /dev/null
 	done
 }
 
@@ -151,6 +161,15 @@ shared_ratio() {
 	    -v b="$(kv "$(med "$3")" rate)" 'BEGIN { printf "%.2fx", a / b }')"
 }
 
+# shared_target LABEL A B: the median rate of B over that of A, against
+# issue 28's target for a shared file system (format 2 >= 10x format 1).
+shared_target() {
+	awk -v l="$1" -v a="$(kv "$(med "$2")" rate)" \
+	    -v b="$(kv "$(med "$3")" rate)" 'BEGIN { x = b / a
+	    printf "  %-44s %8.2fx   target >= 10x: %s\n", l, x,
+	    x >= 10 ? "met" : "NOT MET" }'
+}
+
 # shared_fs_name FS: how the table names file system FS.
 shared_fs_name() {
 	case $1 in
@@ -190,6 +209,10 @@ shared_table() {
 		shared_row "floor drain: rename to cur/, unlink" "sh.$w.floord"
 		shared_row "mq-sub -g G TOPIC > /dev/null" "sh.$w.drain"
 		shared_ratio "  mq-sub time / floor drain" "sh.$w.floord" "sh.$w.drain"
+		shared_row "mq-pub -l, a topic of format 2" "sh.$w.f2pub"
+		shared_row "mq-sub, a topic of format 2" "sh.$w.f2drain"
+		shared_target "  format 2 / format 1, mq-pub -l" "sh.$w.pub" "sh.$w.f2pub"
+		shared_target "  format 2 / format 1, mq-sub" "sh.$w.drain" "sh.$w.f2drain"
 	done
 	echo "  latency, one message in flight (ms)"
 	for w in $SH_FS; do

@@ -25,15 +25,7 @@ mq_put_str(char *o, const char *s)
 char *
 mq_put_u64(char *o, uint64_t v)
 {
-	char t[20];
-	int n = 0;
-	do {
-		t[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*o++ = t[--n];
-	return o;
+	return mq_put_u64w(o, v, 1);
 }
 
 char *

@@ -70,7 +70,7 @@ test_subscribe_retry(mq_spool *sp)
 	ok(mq_topic_create(sp, "race", NULL) == 1, "topic of 1 partition");
 	struct mq_topic t;
 	int hfd[1];
-	ok(mq_topic_open(sp, "race", &t) == 0 && mq_lock_all(&t, hfd) == 0,
+	ok(mq_topic_open_as(sp, "race", MQ_FORMAT_ANY, &t) == 0 && mq_lock_all(&t, hfd) == 0,
 	    "locks held");
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -100,7 +100,7 @@ test_subscribe_retry(mq_spool *sp)
 	    "the group has a queue in the new partition");
 	struct mq_topic t2;
 	struct mq_conf kv;
-	ok(mq_topic_open(sp, "race", &t2) == 0 &&
+	ok(mq_topic_open_as(sp, "race", MQ_FORMAT_ANY, &t2) == 0 &&
 	    mq_group_conf_read(&t2, "g", &kv) == 0, "group conf read");
 	ok(mq_conf_get(&kv, "start.p1") != NULL, "the conf has start.p1");
 	mq_conf_free(&kv);

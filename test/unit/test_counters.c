@@ -82,7 +82,7 @@ main(void)
 	if (!sp || mq_topic_create(sp, "t", NULL) < 0)
 		return 1;
 	struct mq_topic t;
-	if (mq_topic_open(sp, "t", &t) < 0)
+	if (mq_topic_open_as(sp, "t", MQ_FORMAT_ANY, &t) < 0)
 		return 1;
 	struct mq_counts c;
 

@@ -189,7 +189,10 @@ test_roundtrip(mq_spool *sp)
 static void
 test_repair(mq_spool *sp)
 {
+	/* Format 1's names (format 2's repair is test_segment's). */
+	setenv("MQ_FORMAT", "1", 1);
 	ok(mq_group_subscribe(sp, "t2", "g", NULL) == 1, "subscribe t2");
+	unsetenv("MQ_FORMAT");
 	struct mq_topic t;
 	ok(mq_topic_open(sp, "t2", &t) == 0, "open t2");
 	int hfd = mq_head_open(t.pfd[0], MQ_HEAD_WRITE);
@@ -317,11 +320,41 @@ test_gids(void)
 	    "--group -5: no group");
 }
 
+/* put.c writes what snprintf would, and the Published stamp keeps its
+ * form across the seconds it caches. */
+static void
+test_put(void)
+{
+	char b[64], *e;
+	e = mq_put_u64w(PUT_LIT(b, "x="), 42, 20);
+	*e = 0;
+	ok(!strcmp(b, "x=00000000000000000042"), "a number padded to 20: %s", b);
+	*mq_put_u64(b, UINT64_MAX) = 0;
+	ok(!strcmp(b, "18446744073709551615"), "the largest: %s", b);
+	*mq_put_u64(b, 0) = 0;
+	ok(!strcmp(b, "0"), "zero: %s", b);
+	*mq_put_u64w(b, 123456, 3) = 0;
+	ok(!strcmp(b, "123456"), "wider than its width, whole: %s", b);
+	*mq_put_hex(b, 0xfedcba9876543210u, 16) = 0;
+	ok(!strcmp(b, "fedcba9876543210"), "16 hex digits: %s", b);
+	*mq_put_hex(b, 0xabc, 5) = 0;
+	ok(!strcmp(b, "00abc"), "5 hex digits: %s", b);
+	char t1[64], t2[64], t3[64];
+	mq_time_rfc3339(1796685866.5, t1, sizeof t1);
+	mq_time_rfc3339(1796685866.125, t2, sizeof t2);
+	mq_time_rfc3339(1796685867.25, t3, sizeof t3);
+	ok(!strcmp(t1, "2026-12-07T23:24:26.500000Z") &&
+	    !strcmp(t2, "2026-12-07T23:24:26.125000Z") &&
+	    !strcmp(t3, "2026-12-07T23:24:27.250000Z"),
+	    "Published stamps: %s %s %s", t1, t2, t3);
+}
+
 int
 main(void)
 {
 	if (!mkdtemp(spooldir))
 		return 2;
+	test_put();
 	test_names();
 	test_entries();
 	test_head();
