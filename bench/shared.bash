@@ -167,7 +167,7 @@ shared_target() {
 	awk -v l="$1" -v a="$(kv "$(med "$2")" rate)" \
 	    -v b="$(kv "$(med "$3")" rate)" 'BEGIN { x = b / a
 	    printf "  %-44s %8.2fx   target >= 10x: %s\n", l, x,
-	    x >= 10 ? "met" : "NOT MET" }'
+	    (x >= 10 ? "met" : "NOT MET") }'
 }
 
 # shared_fs_name FS: how the table names file system FS.

@@ -99,6 +99,9 @@ struct mq_seglog {
 	size_t off;                     /* the next record's */
 	uint64_t prev, want;            /* the last record read, and the next
 	                                 * one handed out */
+	size_t *roff;                   /* where records 0 .. nroff - 1 of the
+	                                 * loaded segment start, as read */
+	size_t nroff, roffcap;
 };
 void mq_seglog_init(struct mq_seglog *, int logfd);
 void mq_seglog_free(struct mq_seglog *);

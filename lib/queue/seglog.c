@@ -73,9 +73,11 @@ mq_seglog_free(struct mq_seglog *l)
 {
 	free(l->first);
 	free(l->data);
+	free(l->roff);
 	l->first = NULL;
 	l->data = NULL;
-	l->n = l->cap = 0;
+	l->roff = NULL;
+	l->n = l->cap = l->nroff = l->roffcap = 0;
 	l->seg = (struct mq_seg){ 0 };
 }
 
@@ -170,8 +172,27 @@ load(struct mq_seglog *l, uint64_t first)
 		return -1;
 	l->off = mq_seg_start();
 	l->prev = 0;
+	l->nroff = 0;
 	l->loaded = true;
 	return 0;
+}
+
+/* Notes where record seq, read at off, starts: the records of a segment
+ * are read from its start on, so the table grows by one at its end. */
+static void
+note_offset(struct mq_seglog *l, uint64_t seq, size_t off)
+{
+	if (seq - l->seg.first != l->nroff)
+		return;
+	if (l->nroff == l->roffcap) {
+		size_t cap = l->roffcap ? 2 * l->roffcap : 256;
+		size_t *v = reallocarray(l->roff, cap, sizeof *v);
+		if (!v)
+			return;                 /* a hint: read from the start */
+		l->roff = v;
+		l->roffcap = cap;
+	}
+	l->roff[l->nroff++] = off;
 }
 
 /* The segment of the listing that holds seq, from index i back: a name
@@ -201,7 +222,12 @@ mq_seglog_seek(struct mq_seglog *l, uint64_t seq)
 	 * read on from where it is, or again from its start. */
 	if (l->loaded && seq >= l->seg.first &&
 	    seq - l->seg.first < l->seg.count) {
-		if (seq < l->want || l->off == l->seg.len) {
+		/* A record read before is gone back to where it starts (a
+		 * consumer reads the last of a claim again for its ack). */
+		if (seq - l->seg.first < l->nroff) {
+			l->off = l->roff[seq - l->seg.first];
+			l->prev = seq - 1;      /* unused at the first */
+		} else if (seq < l->want || l->off == l->seg.len) {
 			l->off = mq_seg_start();
 			l->prev = 0;
 		}
@@ -250,6 +276,7 @@ mq_seglog_next(struct mq_seglog *l, uint64_t *seq, struct mq_seg_rec *r)
 				l->loaded = false;
 			return rc;
 		}
+		note_offset(l, l->prev, l->off);
 		l->off = off;
 		if (l->prev >= l->want) {
 			*seq = l->prev;
