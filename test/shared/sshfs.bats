@@ -82,10 +82,11 @@ names_in() {
 QUEUE_COUNT=names_in
 
 # assert_queue_empty SPOOL TOPIC GROUP: nothing of GROUP pending, in
-# flight or delayed; else fail with the names left.
+# flight or delayed; else fail with how many are left and the names left
+# (format 2: only those that left a claim for a name of their own).
 assert_queue_empty() {
 	queue_empty "$@" ||
-	    fail "left in the queue of $3: $(cd "$1/topics/$2" && find p*/g/"$3"/{new,cur,delay} -mindepth 1 ! -name '.*' 2>/dev/null | tr '\n' ' ')"
+	    fail "left in the queue of $3: $(queue_left "$@"); names: $(cd "$1/topics/$2" && find p*/g/"$3"/{new,cur,delay} -mindepth 1 ! -name '.*' 2>/dev/null | tr '\n' ' ')"
 }
 
 # wait_member SPOOL TOPIC GROUP PID: wait (bounded) until member_of; else
