@@ -53,13 +53,27 @@ missing_ids() {
 }
 
 # queue_left SPOOL TOPIC GROUP: messages of GROUP pending, in flight or
-# delayed, over every partition.  Each directory is counted by the command
-# QUEUE_COUNT names: count_entries (helper.bash, every entry) unless the
-# harness sets another (sshfs.bats: names_in, no dot names).
+# delayed, over every partition: its names in new/, cur/ and delay/, and
+# in format 2 the records of the log past its next record and those its
+# claims hold unsettled (helper.bash: log_end, next_of, claimed; on a
+# replica, a record held at the primary is in a claim of no lease).  Each
+# directory is counted by the command QUEUE_COUNT names: count_entries
+# (helper.bash, every entry) unless the harness sets another (sshfs.bats:
+# names_in, no dot names).
 queue_left() {
 	local d n=0 k
 	for d in "$1/topics/$2"/p*/g/"$3"/{new,cur,delay}; do
 		k=$("${QUEUE_COUNT:-count_entries}" "$d")
+		n=$((n + k))
+	done
+	MQ_SPOOL=$1 is_format2 "$2" || {
+		echo "$n"
+		return
+	}
+	for d in "$1/topics/$2"/p*; do
+		[[ ${d##*/} =~ ^p([0-9]+)$ ]] || continue
+		k=$(export MQ_SPOOL=$1 p=${BASH_REMATCH[1]}
+		    echo $(($(log_end "$2" "$p") - $(next_of "$2" "$3" "$p") + $(claimed "$2" "$3" "$p"))))
 		n=$((n + k))
 	done
 	echo "$n"

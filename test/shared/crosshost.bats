@@ -17,6 +17,8 @@
 #   PATH=$PWD/bin:$PATH MQ_FS=moosefs bats --tap test/shared/crosshost.bats
 
 load fs
+# same_spools: the spool and a peer hold the same.
+load ../bats/replicate_helper
 
 setup_file() {
 	fs_up
@@ -250,12 +252,33 @@ slot() {
 	assert_equal "$(queue_left "$S1" t g)" 0
 }
 
-# queue_names SPOOL: every name a consumer could see, with where it is: log/,
-# each group's new/ and delay/, dead letters (as in replicate.bats).
-queue_names() {
-	(cd "$1/topics" && find . \( -path '*/log/*' -o -path '*/g/*/new/*' \
-	    -o -path '*/g/*/delay/*' -o -path '*/dlq/*/*' \) -type f |
-	    LC_ALL=C sort)
+# peer_level PEER PUB G [h]: the spool PEER holds what this test's spool
+# does (same_spools, < spool, > peer): the records of topic t, each a
+# message whose id is in the file PUB (mq-pub printed it), once; G of
+# them queued for group g, and with h, all of them for group h.
+peer_level() {
+	local peer=$1 n
+	n=$(ids "$2" | wc -l)
+	A=$S1 B=$peer same_spools >"$TD/diff" 2>&1 ||
+	    fail_with "${peer##*/} differs from the spool (< spool, > peer):" "$TD/diff"
+	assert_equal "$(MQ_SPOOL=$peer count_log t)" "$n"
+	MQ_SPOOL=$peer log_keys t | cut -d. -f2 >"$TD/peer.ids"
+	same_ids "$2" "$TD/peer.ids"
+	[[ -z ${4:-} ]] || assert_equal "$(queue_left "$peer" t h)" "$n"
+	assert_equal "$(queue_left "$peer" t g)" "$3"
+}
+
+# journal_settled JOURNAL TOPIC GROUP: how many of GROUP's messages
+# JOURNAL says left its queue as done: an A record each, and in format 2
+# each bit of its K records (the records of a claim settled).
+journal_settled() {
+	awk -v t="$2" -v g="$3" '$3 == t && $5 == g && $1 == "A" { n++ }
+	    $3 == t && $5 == g && $1 == "K" {
+		split($6, f, ",")
+		for (i = 1; i <= length(f[2]); i++)
+			n += substr("0112122312232334", index("0123456789abcdef", substr(f[2], i, 1)), 1)
+	    }
+	    END { print n + 0 }' "$1"
 }
 
 @test "mq-replicate push of a spool written through both hosts sends every change" {
@@ -268,14 +291,16 @@ queue_names() {
 	# lines through mq-pub -l from each.
 	spawn_publishers t 50 150
 	local p=("${PUBLISHERS[@]}")
-	# Acks (one record each) from both hosts while they publish.
+	# Acks (one record each in format 1, a record per claim settled in
+	# format 2) from both hosts while they publish.
 	MQ_HOST=h1 spawn "$TD/s1" mq-sub -s "$S1" -f -t 5 -n 80 -g g -F '%i\n' t
 	p+=("$SPAWNED")
 	MQ_HOST=h2 spawn "$TD/s2" mq-sub -s "$S2" -f -t 5 -n 80 -g g -F '%i\n' t
 	p+=("$SPAWNED")
 	wait_for -t 180 all_exited "${p[@]}"
 	local n acked
-	n=$(ids "$TD"/pub.? | wc -l)
+	cat "$TD"/pub.? >"$TD/pub"
+	n=$(ids "$TD/pub" | wc -l)
 	acked=$(lines "$TD/s1" "$TD/s2")
 	note "published $n, acked $acked"
 	# Two pushes at once, one from each host, to two peers: both merge the
@@ -288,16 +313,15 @@ queue_names() {
 	for peer in peer1 peer2; do
 		grep -q "($n messages" "$TD/push${peer#peer}.err" ||
 		    fail_with "the push to $peer did not send $n messages:" "$TD/push${peer#peer}.err"
-		diff <(queue_names "$S1") <(queue_names "$TD/$peer") >"$TD/diff" ||
-		    fail_with "$peer differs from the spool (< spool, > peer):" "$TD/diff"
-		assert_equal "$(count_entries "$TD/$peer/topics/t/p0/log")" "$n"
-		assert_equal "$(count_entries "$TD/$peer/topics/t/p0/g/h/new")" "$n"
-		assert_equal "$(count_entries "$TD/$peer/topics/t/p0/g/g/new")" "$((n - acked))"
+		peer_level "$TD/$peer" "$TD/pub" "$((n - acked))" h
 	done
-	# Every record once in SPOOL/journal: a P for each publish, an A for
-	# each ack.
-	assert_equal "$(grep -c '^P ' "$S1/journal")" "$n"
-	assert_equal "$(grep -c '^A ' "$S1/journal")" "$acked"
+	# Every record once in SPOOL/journal: an A for each ack (format 2: a
+	# bit of a K record), and a P for each publish in format 1 (in format
+	# 2 a publish writes none: the log is sent by position).
+	local pubs=$n
+	is_format2 t && pubs=0
+	assert_equal "$(grep -c '^P ' "$S1/journal" || true)" "$pubs"
+	assert_equal "$(journal_settled "$S1/journal" t g)" "$acked"
 }
 
 # journal_bytes SPOOL: the bytes of every journal file of the spool:
@@ -305,6 +329,25 @@ queue_names() {
 journal_bytes() {
 	find "$1/journal" "$1/journal.d" "$1/journals" -type f ! -name '.*' \
 	    -printf '%s\n' 2>/dev/null | awk '{ n += $1 } END { print n + 0 }'
+}
+
+# spawn_takers N [OUT]: on each host a loop of N runs of mq-sub, each
+# taking one message of group g of topic t (waiting up to 5 s for it) and
+# acking it: each settles a claim of its own, so each ack is a record of
+# the host's journal in either format (A in format 1, K in format 2,
+# where a claim of many is settled by one).  The ids in OUT.1 and OUT.2
+# (default $TD/s); the pids appended to TAKERS.
+spawn_takers() {
+	local h out=${2:-$TD/s}
+	for h in 1 2; do
+		local s=$S1
+		((h == 2)) && s=$S2
+		MQ_HOST=h$h spawn "$out.$h.log" bash -c '
+			for ((k = 1; k <= $2; k++)); do
+				mq-sub -s "$1" -n 1 -t 5 -g g -F "%i\n" t >>"$3" || exit 0
+			done' bash "$s" "$1" "$out.$h"
+		TAKERS+=("$SPAWNED")
+	done
 }
 
 @test "the journals stay bounded where hosts share the spool: cut, merged, confirmed and dropped; a peer gets every change" {
@@ -316,23 +359,19 @@ journal_bytes() {
 	local round n=0 acked=0 k a
 	for round in 1 2 3; do
 		spawn_publishers t 20 80
-		local p=("${PUBLISHERS[@]}")
-		MQ_HOST=h1 spawn "$TD/s1.$round" mq-sub -s "$S1" -f -t 5 -n 30 -g g -F '%i\n' t
-		p+=("$SPAWNED")
-		MQ_HOST=h2 spawn "$TD/s2.$round" mq-sub -s "$S2" -f -t 5 -n 30 -g g -F '%i\n' t
-		p+=("$SPAWNED")
-		wait_for -t 180 all_exited "${p[@]}"
+		TAKERS=()
+		spawn_takers 50 "$TD/s.$round"
+		wait_for -t 180 all_exited "${PUBLISHERS[@]}" "${TAKERS[@]}"
 		k=$(ids "$TD"/pub.? | wc -l)
-		a=$(lines "$TD/s1.$round" "$TD/s2.$round")
+		a=$(lines "$TD/s.$round.1" "$TD/s.$round.2")
 		n=$((n + k))
 		acked=$((acked + a))
+		cat "$TD"/pub.? >>"$TD/pub"
 		rm -f "$TD"/pub.?
 		sleep 0.2
 		MQ_HOST=h1 run --separate-stderr mq-replicate -s "$S1" push --rsh env --remote-spool "$TD/peer" -v
-		assert_success
-		assert_equal "$(count_entries "$TD/peer/topics/t/p0/log")" "$n"
-		assert_equal "$(count_entries "$TD/peer/topics/t/p0/g/h/new")" "$n"
-		assert_equal "$(count_entries "$TD/peer/topics/t/p0/g/g/new")" "$((n - acked))"
+		((status == 0)) || fail "round $round: the push failed, status $status: $stderr"
+		peer_level "$TD/peer" "$TD/pub" "$((n - acked))" h
 	done
 	note "published $n, acked $acked"
 	# Every host journal was cut, and what was merged dropped; so was
@@ -354,20 +393,30 @@ journal_bytes() {
 @test "a spool shared by hosts that no peer needs keeps no cut journal file; a peer that comes later is brought level by comparing" {
 	export MQ_JOURNAL_SEGMENT=4096
 	mkgroup t g
-	spawn_publishers t 20 80
-	wait_for -t 180 all_exited "${PUBLISHERS[@]}"
-	local n
-	n=$(ids "$TD"/pub.? | wc -l)
+	# 320 publishes, 240 of them acked, 120 on each host: enough records
+	# to cut each host's journal more than once in either format.
+	spawn_publishers t 40 120
+	TAKERS=()
+	spawn_takers 120
+	wait_for -t 180 all_exited "${PUBLISHERS[@]}" "${TAKERS[@]}"
+	local n acked h
+	cat "$TD"/pub.? >"$TD/pub"
+	n=$(ids "$TD/pub" | wc -l)
+	acked=$(lines "$TD/s.1" "$TD/s.2")
+	note "published $n, acked $acked"
 	# The hosts' journals were cut and their records dropped, unmerged:
 	# SPOOL/journal was cut past them, so a peer finds the gap.
-	[[ ! -e $S1/journals/h1.d || -z $(ls "$S1/journals/h1.d") ]] ||
-	    fail "cut files kept: $(ls "$S1/journals/h1.d")"
+	for h in h1 h2; do
+		[[ $(head -c 2 "$S1/journals/$h") == "B " ]] ||
+		    fail "the journal of $h was not cut: $(ls -l "$S1/journals")"
+		[[ ! -e $S1/journals/$h.d || -z $(ls "$S1/journals/$h.d") ]] ||
+		    fail "cut files kept: $(ls "$S1/journals/$h.d")"
+	done
 	[[ $(head -c 2 "$S1/journal") == "B " ]] || fail "SPOOL/journal was not cut"
 	MQ_HOST=h2 run --separate-stderr mq-replicate -s "$S2" push --rsh env --remote-spool "$TD/peer" -v
 	assert_success
 	[[ $stderr == *"no longer holds its place"* ]] || fail "$stderr"
-	assert_equal "$(count_entries "$TD/peer/topics/t/p0/log")" "$n"
-	assert_equal "$(count_entries "$TD/peer/topics/t/p0/g/g/new")" "$n"
+	peer_level "$TD/peer" "$TD/pub" "$((n - acked))"
 }
 
 # 32 callers on one mount: on MooseFS a tenth caller parked in a blocking

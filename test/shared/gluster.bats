@@ -68,32 +68,42 @@ profile_counting() {
 	    awk '$NF == "FSYNC" && $(NF - 1) > 0 { found = 1 } END { exit !found }'
 }
 
-@test "--sync=batch reaches the bricks: the volume profile counts an FSYNC per message file and FSYNCDIRs" {
+@test "--sync=batch reaches the bricks: the volume profile counts an FSYNC per message file (format 2: per segment) and FSYNCDIRs" {
 	# syncfs(2) on the FUSE mount reaches no brick: before the shared
-	# paths a batch of 40 showed 1 FSYNC (the head's).
-	local n=40 fsyncs dirs writes
+	# paths a batch of 40 showed 1 FSYNC (the head's).  8 batches of 5
+	# messages, each one publish, so one segment each in format 2.
+	local b=8 per=5 n=40 want wantdirs fsyncs dirs writes k
 	mkgroup t g
+	# Format 1: a message file each; each batch's log/ and the group's
+	# new/ (and delay/).  Format 2: each batch's segment, written in tmp/
+	# and fdatasynced before its link, and the head twice (its next, then
+	# its committed): 3 a batch, 2 without the segment's; log/ each.
+	want=$n wantdirs=$((2 * b))
+	is_format2 t && want=$((3 * b)) wantdirs=$b
 	gl_cli volume profile "$GL_VOL" start >/dev/null
 	# It starts counting a little after it says it started.
 	wait_for -t 30 profile_counting "$GL_M1/probe.$BATS_TEST_NUMBER"
 	count_fop() { awk -v f="$1" '$NF == f { print $(NF - 1); exit }' "$TD/profile"; }
 	# The bricks' counts reach the profile a while after the calls (on a
 	# volume that has worked a while, seconds): it is read until it
-	# counts an FSYNC for each message file, or 60 s have passed.
+	# counts the FSYNCs wanted, or 60 s have passed.
 	profile_read() {
 		gl_cli volume profile "$GL_VOL" info cumulative >"$TD/profile"
 		fsyncs=$(count_fop FSYNC) dirs=$(count_fop FSYNCDIR) writes=$(count_fop WRITE)
-		((${fsyncs:-0} >= n))
+		((${fsyncs:-0} >= want && ${dirs:-0} >= wantdirs))
 	}
 	gl_cli volume profile "$GL_VOL" info clear >/dev/null
-	seq "$n" | mq-pub -s "$S1" -q -l t
+	for ((k = 1; k <= b; k++)); do
+		mq-pub -s "$S1" -q t $(seq -f "$k-%g" "$per")
+	done
 	local synced=0
 	wait_for -t 60 profile_read && synced=1
 	gl_cli volume profile "$GL_VOL" stop >/dev/null
-	note "first brick: ${fsyncs:-0} FSYNC, ${dirs:-0} FSYNCDIR, ${writes:-0} WRITE for $n messages"
-	((synced)) || fail_with "only ${fsyncs:-0} FSYNC for $n messages" "$TD/profile"
-	# log/ and the group's new/ and delay/ of the chunk.
-	((${dirs:-0} >= 2)) || fail_with "only ${dirs:-0} FSYNCDIR" "$TD/profile"
+	note "first brick: ${fsyncs:-0} FSYNC, ${dirs:-0} FSYNCDIR, ${writes:-0} WRITE for $n messages in $b batches"
+	((${fsyncs:-0} >= want)) || fail_with "only ${fsyncs:-0} FSYNC for $n messages in $b batches (want $want)" "$TD/profile"
+	((${dirs:-0} >= wantdirs)) || fail_with "only ${dirs:-0} FSYNCDIR for $b batches (want $wantdirs)" "$TD/profile"
+	((synced)) || fail_with "the profile did not count what it was waiting for" "$TD/profile"
+	assert_equal "$(MQ_SPOOL=$S1 count_log t)" "$n"
 	run -0 mq-sub -s "$S2" -g g -t 0 t
 	assert_equal "$(lines <(echo "$output"))" "$n"
 }

@@ -78,10 +78,32 @@ closed_everywhere() {
 	done
 }
 
+# file_of SPOOL SEQ: the file of topic t's partition 0 that holds message
+# SEQ: log/SEQ.ID in format 1, the segment that holds it in format 2 (a
+# single publish writes one of its own).
+file_of() {
+	local f line
+	for f in "$1/topics/t/p0/log"/*; do
+		if [[ ${f##*/} == $(printf %020d "$2").* ]]; then
+			echo "$f"
+			return 0
+		fi
+		[[ ${f##*/} =~ ^[0-9]{20}$ ]] || continue
+		IFS= read -r line <"$f"
+		[[ $line =~ first=([0-9]{20})\ count=([0-9]{10}) ]] || continue
+		if ((10#${BASH_REMATCH[1]} <= $2 && $2 < 10#${BASH_REMATCH[1]} + 10#${BASH_REMATCH[2]})); then
+			echo "$f"
+			return 0
+		fi
+	done
+	return 1
+}
+
 # publish_traced FSYNC N: both chunkservers set to HDD_FSYNC_BEFORE_CLOSE
 # FSYNC and traced, N single publishes (a chunk each for its message
-# file), their return times in $TD/returned, the message files' chunks in
-# CHUNKS; returns once both chunkservers closed every one of them.
+# file, in format 2 its segment), their return times in $TD/returned, the
+# message files' chunks in CHUNKS; returns once both chunkservers closed
+# every one of them.
 publish_traced() {
 	local k
 	mfs_cs_fsync 1 "$1"
@@ -99,9 +121,12 @@ publish_traced() {
 	assert_equal "$(lines "$TD/pub")" "$(($2 + 1))"
 	CHUNKS=()
 	for ((k = 1; k <= $2; k++)); do
-		CHUNKS+=("$(chunk_of "$S1/topics/t/p0/log/$(printf %020d "$k")".*)")
+		CHUNKS+=("$(chunk_of "$(file_of "$S1" "$k")")")
 	done
-	[[ ${#CHUNKS[@]} == "$2" && ${CHUNKS[*]} != *" .mfs"* ]] || fail "no chunk for a message file: ${CHUNKS[*]}"
+	[[ ${#CHUNKS[@]} == "$2" && " ${CHUNKS[*]}" != *" .mfs"* && " ${CHUNKS[*]} " != *"  "* ]] ||
+	    fail "no chunk for a message file: ${CHUNKS[*]}"
+	# Each message's file is one of its own.
+	assert_equal "$(printf '%s\n' "${CHUNKS[@]}" | sort -u | wc -l)" "$2"
 	# A chunkserver closes a chunk file a little after the client's
 	# write to it ended (and fsyncs it just before, if told to).
 	wait_for -t 30 closed_everywhere "${CHUNKS[@]}" ||
