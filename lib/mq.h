@@ -125,8 +125,12 @@ struct mq_topic_conf {
 	const char *signers;
 	unsigned nsigners;               /* read back: how many it has */
 	/* 1: a file per message; 2: segments and cursors (mq-spool(5),
-	 * SEGMENTED STORAGE), which only some operations handle yet. */
+	 * SEGMENTED STORAGE), the default. */
 	unsigned format;
+	/* Create only: the format was asked for (--format, MQ_FORMAT), not
+	 * the default, which a file system whose locks stay within one
+	 * mount (sshfs) makes 1. */
+	bool format_asked;
 };
 void mq_topic_conf_default(struct mq_topic_conf *);
 /* EX_UNAVAILABLE, naming the first topic of format 2 and what (as

@@ -241,6 +241,7 @@ main(int argc, char *argv[])
 		case OPT_FORMAT:
 			conf.format = (unsigned)tool_number("--format", optarg, 1,
 			    2);
+			conf.format_asked = true;
 			confopts = 1;
 			break;
 		case OPT_EXPIRED:

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sysexits.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base.h"
@@ -203,26 +204,46 @@ mq_rmtree(int dirfd, const char *path)
 	return rc;
 }
 
+/* A file another host replaced may come back from a mount's cache as the
+ * one it replaced, which the server then answers with ESTALE: it is
+ * looked up again once the cache lets go of it (a FUSE mount's entry
+ * timeout, a second by default), waiting 5 ms, then twice as long each
+ * time, about 1.6 s in all. */
+#define STALE_TRIES 10
+
+static void
+stale_nap(int tries)
+{
+	long ms = 5L << (tries < 6 ? tries : 6);
+	nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000 }, NULL);
+}
+
 int
 mq_file_open(int dirfd, const char *path, int flags, mode_t mode,
     struct stat *st)
 {
-	int fd = mq_openat(dirfd, path, flags | O_NONBLOCK | O_NOFOLLOW |
-	    O_CLOEXEC, mode);
-	if (fd < 0) {
-		/* A link (ELOOP), a FIFO without a peer or a socket (ENXIO),
-		 * a directory opened to write (EISDIR). */
-		if (errno == ELOOP || errno == ENXIO || errno == EISDIR)
-			return mq_err(EX_DATAERR, "%s: not a regular file", path);
-		return mq_err_sys("%s", path);
-	}
 	struct stat own;
 	if (!st)
 		st = &own;
-	if (fstat(fd, st) < 0) {
-		mq_err_sys("%s", path);
-		close(fd);
-		return -1;
+	int fd;
+	for (int tries = 0;; tries++) {
+		fd = mq_openat(dirfd, path, flags | O_NONBLOCK | O_NOFOLLOW |
+		    O_CLOEXEC, mode);
+		if (fd >= 0 && fstat(fd, st) == 0)
+			break;
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		if (e == ESTALE && tries < STALE_TRIES) {
+			stale_nap(tries);
+			continue;
+		}
+		/* A link (ELOOP), a FIFO without a peer or a socket (ENXIO),
+		 * a directory opened to write (EISDIR). */
+		if (fd < 0 && (e == ELOOP || e == ENXIO || e == EISDIR))
+			return mq_err(EX_DATAERR, "%s: not a regular file", path);
+		return mq_err_sys("%s", path);
 	}
 	if (!S_ISREG(st->st_mode)) {
 		close(fd);

@@ -354,9 +354,13 @@ feed(mq_sub *s, struct part *p)
 	    p->filter, &cursor);
 	if (n < 0)
 		return -1;
-	/* Another consumer may have fed what we have not listed. */
+	/* Another consumer may have fed what we have not listed.  Added to
+	 * what was due already: a lease that ran out, or a poll, may have
+	 * brought names back to new/ that no feed made. */
 	p->feed = n > 0;
-	p->scan_new = p->scan_delay = n > 0 || cursor != p->committed;
+	bool moved = n > 0 || cursor != p->committed;
+	p->scan_new |= moved;
+	p->scan_delay |= moved;
 	return 0;
 }
 

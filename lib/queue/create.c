@@ -100,6 +100,20 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 	if (mq_spool_writable(sp) < 0 || mq_name_check("topic", name) < 0 ||
 	    conf_check(c) < 0)
 		return -1;
+	/* Where locks stay within one mount (sshfs), a group's feed of
+	 * format 2, taken under its cursor's lock, could be taken by two
+	 * hosts at once: format 1 there, whose claims are renames. */
+	struct mq_topic_conf one;
+	if (c->format == 2 && mq_fs_locks_local(sp->topics)) {
+		if (c->format_asked)
+			return mq_err(EX_UNAVAILABLE, "topic %s: format 2 is not "
+			    "made where locks stay within one mount (sshfs): "
+			    "its groups' consumers would take messages twice "
+			    "from two hosts; use format 1", name);
+		one = *c;
+		one.format = 1;
+		c = &one;
+	}
 	if (mq_faccessat(sp->topics, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0;
 	sweep_spool_tmp(sp);

@@ -32,6 +32,7 @@ mq_topic_conf_default(struct mq_topic_conf *c)
 	const char *f = getenv("MQ_FORMAT");
 	if (f && !strcmp(f, "1"))
 		c->format = 1;
+	c->format_asked = f && (!strcmp(f, "1") || !strcmp(f, "2"));
 }
 
 int

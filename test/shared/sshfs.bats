@@ -385,3 +385,31 @@ except OSError as e:
 	assert_success
 	assert_output $'t/g pending attempts=0\nt/h pending attempts=0'
 }
+
+@test "sshfs: topics made through a mount are of format 1, whose claims are renames; format 2 there is refused (69), by create and by upgrade, and nothing is made" {
+	# A group of format 2 feeds under its cursor's lock, which sshfs
+	# keeps within one mount: consumers on two hosts would take the
+	# same records.
+	unset MQ_FORMAT
+	mq-topic -s "$S1" create t
+	run -0 mq-topic -s "$S2" info t
+	assert_line 'format: 1'
+	mq-pub -s "$S1" -q made x
+	run -0 mq-topic -s "$S2" info made
+	assert_line 'format: 1'
+	run --separate-stderr mq-topic -s "$S1" create --format 2 two
+	assert_equal "$status" 69
+	[[ $stderr == *"locks stay within one mount"* ]] || fail "$stderr"
+	[[ ! -e $SX/topics/two ]]
+	MQ_FORMAT=2 run --separate-stderr mq-pub -s "$S1" three x
+	assert_equal "$status" 69
+	[[ ! -e $SX/topics/three ]]
+	run --separate-stderr mq-topic -s "$S1" upgrade t
+	assert_equal "$status" 69
+	run -0 mq-topic -s "$S2" info t
+	assert_line 'format: 1'
+	# On the server's own disk a topic is of format 2, as anywhere.
+	mq-topic -s "$SX" create local
+	run -0 mq-topic -s "$S1" info local
+	assert_line 'format: 2'
+}
