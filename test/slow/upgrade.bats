@@ -6,6 +6,8 @@
 
 load ../bats/helper
 load ../bats/upgrade_helper
+# Topics of format 1: what an upgrade converts, whatever MQ_TEST_FORMAT says.
+MQ_FILE_FORMAT=1
 
 # kill_at TOPIC MICROSECONDS ROUND: an upgrade of TOPIC killed after a
 # random part of MICROSECONDS; counts in KILLS the kills that left it of
