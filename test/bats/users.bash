@@ -24,6 +24,11 @@ users_setup() {
 	S=$USERS_DIR/spool.$BATS_TEST_NUMBER
 	rm -rf "$S"
 	export MQ_SPOOL=$S
+	if [[ -n ${MQ_FILE_FORMAT:-} ]]; then
+		export MQ_FORMAT=$MQ_FILE_FORMAT
+	elif [[ -n ${MQ_TEST_FORMAT:-} ]]; then
+		export MQ_FORMAT=$MQ_TEST_FORMAT
+	fi
 }
 
 # as_user USER UMASK CMD...: CMD as USER (with its groups) under UMASK, on
