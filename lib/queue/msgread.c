@@ -180,6 +180,16 @@ mq_record_copy(const struct mq_topic *t, unsigned k, int dirfd,
 	struct stat st;
 	if (mq_seq_of(name, &seq) < 0)
 		return mq_err(EX_DATAERR, "%s: not a message name", name);
+	/* Never another message's record: a name that a consumer placed
+	 * under its sequence number keeps the bytes it holds.  One that
+	 * does not parse is copied (a feed named it with the id of zeros). */
+	struct mq_msg *m;
+	if (mq_record_read(t, k, seq, NULL, &m) == 0) {
+		int other = mq_msg_check_name(m, name);
+		mq_msg_free(m);
+		if (other < 0)
+			return -1;
+	}
 	if (mq_record_at(t, k, seq, &r) < 0)
 		return -1;
 	int fd = mq_file_open(dirfd, name, O_WRONLY, 0, &st);
@@ -223,7 +233,8 @@ mq_claim_read_at(const struct mq_topic *t, unsigned k, int curfd,
 	 * consumer of a topic with roles may write the queues).  A name's
 	 * own bytes count only for what the log no longer holds (retention
 	 * passed a copy's record), and never where consumers write the
-	 * queues: there that is a file nobody published. */
+	 * queues: there that is a file nobody published (1, as
+	 * mq_claim_published's 0 in format 1). */
 	if (t->conf.format == 2) {
 		const char *base = strrchr(curname, '/');
 		const char *key = base ? base + 1 : curname;
@@ -237,9 +248,11 @@ mq_claim_read_at(const struct mq_topic *t, unsigned k, int curfd,
 		int rc = mq_record_read(t, k, seq, key, out);
 		if (rc == 0 || st.st_size == 0 || mq_errcode() != EX_DATAERR)
 			return rc;
-		if (mq_roles_any(&t->conf.roles))
-			return mq_err(EX_DATAERR, "%s is not in the log: not "
+		if (mq_roles_any(&t->conf.roles)) {
+			mq_err(EX_DATAERR, "%s is not in the log: not "
 			    "published", key);
+			return 1;
+		}
 	}
 	return mq_claim_read(t, curfd, curname, NULL, out);
 }

@@ -272,6 +272,11 @@ forge() {
 	assert_success
 	assert_equal "$(jq -r '.[] | .id + " " + .reason' <<<"$output")" \
 	    "$id unpublished"
+	# The dead letter keeps the file the consumer placed, not the bytes
+	# of the message published under that sequence number.
+	run --separate-stderr as con mq-dlq -g other show t "$id"
+	assert_success
+	assert_equal "${lines[-1]}" forged
 	# Redriven, it is refused again, never delivered.
 	as con mq-dlq -g other redrive t
 	run --separate-stderr as con mq-sub -g other -n 10 -t 0 t
