@@ -54,10 +54,11 @@ as() {
 # The spool shared by the role users' common group; topic t with the
 # three roles, made by its administrator; group g subscribed by a
 # consumer after the topic was made; three messages from a publisher.
+# Arguments go to mq-topic create.
 roles_topic() {
 	mq-topic init --group "${RT}ALL" --mode 2775
 	as adm mq-topic create --mode 2755 --publishers "${RT}PUB" \
-	    --consumers "${RT}CON" --admins "${RT}ADM" t
+	    --consumers "${RT}CON" --admins "${RT}ADM" "$@" t
 	as con mq-group create t g
 	as pub mq-pub -q t m1 m2 m3
 }
@@ -348,7 +349,7 @@ forge() {
 	# Into another spool with the same roles, where the message was never
 	# published: its log/ name is new there.
 	S=$USERS_DIR/spool2.$BATS_TEST_NUMBER MQ_SPOOL=$USERS_DIR/spool2.$BATS_TEST_NUMBER
-	roles_topic
+	roles_topic --retention 1s
 	# Killed at its 4th linkat: two for staging, one into log/, then the
 	# dead letter's from it.
 	run --separate-stderr as adm strace -o /dev/null -f \
@@ -371,10 +372,26 @@ forge() {
 	dl=$(ls "$S/topics/t/p0/dlq/g" | grep -v '\.why$')
 	assert_equal "$(stat -c %i "$S/topics/t/p0/dlq/g/$dl")" \
 	    "$(stat -c %i "$S/topics/t/p0/log/$key")"
+	# Past the retention (its id's time), gc keeps that name while the
+	# dead letter holds it (in format 2 too, where it lies beside the
+	# segments) ...
+	wait_for -t 5 past_ms $((16#${key:21:13} / 1000 + 1000))
+	as adm mq-topic gc t
+	[[ -f $S/topics/t/p0/log/$key ]] || fail "gc removed log/$key, still held"
 	as con mq-dlq -g g redrive t
 	run --separate-stderr as con mq-sub -g g -n 10 -t 0 t
 	assert_success
 	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "m1 m1 m2 m3 "
+	# ... and removes it once the last holder settled it: the crashed
+	# import's staging links it too, until the sweep of SPOOL/tmp takes
+	# it an hour later (done here as that sweep does).
+	[[ $(stat -c %h "$S/topics/t/p0/log/$key") == 2 ]] ||
+	    fail "log/$key: links: $(stat -c %h "$S/topics/t/p0/log/$key")"
+	as adm mq-topic gc t
+	[[ -f $S/topics/t/p0/log/$key ]] || fail "gc removed log/$key, staged"
+	rm -r "$S"/tmp/dlq-import.*
+	as adm mq-topic gc t
+	[[ ! -e $S/topics/t/p0/log/$key ]] || fail "log/$key stayed past gc"
 }
 
 @test "roles: a user of the spool with no role cannot answer another user's mq-req; a reply with another Correlation-Id is refused and counted; the consumer's reply is printed" {
