@@ -402,10 +402,13 @@ deliver(mq_sub *s, size_t i, char *cur, struct mq_entry *e,
 	 * what only failed to be read (out of memory, ...) or that this
 	 * consumer holds no key for (EX_NOPERM, seal.c). */
 	struct mq_msg *m = NULL;
-	if (mq_claim_read_at(p->t, p->k, p->d.curfd, cur, &m) < 0)
+	int got = mq_claim_read_at(p->t, p->k, p->d.curfd, cur, &m);
+	if (got < 0)
 		return unread(s, p, cur, e, "unreadable");
 	/* With roles, whoever consumes may place files in the queues:
 	 * deliver only what was published (msgread.c). */
+	if (got > 0)
+		return mq_sub_dead_unseen(s, p, cur, e, "unpublished");
 	int pub = p->logfd < 0 ? 1 : mq_claim_published(p->logfd, m, e->key);
 	if (pub <= 0) {
 		mq_msg_free(m);

@@ -210,7 +210,9 @@ mq_topic_gc(mq_spool *sp, const char *topic, uint64_t *removed)
 		struct mq_names l = { 0 };
 		if (rc == 0 && keep > 0 && t.conf.format == 2)
 			rc = segments_gc(&t, k, lfd, h.committed, now, keep, removed);
-		else if (rc == 0 && keep > 0)
+		/* Format 2 with roles: dead letters imported have log/KEY
+		 * names beside the segments (dlqarchive.c), kept the same. */
+		if (rc == 0 && keep > 0 && (t.conf.format != 2 || roles))
 			rc = mq_names_read(lfd, mq_is_key, &l);
 		uint64_t seq;
 		for (size_t i = 0; rc == 0 && i < l.n; i++) {

@@ -12,6 +12,8 @@
  * was published there (fs.protected_hardlinks keeps it from linking files
  * it may only read, in any case).  Retention keeps the log/ name of a
  * message that a group or a dead letter still holds in such a topic (gc.c).
+ * Format 2 reads a name's record from the segments; only a dead letter
+ * imported, which has no record there, is checked so against log/KEY.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -180,6 +182,16 @@ mq_record_copy(const struct mq_topic *t, unsigned k, int dirfd,
 	struct stat st;
 	if (mq_seq_of(name, &seq) < 0)
 		return mq_err(EX_DATAERR, "%s: not a message name", name);
+	/* Never another message's record: a name that a consumer placed
+	 * under its sequence number keeps the bytes it holds.  One that
+	 * does not parse is copied (a feed named it with the id of zeros). */
+	struct mq_msg *m;
+	if (mq_record_read(t, k, seq, NULL, &m) == 0) {
+		int other = mq_msg_check_name(m, name);
+		mq_msg_free(m);
+		if (other < 0)
+			return -1;
+	}
 	if (mq_record_at(t, k, seq, &r) < 0)
 		return -1;
 	int fd = mq_file_open(dirfd, name, O_WRONLY, 0, &st);
@@ -211,6 +223,33 @@ mq_record_copy(const struct mq_topic *t, unsigned k, int dirfd,
 	return rc < 0 ? mq_err_sys("copy record into %s", name) : 0;
 }
 
+/* Format 2, a topic with roles: a name's own bytes count only when it
+ * is the file that log/KEY names, out of the segments, as format 1 has
+ * it: a dead letter imported (dlqarchive.c), as only publishers and
+ * administrators may write log/.  0 with *out; 1 (*out NULL) a file a
+ * consumer placed, never published; -1 an error. */
+static int
+read_imported(const struct mq_topic *t, unsigned k, int curfd,
+    const char *curname, const char *key, struct mq_msg **out)
+{
+	char name[MQ_KEY_LEN + 1];
+	snprintf(name, sizeof name, "%.*s", MQ_KEY_LEN, key);
+	int logfd = mq_dir_open(t->pfd[k], "log");
+	if (logfd < 0)
+		return -1;
+	int pub = mq_claim_read(t, curfd, curname, NULL, out) < 0 ? -1 :
+	    mq_claim_published(logfd, *out, name);
+	close(logfd);
+	if (pub > 0)
+		return 0;
+	if (pub == 0) {
+		mq_msg_free(*out);
+		mq_err(EX_DATAERR, "%s is not in the log: not published", key);
+	}
+	*out = NULL;
+	return pub == 0 ? 1 : -1;
+}
+
 int
 mq_claim_read_at(const struct mq_topic *t, unsigned k, int curfd,
     const char *curname, struct mq_msg **out)
@@ -222,8 +261,8 @@ mq_claim_read_at(const struct mq_topic *t, unsigned k, int curfd,
 	 * the log has it: a file's bytes are never trusted over it (a
 	 * consumer of a topic with roles may write the queues).  A name's
 	 * own bytes count only for what the log no longer holds (retention
-	 * passed a copy's record), and never where consumers write the
-	 * queues: there that is a file nobody published. */
+	 * passed a copy's record), and where consumers write the queues
+	 * only when log/KEY names that very file (read_imported). */
 	if (t->conf.format == 2) {
 		const char *base = strrchr(curname, '/');
 		const char *key = base ? base + 1 : curname;
@@ -238,8 +277,7 @@ mq_claim_read_at(const struct mq_topic *t, unsigned k, int curfd,
 		if (rc == 0 || st.st_size == 0 || mq_errcode() != EX_DATAERR)
 			return rc;
 		if (mq_roles_any(&t->conf.roles))
-			return mq_err(EX_DATAERR, "%s is not in the log: not "
-			    "published", key);
+			return read_imported(t, k, curfd, curname, key, out);
 	}
 	return mq_claim_read(t, curfd, curname, NULL, out);
 }

@@ -565,7 +565,12 @@ int mq_claim_published(int logfd, const struct mq_msg *m, const char *key);
  * message file is (EX_DATAERR: not there, damaged, or not the message
  * key, if not NULL, names).  mq_record_copy writes the record that a
  * queue's name dirfd/NAME (an empty file) names into it: a dead letter
- * keeps its message.  mq_claim_read_at reads a claim of either format. */
+ * keeps its message (EX_DATAERR, nothing written: the log holds no
+ * record at its sequence number, or another message's).  mq_claim_read_at reads a claim of either format:
+ * 0 read, -1 an error, 1 (*out NULL, EX_DATAERR) a name of format 2 in a
+ * topic with roles that holds bytes of its own the log does not hold
+ * under its KEY, and that log/KEY does not name: placed by a consumer,
+ * never published. */
 int mq_record_read(const struct mq_topic *, unsigned k, uint64_t seq,
     const char *key, struct mq_msg **out);
 /* The record itself, checked by its hash, pointing into the segment the

@@ -190,18 +190,25 @@ refused() {
 	echo "$(mq-pub --pubkey "$USERS_DIR/alice.key") alice" >"$TD/signers"
 	mq-topic create --signers "$TD/signers" t
 	mq-group create t g
-	local real id=0123456789abcdef0123456789abcdef p=$S/topics/t/p0 name hash
+	local real id=0123456789abcdef0123456789abcdef hash
 	real=$(as alice 077 mq-pub --sign "$USERS_DIR/alice.key" t real)
 	# bob may write the spool but holds no signer's key: mq-pub refuses
-	# him, so he writes the file himself, in place of the real one.
+	# him, so he writes the message himself, whole, with a right
+	# Content-Hash, in place of the real one, in the topic's format
+	# (replace_stored, run as bob).
 	run --separate-stderr as bob 077 mq-pub -q t forged
 	assert_equal "$status" 77
+	local bt=$USERS_DIR/bob.$BATS_TEST_NUMBER
+	mkdir -m 1777 "$bt"
 	hash=$("$PY" -c 'import xxhash; print(xxhash.xxh3_128(b"forged").hexdigest())')
-	name=$(printf '%020d.%s' 0 "$id")
-	as bob 077 sh -c "rm '$p/log/$(printf '%020d.%s' 0 "$real")' \
-	    '$p/g/g/new/$(printf '%020d.%s' 0 "$real")' &&
-	    printf 'Message-Id: %s\nTopic: t\nPartition: 0\nSeq: 0\nPublished: 2026-01-01T00:00:00.000000Z\nContent-Length: 6\nContent-Hash: xxh3-128:%s\n\nforged' \
-	    '$id' '$hash' >'$p/log/$name' && ln '$p/log/$name' '$p/g/g/new/$name'"
+	printf 'Message-Id: %s\nTopic: t\nPartition: 0\nSeq: 0\nPublished: 2026-01-01T00:00:00.000000Z\nContent-Length: 6\nContent-Hash: xxh3-128:%s\n\nforged' \
+	    "$id" "$hash" >"$bt/forged"
+	chmod 644 "$bt/forged"
+	as bob 077 bash -c "$(declare -f replace_stored log_file is_format2 \
+	    log_records header_of rewrite_stored rekey_stored)
+	    PY=$PY MQ_SPOOL=$S TD=$bt
+	    replace_stored t $(printf '%020d.%s' 0 "$real") $bt/forged"
+	log_grep t "^Message-Id: $id\$" || fail "the forged message is not stored"
 	run --separate-stderr as alice 077 mq-sub -g g -n 1 -t 0 t
 	assert_equal "$status" 1
 	assert_output ""
