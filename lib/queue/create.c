@@ -104,12 +104,9 @@ mq_topic_create(mq_spool *sp, const char *name, const struct mq_topic_conf *c)
 	 * format 2, taken under its cursor's lock, could be taken by two
 	 * hosts at once: format 1 there, whose claims are renames. */
 	struct mq_topic_conf one;
-	if (c->format == 2 && mq_fs_locks_local(sp->topics)) {
+	if (c->format == 2 && mq_format2_refused(sp->topics, name) < 0) {
 		if (c->format_asked)
-			return mq_err(EX_UNAVAILABLE, "topic %s: format 2 is not "
-			    "made where locks stay within one mount (sshfs): "
-			    "its groups' consumers would take messages twice "
-			    "from two hosts; use format 1", name);
+			return -1;
 		one = *c;
 		one.format = 1;
 		c = &one;
@@ -188,6 +185,16 @@ mq_topic_delete(mq_spool *sp, const char *name)
 	mq_journal_note(sp, 'Z', "%s", name);
 	sweep_spool_tmp(sp);
 	return 0;
+}
+
+int
+mq_format2_refused(int fd, const char *topic)
+{
+	if (!mq_fs_locks_local(fd))
+		return 0;
+	return mq_err(EX_UNAVAILABLE, "topic %s: format 2 is not made where "
+	    "locks stay within one mount (sshfs): its groups' consumers would "
+	    "take messages twice from two hosts; use format 1", topic);
 }
 
 int

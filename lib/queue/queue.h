@@ -64,6 +64,10 @@ int mq_topic_conf_now(const struct mq_topic *, struct mq_topic_conf *);
 int mq_topic_conf_edit(const struct mq_topic *,
     int (*edit)(struct mq_conf *, const void *), const void *ctx);
 
+/* create.c: EX_UNAVAILABLE, naming topic, where fd's file system keeps
+ * locks within one mount (sshfs): a group of format 2 feeds under its
+ * cursor's lock, which would not keep two hosts apart there; else 0. */
+int mq_format2_refused(int fd, const char *topic);
 /* create.c: a topic opened, made first when create (MQ_CREATE, with
  * MQ_FORMAT1 and MQ_FORMAT2 the formats taken: none is format 1) and it
  * does not exist (mq_topic_create: it joins matching wildcard

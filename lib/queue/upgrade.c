@@ -450,10 +450,8 @@ mq_topic_upgrade(mq_spool *sp, const char *topic,
 	int rc = t.conf.format == 2 ? 1 : 0;
 	/* As a topic made there (create.c): format 1 where locks stay
 	 * within one mount. */
-	if (rc == 0 && mq_fs_locks_local(t.fd))
-		rc = mq_err(EX_UNAVAILABLE, "topic %s: format 2 is not made where "
-		    "locks stay within one mount (sshfs): its groups' consumers "
-		    "would take messages twice from two hosts", topic);
+	if (rc == 0)
+		rc = mq_format2_refused(t.fd, topic);
 	if (rc == 0 && !(hfds = calloc(t.conf.partitions, sizeof *hfds)))
 		rc = mq_err_sys("malloc");
 	if (rc == 0)
